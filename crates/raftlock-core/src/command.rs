@@ -1,0 +1,148 @@
+//! Commands proposed through Raft, and what applying one returns.
+//!
+//! Keepalives are deliberately absent: they never touch the log. Session
+//! expiry is a command the leader proposes, so every replica deletes the
+//! same nodes at the same log index without reading a clock.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CoreError;
+use crate::types::{QueueKind, SessionId};
+
+/// A state change, as stored in the Raft log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    /// Opens a session whose id the proposer drew (128 random bits). A
+    /// retry with the same id and parameters is a no-op that succeeds.
+    OpenSession {
+        id: SessionId,
+        owner: String,
+        ttl_ms: u64,
+    },
+    /// The client ends its session; every node it owns is deleted.
+    CloseSession { id: SessionId },
+    /// The leader saw no keepalive for the session's TTL.
+    ExpireSession { id: SessionId },
+    /// Creates or updates a generic node (API `PUT /v1/nodes/{path}`).
+    Put {
+        path: String,
+        data: Vec<u8>,
+        /// Owner of a created node, making it ephemeral.
+        session: Option<SessionId>,
+        /// Append a zero-padded counter of the parent to the last
+        /// component; always creates.
+        sequential: bool,
+        /// Compare-and-set: 0 means "must not exist".
+        expected_version: Option<u64>,
+    },
+    /// Deletes a generic node without children.
+    Delete {
+        path: String,
+        expected_version: Option<u64>,
+    },
+    /// Queues the session in a lock or election: creates an ephemeral
+    /// sequential node unless the session already has one there, in which
+    /// case that node is returned unchanged (idempotent acquire).
+    Acquire {
+        kind: QueueKind,
+        name: String,
+        session: SessionId,
+        /// Node data (an election candidate's value; empty for locks).
+        data: Vec<u8>,
+        /// False for try-lock: refuse with `LockHeld` instead of queueing
+        /// behind another session.
+        wait: bool,
+    },
+    /// Deletes the session's node in a queue (release if held, cancel if
+    /// waiting). With `node`, only if that exact node is still the
+    /// session's: a withdrawn timed-out acquire must not remove a node
+    /// created by a later one.
+    Release {
+        kind: QueueKind,
+        name: String,
+        session: SessionId,
+        node: Option<String>,
+    },
+    /// The election leader changes its value.
+    Proclaim {
+        name: String,
+        session: SessionId,
+        value: Vec<u8>,
+    },
+}
+
+/// What a successful command produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    SessionOpened {
+        id: SessionId,
+        ttl_ms: u64,
+    },
+    /// Closed or expired; lists the nodes that went with it.
+    SessionEnded {
+        id: SessionId,
+        deleted: Vec<String>,
+    },
+    Put {
+        path: String,
+        created: bool,
+        version: u64,
+        create_revision: u64,
+        mod_revision: u64,
+    },
+    Deleted {
+        path: String,
+    },
+    Acquired(Acquisition),
+    Released {
+        node: String,
+        was_holder: bool,
+    },
+    Proclaimed {
+        node: String,
+    },
+}
+
+/// The session's place in a queue after an acquire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acquisition {
+    /// Full tree path of the session's node.
+    pub node: String,
+    /// The node's create revision: the fencing token once it holds.
+    pub fencing_token: u64,
+    /// True when the node is first in the queue.
+    pub held: bool,
+    /// False when an earlier acquire had already queued this node.
+    pub created: bool,
+}
+
+/// A node removed by a command, so the node layer can wake exactly the
+/// waiter queued behind it and the waiter that owned it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletedNode {
+    pub path: String,
+    pub owner: Option<SessionId>,
+}
+
+/// Side effects of one applied command, for the layer that wakes waiters
+/// and feeds watchers. Empty when the command failed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Effects {
+    /// Nodes deleted, in deletion order.
+    pub deleted: Vec<DeletedNode>,
+    /// Queue nodes that became holders (the head of their queue).
+    pub granted: Vec<String>,
+    /// Nodes created or whose data changed.
+    pub written: Vec<String>,
+    /// Sessions that ended (closed or expired).
+    pub ended_sessions: Vec<SessionId>,
+}
+
+/// The outcome of applying one command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    pub result: Result<Response, CoreError>,
+    /// Global revision after the command (unchanged on error or no-op).
+    pub revision: u64,
+    pub effects: Effects,
+}

@@ -1,0 +1,54 @@
+//! Typed errors of the state machine. Every error leaves the state exactly
+//! as it was; the HTTP edge maps each variant to one API error code.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::SessionId;
+
+/// Why a command was refused. Carried inside the Raft response, so it is
+/// serializable and deterministic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum CoreError {
+    /// A lock name or node path breaks the naming rules.
+    #[error("invalid name {name:?}: {reason}")]
+    BadName { name: String, reason: String },
+    /// A well-formed request that makes no sense (TTL 0, writing the root,
+    /// writing inside the lock recipe's reserved prefixes, …).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// The session is unknown: never opened, closed or expired.
+    #[error("session {0} not found")]
+    SessionNotFound(SessionId),
+    /// An open-session retry reused an id with different parameters.
+    #[error("session {0} already exists with other parameters")]
+    SessionConflict(SessionId),
+    /// The node (or the session's node in a lock) does not exist.
+    #[error("{0} not found")]
+    NotFound(String),
+    /// Releasing a lock that another session holds.
+    #[error("{lock} is held by another session")]
+    NotOwner { lock: String },
+    /// A try-lock found the lock held.
+    #[error("{lock} is held by session {holder}")]
+    LockHeld { lock: String, holder: SessionId },
+    /// Compare-and-set failed.
+    #[error("version mismatch on {path}: expected {expected}, found {actual}")]
+    VersionMismatch {
+        path: String,
+        expected: u64,
+        actual: u64,
+    },
+    /// Proclaim by a session that does not lead the election.
+    #[error("session is not the leader of election {election}")]
+    NotLeader { election: String },
+    /// Deleting a node that still has children.
+    #[error("{0} has children")]
+    NotEmpty(String),
+    /// Creating a child under an ephemeral node (it would outlive nothing
+    /// sensible when the session ends).
+    #[error("{0} is ephemeral and cannot have children")]
+    EphemeralParent(String),
+    /// A counter would overflow u64 (after ~10^19 operations).
+    #[error("sequence counter of {0} is exhausted")]
+    SequenceExhausted(String),
+}

@@ -1,0 +1,72 @@
+//! Structural invariants of the state. Checked after every step by the
+//! property tests and on every snapshot restore.
+
+use crate::path::{ancestors, is_reserved};
+use crate::queue::{node_path, parse_node_path};
+use crate::state::StateMachine;
+
+impl StateMachine {
+    /// Returns the first broken invariant, described.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if !self.nodes.contains_key("/") {
+            return Err("the root node is missing".into());
+        }
+        for (path, node) in &self.nodes {
+            if node.create_revision > node.mod_revision || node.mod_revision > self.revision {
+                return Err(format!("{path} has revisions from the future"));
+            }
+            if let Some(owner) = node.ephemeral_owner {
+                let owned = self
+                    .sessions
+                    .get(&owner)
+                    .is_some_and(|s| s.nodes.contains(path));
+                if !owned {
+                    return Err(format!("{path} outlived or is unknown to session {owner}"));
+                }
+            }
+            if is_reserved(path) {
+                let queued = parse_node_path(path).and_then(|(q, seq)| {
+                    let entry = self.queues.get(q)?.entries.get(&seq)?;
+                    Some(Some(entry.session) == node.ephemeral_owner)
+                });
+                if queued != Some(true) {
+                    return Err(format!("{path} is in a reserved prefix but not queued"));
+                }
+            } else if let Some(missing) = ancestors(path).find(|a| !self.nodes.contains_key(*a)) {
+                return Err(format!("{path} has no parent {missing}"));
+            }
+        }
+        for (id, session) in &self.sessions {
+            for path in &session.nodes {
+                let ok = self
+                    .nodes
+                    .get(path)
+                    .is_some_and(|n| n.ephemeral_owner == Some(*id));
+                if !ok {
+                    return Err(format!("session {id} lists {path}, which it does not own"));
+                }
+            }
+        }
+        for (queue_path, queue) in &self.queues {
+            if queue.is_empty() {
+                return Err(format!("queue {queue_path} is empty but kept"));
+            }
+            if queue.entries.len() != queue.by_session.len() {
+                return Err(format!("queue {queue_path} has a session twice"));
+            }
+            for (i, (seq, entry)) in queue.entries.iter().enumerate() {
+                if queue.by_session.get(&entry.session) != Some(seq) {
+                    return Err(format!("queue {queue_path} index disagrees at {seq}"));
+                }
+                if (i == 0) != entry.granted_revision.is_some() {
+                    return Err(format!("queue {queue_path}: only the head is granted"));
+                }
+                let node = self.nodes.get(&node_path(queue_path, *seq));
+                if node.map(|n| n.create_revision) != Some(*seq) {
+                    return Err(format!("queue {queue_path} entry {seq} has no node of that revision"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

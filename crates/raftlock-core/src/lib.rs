@@ -1,0 +1,52 @@
+//! # raftlock-core
+//!
+//! The deterministic state machine every raftlock replica applies: a tree
+//! of nodes, client sessions owning ephemeral nodes, lock and election
+//! queues (ephemeral sequential nodes, lowest sequence holds), one global
+//! revision, and versioned snapshots.
+//!
+//! Pure by design: no IO, no clock, no tasks. Time enters only as
+//! commands the leader proposes (`ExpireSession`), and randomness only as
+//! values the proposer drew (`OpenSession`'s id), so the same log yields
+//! the same state, byte for byte, on every node.
+//!
+//! ```
+//! use raftlock_core::{Command, QueueKind, Response, SessionId, StateMachine};
+//!
+//! let mut sm = StateMachine::new();
+//! let (a, b) = (SessionId(1), SessionId(2));
+//! for id in [a, b] {
+//!     sm.apply(&Command::OpenSession { id, owner: "doc".into(), ttl_ms: 5_000 });
+//! }
+//! let acquire = |session| Command::Acquire {
+//!     kind: QueueKind::Lock, name: "orders/42".into(), session, data: vec![], wait: true,
+//! };
+//! let Ok(Response::Acquired(first)) = sm.apply(&acquire(a)).result else { panic!() };
+//! let Ok(Response::Acquired(second)) = sm.apply(&acquire(b)).result else { panic!() };
+//! assert!(first.held && !second.held);
+//!
+//! // Closing A's session deletes its node and grants the lock to B.
+//! let applied = sm.apply(&Command::CloseSession { id: a });
+//! assert_eq!(applied.effects.granted, vec![second.node.clone()]);
+//! assert!(second.fencing_token > first.fencing_token);
+//! ```
+
+mod command;
+mod error;
+mod invariants;
+mod locks;
+pub mod path;
+mod query;
+mod queue;
+mod sessions;
+mod snapshot;
+mod state;
+mod tree;
+mod types;
+
+pub use command::{Acquisition, Applied, Command, DeletedNode, Effects, Response};
+pub use error::CoreError;
+pub use query::{Counts, Position, QueueEntryView, QueueSummary, QueueView, SessionView};
+pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT};
+pub use state::StateMachine;
+pub use types::{Node, ParseSessionIdError, QueueKind, Session, SessionId};

@@ -1,0 +1,133 @@
+//! The lock and election recipe: acquire, release, proclaim.
+//!
+//! acquire = an ephemeral sequential node in the queue; the lowest
+//! sequence holds. Its create revision is the fencing token, so tokens of
+//! one lock strictly increase from grant to grant.
+
+use crate::command::{Acquisition, Effects, Response};
+use crate::error::CoreError;
+use crate::path::validate_lock_name;
+use crate::queue::node_path;
+use crate::state::{Outcome, StateMachine};
+use crate::types::{QueueKind, SessionId};
+
+impl StateMachine {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn acquire(
+        &mut self,
+        kind: QueueKind,
+        name: &str,
+        session: SessionId,
+        data: &[u8],
+        wait: bool,
+        revision: u64,
+        effects: &mut Effects,
+    ) -> Result<Outcome, CoreError> {
+        self.require_session(session)?;
+        validate_lock_name(name)?;
+        let queue_path = kind.queue_path(name);
+        if let Some(queue) = self.queues.get(&queue_path) {
+            if let Some(seq) = queue.sequence_of(session) {
+                // Idempotent: a retried acquire finds its own node.
+                let node = node_path(&queue_path, seq);
+                let fencing_token = self.nodes.get(&node).map_or(0, |n| n.create_revision);
+                let held = queue.head().is_some_and(|(h, _)| h == seq);
+                return Ok(Outcome::unchanged(Response::Acquired(Acquisition {
+                    node,
+                    fencing_token,
+                    held,
+                    created: false,
+                })));
+            }
+            if let Some((_, head)) = queue.head().filter(|_| !wait) {
+                return Err(CoreError::LockHeld {
+                    lock: name.to_string(),
+                    holder: head.session,
+                });
+            }
+        }
+        let (seq, held) = self
+            .queues
+            .entry(queue_path.clone())
+            .or_default()
+            .push(session, revision);
+        let node = node_path(&queue_path, seq);
+        self.insert_node(
+            node.clone(),
+            data.to_vec(),
+            Some(session),
+            revision,
+            effects,
+        );
+        if held {
+            effects.granted.push(node.clone());
+        }
+        Ok(Outcome::changed(Response::Acquired(Acquisition {
+            node,
+            fencing_token: revision,
+            held,
+            created: true,
+        })))
+    }
+
+    pub(crate) fn release(
+        &mut self,
+        kind: QueueKind,
+        name: &str,
+        session: SessionId,
+        only_node: Option<&str>,
+        revision: u64,
+        effects: &mut Effects,
+    ) -> Result<Outcome, CoreError> {
+        self.require_session(session)?;
+        validate_lock_name(name)?;
+        let queue_path = kind.queue_path(name);
+        let queue = self.queues.get(&queue_path);
+        let Some(seq) = queue.and_then(|q| q.sequence_of(session)) else {
+            return Err(match queue {
+                Some(_) => CoreError::NotOwner {
+                    lock: name.to_string(),
+                },
+                None => CoreError::NotFound(queue_path),
+            });
+        };
+        let node = node_path(&queue_path, seq);
+        if let Some(expected) = only_node.filter(|expected| *expected != node) {
+            return Err(CoreError::NotFound(expected.to_string()));
+        }
+        let was_holder = queue.and_then(|q| q.head()).is_some_and(|(h, _)| h == seq);
+        self.remove_node(&node, revision, effects);
+        Ok(Outcome::changed(Response::Released { node, was_holder }))
+    }
+
+    pub(crate) fn proclaim(
+        &mut self,
+        name: &str,
+        session: SessionId,
+        value: &[u8],
+        revision: u64,
+        effects: &mut Effects,
+    ) -> Result<Outcome, CoreError> {
+        self.require_session(session)?;
+        validate_lock_name(name)?;
+        let queue_path = QueueKind::Election.queue_path(name);
+        let not_leader = || CoreError::NotLeader {
+            election: name.to_string(),
+        };
+        let (seq, head) = self
+            .queues
+            .get(&queue_path)
+            .and_then(|q| q.head())
+            .ok_or_else(not_leader)?;
+        if head.session != session {
+            return Err(not_leader());
+        }
+        let path = node_path(&queue_path, seq);
+        let node = self.nodes.get_mut(&path).ok_or_else(not_leader)?;
+        node.data = value.to_vec();
+        node.version += 1;
+        node.mod_revision = revision;
+        effects.written.push(path.clone());
+        Ok(Outcome::changed(Response::Proclaimed { node: path }))
+    }
+}

@@ -1,0 +1,222 @@
+//! Read-only views of the state, for the API and the node layer.
+
+use std::ops::Bound;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CoreError;
+use crate::queue::{node_path, parse_node_path, QueueEntry};
+use crate::state::StateMachine;
+use crate::types::{Node, QueueKind, SessionId};
+
+/// One node of a lock or election queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueEntryView {
+    pub session: SessionId,
+    /// The session's owner label.
+    pub owner: String,
+    pub node: String,
+    /// The node's create revision.
+    pub fencing_token: u64,
+    /// When this entry became the holder, if it has.
+    pub granted_revision: Option<u64>,
+    /// Node data (an election's value).
+    pub data: Vec<u8>,
+}
+
+/// A whole queue: the holder and the waiters in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueView {
+    pub holder: Option<QueueEntryView>,
+    pub waiters: Vec<QueueEntryView>,
+}
+
+/// One line of a lock listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueSummary {
+    /// The lock or election name (without the tree prefix).
+    pub name: String,
+    pub holder: Option<QueueEntryView>,
+    pub waiters: usize,
+}
+
+/// Where a queue node stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Position {
+    /// First in line: the lock is held by this node.
+    Holder,
+    /// Waiting directly behind this node.
+    Behind(String),
+}
+
+/// A session as listed by the API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub id: SessionId,
+    pub owner: String,
+    pub ttl_ms: u64,
+    pub nodes: Vec<String>,
+}
+
+/// Sizes for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub sessions: usize,
+    /// Nodes excluding the root.
+    pub nodes: usize,
+    /// Queues with a holder (locks and elections).
+    pub held: usize,
+    /// Queued nodes that do not hold.
+    pub waiters: usize,
+}
+
+impl StateMachine {
+    /// The global revision.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    pub fn node(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(path)
+    }
+
+    /// Names of the immediate children of `path`, sorted, including
+    /// virtual directories such as `/locks` that hold queue nodes. `None`
+    /// when nothing exists at or below `path`. Skips whole subtrees, so the
+    /// cost grows with the number of children, not of descendants.
+    pub fn children(&self, path: &str) -> Option<Vec<String>> {
+        let prefix = if path == "/" {
+            "/".to_string()
+        } else {
+            format!("{path}/")
+        };
+        let mut names = Vec::new();
+        let mut from = Bound::Excluded(prefix.clone());
+        loop {
+            let bounds = (from.as_ref().map(String::as_str), Bound::Unbounded);
+            let Some((key, _)) = self.nodes.range::<str, _>(bounds).next() else {
+                break;
+            };
+            let Some(rest) = key.strip_prefix(&prefix) else {
+                break;
+            };
+            match rest.split_once('/') {
+                // The child itself: its siblings such as `b-x` sort before
+                // its subtree, so step to the very next key.
+                None => {
+                    names.push(rest.to_string());
+                    from = Bound::Excluded(key.clone());
+                }
+                // Inside a child's subtree ('0' is the byte after '/').
+                Some((child, _)) => {
+                    names.push(child.to_string());
+                    from = Bound::Included(format!("{prefix}{child}0"));
+                }
+            }
+        }
+        if names.is_empty() && !self.nodes.contains_key(path) {
+            return None;
+        }
+        names.sort();
+        names.dedup();
+        Some(names)
+    }
+
+    pub fn session(&self, id: SessionId) -> Option<SessionView> {
+        self.sessions.get(&id).map(|s| SessionView {
+            id,
+            owner: s.owner.clone(),
+            ttl_ms: s.ttl_ms,
+            nodes: s.nodes.iter().cloned().collect(),
+        })
+    }
+
+    /// Every live session with its TTL, so a new leader can restart every
+    /// deadline.
+    pub fn session_ttls(&self) -> impl Iterator<Item = (SessionId, u64)> + '_ {
+        self.sessions.iter().map(|(id, s)| (*id, s.ttl_ms))
+    }
+
+    /// The holder and waiters of a queue; empty when nobody is queued.
+    pub fn queue(&self, kind: QueueKind, name: &str) -> QueueView {
+        let queue_path = kind.queue_path(name);
+        let Some(queue) = self.queues.get(&queue_path) else {
+            return QueueView {
+                holder: None,
+                waiters: Vec::new(),
+            };
+        };
+        let mut entries = queue
+            .entries
+            .iter()
+            .map(|(seq, e)| self.entry_view(&queue_path, *seq, e));
+        QueueView {
+            holder: entries.next(),
+            waiters: entries.collect(),
+        }
+    }
+
+    /// Queues whose name starts with `prefix`, in name order.
+    pub fn queues(&self, kind: QueueKind, prefix: &str) -> Vec<QueueSummary> {
+        let start = kind.queue_path(prefix);
+        let strip = format!("{}/", kind.prefix());
+        self.queues
+            .range(start.clone()..)
+            .take_while(|(path, _)| path.starts_with(&start))
+            .map(|(path, queue)| QueueSummary {
+                name: path.strip_prefix(&strip).unwrap_or(path).to_string(),
+                holder: queue.head().map(|(seq, e)| self.entry_view(path, seq, e)),
+                waiters: queue.entries.len().saturating_sub(1),
+            })
+            .collect()
+    }
+
+    /// Where the queue node at `node` stands: holder, or directly behind
+    /// which node. O(log n).
+    pub fn position(&self, node: &str) -> Result<Position, CoreError> {
+        let not_found = || CoreError::NotFound(node.to_string());
+        let (queue_path, seq) = parse_node_path(node).ok_or_else(not_found)?;
+        let queue = self.queues.get(queue_path).ok_or_else(not_found)?;
+        if !queue.entries.contains_key(&seq) {
+            return Err(not_found());
+        }
+        Ok(match queue.predecessor(seq) {
+            None => Position::Holder,
+            Some(prev) => Position::Behind(node_path(queue_path, prev)),
+        })
+    }
+
+    /// Is `token` the fencing token of the lock's current holder? Returns
+    /// (valid, current holder's token).
+    pub fn fencing_check(&self, name: &str, token: u64) -> (bool, Option<u64>) {
+        let current = self.queue(QueueKind::Lock, name).holder.map(|h| h.fencing_token);
+        (current == Some(token), current)
+    }
+
+    pub fn counts(&self) -> Counts {
+        Counts {
+            sessions: self.sessions.len(),
+            nodes: self.nodes.len() - 1,
+            held: self.queues.len(),
+            waiters: self.queues.values().map(|q| q.entries.len() - 1).sum(),
+        }
+    }
+
+    fn entry_view(&self, queue_path: &str, seq: u64, entry: &QueueEntry) -> QueueEntryView {
+        let node = node_path(queue_path, seq);
+        let stored = self.nodes.get(&node);
+        QueueEntryView {
+            session: entry.session,
+            owner: self
+                .sessions
+                .get(&entry.session)
+                .map(|s| s.owner.clone())
+                .unwrap_or_default(),
+            fencing_token: stored.map_or(0, |n| n.create_revision),
+            data: stored.map(|n| n.data.clone()).unwrap_or_default(),
+            granted_revision: entry.granted_revision,
+            node,
+        }
+    }
+}
+

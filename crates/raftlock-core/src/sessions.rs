@@ -1,0 +1,54 @@
+//! Opening and ending sessions.
+
+use crate::command::{Effects, Response};
+use crate::error::CoreError;
+use crate::state::{Outcome, StateMachine};
+use crate::types::{Session, SessionId};
+
+impl StateMachine {
+    pub(crate) fn open_session(
+        &mut self,
+        id: SessionId,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<Outcome, CoreError> {
+        if ttl_ms == 0 {
+            return Err(CoreError::Invalid("a session TTL must be positive".into()));
+        }
+        let opened = Response::SessionOpened { id, ttl_ms };
+        if let Some(existing) = self.sessions.get(&id) {
+            // A retried proposal: same id and parameters is the same open.
+            return if existing.owner == owner && existing.ttl_ms == ttl_ms {
+                Ok(Outcome::unchanged(opened))
+            } else {
+                Err(CoreError::SessionConflict(id))
+            };
+        }
+        self.sessions.insert(
+            id,
+            Session {
+                owner: owner.to_string(),
+                ttl_ms,
+                nodes: Default::default(),
+            },
+        );
+        Ok(Outcome::changed(opened))
+    }
+
+    /// Close and expire end a session the same way: every node it owns is
+    /// deleted (in path order, so replicas agree), then the session.
+    pub(crate) fn end_session(
+        &mut self,
+        id: SessionId,
+        revision: u64,
+        effects: &mut Effects,
+    ) -> Result<Outcome, CoreError> {
+        let owned: Vec<String> = self.require_session(id)?.nodes.iter().cloned().collect();
+        for path in &owned {
+            self.remove_node(path, revision, effects);
+        }
+        self.sessions.remove(&id);
+        effects.ended_sessions.push(id);
+        Ok(Outcome::changed(Response::SessionEnded { id, deleted: owned }))
+    }
+}

@@ -1,0 +1,211 @@
+//! The state machine: its data and the apply dispatcher.
+//!
+//! `apply` is a pure function of (state, command): no clock, no IO, no
+//! randomness, ordered collections only. That is what lets every replica
+//! reach byte-identical state from the same log. A command either succeeds
+//! (bumping the global revision once if it changed anything) or fails
+//! without touching the state: handlers validate everything first.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{Applied, Command, DeletedNode, Effects, Response};
+use crate::error::CoreError;
+use crate::queue::{self, LockQueue};
+use crate::types::{Node, Session, SessionId};
+
+/// The replicated state of one raftlock cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateMachine {
+    /// Global revision: +1 per command that changed anything.
+    pub(crate) revision: u64,
+    /// Every node by canonical path; the root `/` always exists.
+    pub(crate) nodes: BTreeMap<String, Node>,
+    pub(crate) sessions: BTreeMap<SessionId, Session>,
+    /// Lock and election queues by queue path (`/locks/orders`).
+    pub(crate) queues: BTreeMap<String, LockQueue>,
+}
+
+impl Default for StateMachine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A successful handler's answer and whether it changed the state.
+pub(crate) struct Outcome {
+    pub response: Response,
+    pub changed: bool,
+}
+
+impl Outcome {
+    pub fn changed(response: Response) -> Self {
+        Outcome {
+            response,
+            changed: true,
+        }
+    }
+
+    pub fn unchanged(response: Response) -> Self {
+        Outcome {
+            response,
+            changed: false,
+        }
+    }
+}
+
+impl StateMachine {
+    /// An empty tree holding only the root.
+    pub fn new() -> Self {
+        let root = Node {
+            data: Vec::new(),
+            version: 1,
+            create_revision: 0,
+            mod_revision: 0,
+            ephemeral_owner: None,
+            next_child_sequence: 0,
+        };
+        StateMachine {
+            revision: 0,
+            nodes: BTreeMap::from([("/".to_string(), root)]),
+            sessions: BTreeMap::new(),
+            queues: BTreeMap::new(),
+        }
+    }
+
+    /// Applies one committed command.
+    pub fn apply(&mut self, command: &Command) -> Applied {
+        let Some(next) = self.revision.checked_add(1) else {
+            // 2^64 commits from now; refuse rather than wrap and reuse tokens.
+            return Applied {
+                result: Err(CoreError::SequenceExhausted("the global revision".into())),
+                revision: self.revision,
+                effects: Effects::default(),
+            };
+        };
+        let mut effects = Effects::default();
+        let result = match command {
+            Command::OpenSession { id, owner, ttl_ms } => self.open_session(*id, owner, *ttl_ms),
+            Command::CloseSession { id } | Command::ExpireSession { id } => {
+                self.end_session(*id, next, &mut effects)
+            }
+            Command::Put {
+                path,
+                data,
+                session,
+                sequential,
+                expected_version,
+            } => self.put(
+                path,
+                data,
+                *session,
+                *sequential,
+                *expected_version,
+                next,
+                &mut effects,
+            ),
+            Command::Delete {
+                path,
+                expected_version,
+            } => self.delete(path, *expected_version, next, &mut effects),
+            Command::Acquire {
+                kind,
+                name,
+                session,
+                data,
+                wait,
+            } => self.acquire(*kind, name, *session, data, *wait, next, &mut effects),
+            Command::Release {
+                kind,
+                name,
+                session,
+                node,
+            } => self.release(*kind, name, *session, node.as_deref(), next, &mut effects),
+            Command::Proclaim {
+                name,
+                session,
+                value,
+            } => self.proclaim(name, *session, value, next, &mut effects),
+        };
+        match result {
+            Ok(outcome) => {
+                if outcome.changed {
+                    self.revision = next;
+                } else {
+                    effects = Effects::default();
+                }
+                Applied {
+                    result: Ok(outcome.response),
+                    revision: self.revision,
+                    effects,
+                }
+            }
+            Err(error) => Applied {
+                result: Err(error),
+                revision: self.revision,
+                effects: Effects::default(),
+            },
+        }
+    }
+
+    pub(crate) fn require_session(&self, id: SessionId) -> Result<&Session, CoreError> {
+        self.sessions
+            .get(&id)
+            .ok_or(CoreError::SessionNotFound(id))
+    }
+
+    /// Removes a node that the caller has validated exists, keeping the
+    /// owner's node set and any queue consistent, and grants the lock to
+    /// the next in line when the head goes.
+    pub(crate) fn remove_node(&mut self, path: &str, revision: u64, effects: &mut Effects) {
+        let Some(node) = self.nodes.remove(path) else {
+            return;
+        };
+        if let Some(owner) = node.ephemeral_owner {
+            if let Some(session) = self.sessions.get_mut(&owner) {
+                session.nodes.remove(path);
+            }
+        }
+        if let Some((queue_path, seq)) = queue::parse_node_path(path) {
+            if let Some(q) = self.queues.get_mut(queue_path) {
+                if let Some(next) = q.remove(seq, revision) {
+                    effects.granted.push(queue::node_path(queue_path, next));
+                }
+                if q.is_empty() {
+                    self.queues.remove(queue_path);
+                }
+            }
+        }
+        effects.deleted.push(DeletedNode {
+            path: path.to_string(),
+            owner: node.ephemeral_owner,
+        });
+    }
+
+    /// Inserts a new node at `path` (the caller checked it is absent).
+    pub(crate) fn insert_node(
+        &mut self,
+        path: String,
+        data: Vec<u8>,
+        owner: Option<SessionId>,
+        revision: u64,
+        effects: &mut Effects,
+    ) {
+        if let Some(session) = owner.and_then(|id| self.sessions.get_mut(&id)) {
+            session.nodes.insert(path.clone());
+        }
+        effects.written.push(path.clone());
+        self.nodes.insert(
+            path,
+            Node {
+                data,
+                version: 1,
+                create_revision: revision,
+                mod_revision: revision,
+                ephemeral_owner: owner,
+                next_child_sequence: 0,
+            },
+        );
+    }
+}

@@ -1,0 +1,114 @@
+//! Values stored in the state machine.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A session's identity: 128 random bits chosen by the proposer, so the
+/// state machine stays deterministic and ids stay unguessable. Printed as
+/// 32 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SessionId(pub u128);
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+impl fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The text was not 32 hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a session id is 32 hexadecimal digits")]
+pub struct ParseSessionIdError;
+
+impl FromStr for SessionId {
+    type Err = ParseSessionIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ParseSessionIdError);
+        }
+        u128::from_str_radix(s, 16)
+            .map(SessionId)
+            .map_err(|_| ParseSessionIdError)
+    }
+}
+
+/// One node of the tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    /// Opaque payload (an election's value, a recipe's data).
+    pub data: Vec<u8>,
+    /// 1 on create, +1 per data change; 0 means "absent" in a CAS.
+    pub version: u64,
+    /// Revision of the command that created the node; a lock node's
+    /// fencing token.
+    pub create_revision: u64,
+    /// Revision of the command that last changed the node.
+    pub mod_revision: u64,
+    /// The session whose end deletes this node, if ephemeral.
+    pub ephemeral_owner: Option<SessionId>,
+    /// Next suffix for a sequential child created under this node.
+    pub next_child_sequence: u64,
+}
+
+/// A client session. Its deadline is not here: the leader tracks
+/// deadlines in memory and ends sessions through an explicit command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// Free label shown in listings (e.g. "worker-7").
+    pub owner: String,
+    /// Time to live without a keepalive, in milliseconds.
+    pub ttl_ms: u64,
+    /// Every ephemeral node the session owns, lock nodes included, so
+    /// ending it deletes exactly these.
+    pub nodes: BTreeSet<String>,
+}
+
+/// Which recipe a queue belongs to; decides the tree prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum QueueKind {
+    /// A mutex under `/locks/`.
+    Lock,
+    /// A leader election under `/elections/`, the value in node data.
+    Election,
+}
+
+impl QueueKind {
+    /// The tree prefix of this kind's queues.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            QueueKind::Lock => crate::path::LOCKS_PREFIX,
+            QueueKind::Election => crate::path::ELECTIONS_PREFIX,
+        }
+    }
+
+    /// Tree path of the queue named `name` (`orders/42` → `/locks/orders/42`).
+    pub fn queue_path(self, name: &str) -> String {
+        format!("{}/{name}", self.prefix())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_id_round_trip() {
+        let id = SessionId(0x0123_4567_89ab_cdef_0011_2233_4455_6677);
+        let text = id.to_string();
+        assert_eq!(text, "0123456789abcdef0011223344556677");
+        assert_eq!(text.parse::<SessionId>(), Ok(id));
+        assert!("xyz".parse::<SessionId>().is_err());
+        assert!("0123456789abcdef001122334455667".parse::<SessionId>().is_err());
+        assert!("+123456789abcdef0011223344556677".parse::<SessionId>().is_err());
+    }
+}
