@@ -23,6 +23,15 @@ pub enum Command {
     CloseSession { id: SessionId },
     /// The leader saw no keepalive for the session's TTL.
     ExpireSession { id: SessionId },
+    /// A new leader records each session's remaining TTL as of its
+    /// election, so a later leader counts down from there instead of
+    /// restarting at a full TTL (repeated failovers cannot keep a silent
+    /// session alive forever, etcd#9888). Unknown ids are skipped.
+    CheckpointSessions { sessions: Vec<(SessionId, u64)> },
+    /// A keepalive reached a checkpointed session: clear the checkpoint
+    /// (committed before the keepalive is acknowledged), so no later
+    /// leader expires it earlier than its client was promised.
+    RenewSessions { ids: Vec<SessionId> },
     /// Creates or updates a generic node (API `PUT /v1/nodes/{path}`).
     Put {
         path: String,
@@ -92,6 +101,10 @@ pub enum Response {
     },
     Deleted {
         path: String,
+    },
+    /// Checkpoints recorded or cleared, for this many sessions.
+    SessionsCheckpointed {
+        count: usize,
     },
     Acquired(Acquisition),
     Released {

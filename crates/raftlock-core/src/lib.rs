@@ -46,7 +46,9 @@ mod types;
 
 pub use command::{Acquisition, Applied, Command, DeletedNode, Effects, Response};
 pub use error::CoreError;
-pub use query::{Counts, Position, QueueEntryView, QueueSummary, QueueView, SessionView};
+pub use query::{
+    Counts, Position, QueueEntryView, QueueSummary, QueueView, SessionLease, SessionView,
+};
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT};
 pub use state::StateMachine;
 pub use types::{Node, ParseSessionIdError, QueueKind, Session, SessionId};

@@ -58,6 +58,14 @@ pub struct SessionView {
     pub nodes: Vec<String>,
 }
 
+/// What the leader's session tracker needs to set a deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionLease {
+    pub id: SessionId,
+    pub ttl_ms: u64,
+    pub checkpoint_remaining_ms: Option<u64>,
+}
+
 /// Sizes for metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
@@ -131,10 +139,22 @@ impl StateMachine {
         })
     }
 
-    /// Every live session with its TTL, so a new leader can restart every
-    /// deadline.
-    pub fn session_ttls(&self) -> impl Iterator<Item = (SessionId, u64)> + '_ {
-        self.sessions.iter().map(|(id, s)| (*id, s.ttl_ms))
+    /// Every live session's lease, so a new leader can set every deadline.
+    pub fn session_leases(&self) -> impl Iterator<Item = SessionLease> + '_ {
+        self.sessions.iter().map(|(id, s)| SessionLease {
+            id: *id,
+            ttl_ms: s.ttl_ms,
+            checkpoint_remaining_ms: s.checkpoint_remaining_ms,
+        })
+    }
+
+    /// The lease of one session.
+    pub fn session_lease(&self, id: SessionId) -> Option<SessionLease> {
+        self.sessions.get(&id).map(|s| SessionLease {
+            id,
+            ttl_ms: s.ttl_ms,
+            checkpoint_remaining_ms: s.checkpoint_remaining_ms,
+        })
     }
 
     /// The holder and waiters of a queue; empty when nobody is queued.

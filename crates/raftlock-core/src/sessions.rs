@@ -30,6 +30,7 @@ impl StateMachine {
                 owner: owner.to_string(),
                 ttl_ms,
                 nodes: Default::default(),
+                checkpoint_remaining_ms: None,
             },
         );
         Ok(Outcome::changed(opened))
@@ -50,5 +51,29 @@ impl StateMachine {
         self.sessions.remove(&id);
         effects.ended_sessions.push(id);
         Ok(Outcome::changed(Response::SessionEnded { id, deleted: owned }))
+    }
+
+    /// Sets (`Some`) or clears (`None`) lease checkpoints. Ids that no
+    /// longer exist are skipped: the leader proposed them before an
+    /// expiry or close that committed first.
+    pub(crate) fn checkpoint_sessions(
+        &mut self,
+        updates: impl Iterator<Item = (SessionId, Option<u64>)>,
+    ) -> Result<Outcome, CoreError> {
+        let mut count = 0;
+        for (id, remaining) in updates {
+            if let Some(session) = self.sessions.get_mut(&id) {
+                if session.checkpoint_remaining_ms != remaining {
+                    session.checkpoint_remaining_ms = remaining;
+                    count += 1;
+                }
+            }
+        }
+        let response = Response::SessionsCheckpointed { count };
+        Ok(if count > 0 {
+            Outcome::changed(response)
+        } else {
+            Outcome::unchanged(response)
+        })
     }
 }

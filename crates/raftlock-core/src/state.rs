@@ -90,6 +90,14 @@ impl StateMachine {
             Command::CloseSession { id } | Command::ExpireSession { id } => {
                 self.end_session(*id, next, &mut effects)
             }
+            Command::CheckpointSessions { sessions } => self.checkpoint_sessions(
+                sessions
+                    .iter()
+                    .map(|(id, remaining)| (*id, Some(*remaining))),
+            ),
+            Command::RenewSessions { ids } => {
+                self.checkpoint_sessions(ids.iter().map(|id| (*id, None)))
+            }
             Command::Put {
                 path,
                 data,

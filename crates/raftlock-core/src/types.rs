@@ -71,6 +71,9 @@ pub struct Session {
     /// Every ephemeral node the session owns, lock nodes included, so
     /// ending it deletes exactly these.
     pub nodes: BTreeSet<String>,
+    /// Remaining TTL recorded by a leader's checkpoint and not renewed
+    /// since; counted from when each replica applied that checkpoint.
+    pub checkpoint_remaining_ms: Option<u64>,
 }
 
 /// Which recipe a queue belongs to; decides the tree prefix.

@@ -35,6 +35,9 @@ fn command() -> impl Strategy<Value = Command> {
         }),
         1 => session().prop_map(|id| Command::CloseSession { id }),
         1 => session().prop_map(|id| Command::ExpireSession { id }),
+        1 => prop::collection::vec((session(), 1..1000u64), 0..3)
+            .prop_map(|sessions| Command::CheckpointSessions { sessions }),
+        1 => prop::collection::vec(session(), 0..3).prop_map(|ids| Command::RenewSessions { ids }),
         8 => (kind(), lock(), session(), prop_oneof![4 => Just(true), 1 => Just(false)]).prop_map(|(kind, name, session, wait)| {
             Command::Acquire { kind, name, session, data: vec![1], wait }
         }),
