@@ -73,8 +73,14 @@ fn main() {
     let restore = start.elapsed();
     assert_eq!(restored.counts(), sm.counts());
 
-    println!("raftlock-core memory figures ({SESSIONS} sessions, {nodes} lock nodes in {LOCKS} locks)");
-    println!("  load (apply {} commands): {:.2?}", SESSIONS + nodes, load_time);
+    println!(
+        "raftlock-core memory figures ({SESSIONS} sessions, {nodes} lock nodes in {LOCKS} locks)"
+    );
+    println!(
+        "  load (apply {} commands): {:.2?}",
+        SESSIONS + nodes,
+        load_time
+    );
     println!(
         "  heap per session (no nodes):  {} bytes",
         (after_sessions - base) as u128 / SESSIONS

@@ -63,7 +63,9 @@ impl StateMachine {
                 }
                 let node = self.nodes.get(&node_path(queue_path, *seq));
                 if node.map(|n| n.create_revision) != Some(*seq) {
-                    return Err(format!("queue {queue_path} entry {seq} has no node of that revision"));
+                    return Err(format!(
+                        "queue {queue_path} entry {seq} has no node of that revision"
+                    ));
                 }
             }
         }

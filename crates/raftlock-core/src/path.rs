@@ -133,7 +133,16 @@ mod tests {
             assert!(validate_lock_name(good).is_ok(), "{good}");
         }
         for bad in [
-            "", "/a", "a/", "a//b", ".", "a/../b", "a/./b", "sp ace", "é", &"x".repeat(257),
+            "",
+            "/a",
+            "a/",
+            "a//b",
+            ".",
+            "a/../b",
+            "a/./b",
+            "sp ace",
+            "é",
+            &"x".repeat(257),
         ] {
             assert!(validate_lock_name(bad).is_err(), "{bad}");
         }
@@ -164,7 +173,10 @@ mod tests {
         assert_eq!(parent_of("/a"), "/");
         assert_eq!(base_name("/a/b"), "b");
         assert_eq!(with_sequence("/q/lock-", 42), "/q/lock-0000000042");
-        assert_eq!(with_sequence("/q/n-", u64::MAX), "/q/n-18446744073709551615");
+        assert_eq!(
+            with_sequence("/q/n-", u64::MAX),
+            "/q/n-18446744073709551615"
+        );
         assert_eq!(join("/", "a"), "/a");
         assert_eq!(join("/a", "b"), "/a/b");
         assert_eq!(ancestors("/a/b/c").collect::<Vec<_>>(), ["/a", "/a/b"]);

@@ -209,7 +209,10 @@ impl StateMachine {
     /// Is `token` the fencing token of the lock's current holder? Returns
     /// (valid, current holder's token).
     pub fn fencing_check(&self, name: &str, token: u64) -> (bool, Option<u64>) {
-        let current = self.queue(QueueKind::Lock, name).holder.map(|h| h.fencing_token);
+        let current = self
+            .queue(QueueKind::Lock, name)
+            .holder
+            .map(|h| h.fencing_token);
         (current == Some(token), current)
     }
 
@@ -239,4 +242,3 @@ impl StateMachine {
         }
     }
 }
-

@@ -50,7 +50,10 @@ impl StateMachine {
         }
         self.sessions.remove(&id);
         effects.ended_sessions.push(id);
-        Ok(Outcome::changed(Response::SessionEnded { id, deleted: owned }))
+        Ok(Outcome::changed(Response::SessionEnded {
+            id,
+            deleted: owned,
+        }))
     }
 
     /// Sets (`Some`) or clears (`None`) lease checkpoints. Ids that no

@@ -158,9 +158,7 @@ impl StateMachine {
     }
 
     pub(crate) fn require_session(&self, id: SessionId) -> Result<&Session, CoreError> {
-        self.sessions
-            .get(&id)
-            .ok_or(CoreError::SessionNotFound(id))
+        self.sessions.get(&id).ok_or(CoreError::SessionNotFound(id))
     }
 
     /// Removes a node that the caller has validated exists, keeping the

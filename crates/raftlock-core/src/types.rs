@@ -111,7 +111,11 @@ mod tests {
         assert_eq!(text, "0123456789abcdef0011223344556677");
         assert_eq!(text.parse::<SessionId>(), Ok(id));
         assert!("xyz".parse::<SessionId>().is_err());
-        assert!("0123456789abcdef001122334455667".parse::<SessionId>().is_err());
-        assert!("+123456789abcdef0011223344556677".parse::<SessionId>().is_err());
+        assert!("0123456789abcdef001122334455667"
+            .parse::<SessionId>()
+            .is_err());
+        assert!("+123456789abcdef0011223344556677"
+            .parse::<SessionId>()
+            .is_err());
     }
 }

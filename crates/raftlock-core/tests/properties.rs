@@ -90,13 +90,23 @@ impl Model {
                     q.retain(|s| s != id);
                 }
             }
-            Command::Acquire { kind, name, session, .. } => {
+            Command::Acquire {
+                kind,
+                name,
+                session,
+                ..
+            } => {
                 let q = self.queues.entry((*kind, name.clone())).or_default();
                 if !q.contains(session) {
                     q.push(*session);
                 }
             }
-            Command::Release { kind, name, session, .. } => {
+            Command::Release {
+                kind,
+                name,
+                session,
+                ..
+            } => {
                 if let Some(q) = self.queues.get_mut(&(*kind, name.clone())) {
                     q.retain(|s| s != session);
                 }
@@ -106,7 +116,9 @@ impl Model {
     }
 
     fn holder(&self, kind: QueueKind, name: &str) -> Option<SessionId> {
-        self.queues.get(&(kind, name.to_string())).and_then(|q| q.first().copied())
+        self.queues
+            .get(&(kind, name.to_string()))
+            .and_then(|q| q.first().copied())
     }
 
     fn expected_error(&self, command: &Command) -> Option<&'static str> {
@@ -159,18 +171,31 @@ fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
     let mut model = Model::default();
     let mut last_grant: BTreeMap<(QueueKind, String), (String, u64)> = BTreeMap::new();
     for command in commands {
-        let before = sm.to_snapshot().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let before = sm
+            .to_snapshot()
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let applied = sm.apply(command);
         let ok = applied.result.is_ok();
         if let Some(code) = model.expected_error(command) {
             prop_assert!(
-                matches!(applied.result, Err(raftlock_core::CoreError::SessionNotFound(_))),
-                "{command:?} should fail with {code}, got {:?}", applied.result
+                matches!(
+                    applied.result,
+                    Err(raftlock_core::CoreError::SessionNotFound(_))
+                ),
+                "{command:?} should fail with {code}, got {:?}",
+                applied.result
             );
         }
         if !ok {
-            let after = sm.to_snapshot().map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(before, after, "failed command {:?} changed the state", command);
+            let after = sm
+                .to_snapshot()
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(
+                before,
+                after,
+                "failed command {:?} changed the state",
+                command
+            );
             prop_assert!(applied.effects == Default::default());
         }
         model.observe(command, ok);
@@ -183,12 +208,19 @@ fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
                 prop_assert_eq!(
                     view.holder.as_ref().map(|h| h.session),
                     model.holder(kind, name),
-                    "holder of {:?} {} after {:?}", kind, name, command
+                    "holder of {:?} {} after {:?}",
+                    kind,
+                    name,
+                    command
                 );
                 // The holder is the lowest sequence; waiters in order.
                 let nodes = queue_nodes(&sm, kind, name);
-                let listed: Vec<String> =
-                    view.holder.iter().chain(&view.waiters).map(|e| e.node.clone()).collect();
+                let listed: Vec<String> = view
+                    .holder
+                    .iter()
+                    .chain(&view.waiters)
+                    .map(|e| e.node.clone())
+                    .collect();
                 let by_seq: Vec<String> = nodes.iter().map(|(_, n)| n.clone()).collect();
                 prop_assert_eq!(&listed, &by_seq);
                 // Predecessor lookup agrees with a brute-force scan.
@@ -206,7 +238,10 @@ fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
                         if *node != holder.node {
                             prop_assert!(
                                 holder.fencing_token > *token,
-                                "token went from {} to {} on {}", token, holder.fencing_token, name
+                                "token went from {} to {} on {}",
+                                token,
+                                holder.fencing_token,
+                                name
                             );
                         } else {
                             prop_assert_eq!(holder.fencing_token, *token);

@@ -53,7 +53,8 @@ fn acquire_is_idempotent_per_session() {
     let first = sm.apply(&acquire(A, true));
     let rev = sm.revision();
     let again = sm.apply(&acquire(A, true));
-    let (Ok(Response::Acquired(f)), Ok(Response::Acquired(g))) = (first.result, again.result) else {
+    let (Ok(Response::Acquired(f)), Ok(Response::Acquired(g))) = (first.result, again.result)
+    else {
         panic!("acquire failed");
     };
     assert_eq!(f.node, g.node);
@@ -109,7 +110,10 @@ fn release_hands_over_to_the_next_and_reports_the_grant() {
     let holder = sm.queue(QueueKind::Lock, "job").holder.expect("B holds");
     assert_eq!(holder.session, B);
     assert_eq!(holder.granted_revision, Some(applied.revision));
-    assert_eq!(sm.fencing_check("job", b.fencing_token), (true, Some(b.fencing_token)));
+    assert_eq!(
+        sm.fencing_check("job", b.fencing_token),
+        (true, Some(b.fencing_token))
+    );
 }
 
 #[test]
@@ -126,7 +130,10 @@ fn withdrawing_a_specific_node_spares_a_newer_one() {
         session: A,
         node: Some(old.node.clone()),
     };
-    assert_eq!(sm.apply(&withdraw).result, Err(CoreError::NotFound(old.node)));
+    assert_eq!(
+        sm.apply(&withdraw).result,
+        Err(CoreError::NotFound(old.node))
+    );
     assert!(sm.queue(QueueKind::Lock, "job").holder.is_some());
 }
 
@@ -147,8 +154,14 @@ fn expiry_deletes_every_owned_node_and_wakes_successors() {
     assert_eq!(applied.effects.deleted.len(), 2);
     assert_eq!(applied.effects.ended_sessions, vec![A]);
     assert!(sm.node("/svc/a").is_none());
-    assert!(sm.node("/svc").is_some(), "the implicit parent is persistent");
-    assert_eq!(sm.queue(QueueKind::Lock, "job").holder.map(|h| h.session), Some(B));
+    assert!(
+        sm.node("/svc").is_some(),
+        "the implicit parent is persistent"
+    );
+    assert_eq!(
+        sm.queue(QueueKind::Lock, "job").holder.map(|h| h.session),
+        Some(B)
+    );
 }
 
 #[test]
@@ -157,13 +170,23 @@ fn compare_and_set_and_create_if_absent() {
     assert!(sm.apply(&put("/k", Some(0))).result.is_ok());
     assert!(matches!(
         sm.apply(&put("/k", Some(0))).result,
-        Err(CoreError::VersionMismatch { expected: 0, actual: 1, .. })
+        Err(CoreError::VersionMismatch {
+            expected: 0,
+            actual: 1,
+            ..
+        })
     ));
-    let Ok(Response::Put { version, created, .. }) = sm.apply(&put("/k", Some(1))).result else {
+    let Ok(Response::Put {
+        version, created, ..
+    }) = sm.apply(&put("/k", Some(1))).result
+    else {
         panic!()
     };
     assert_eq!((version, created), (2, false));
-    assert!(matches!(sm.apply(&put("/missing", Some(3))).result, Err(CoreError::NotFound(_))));
+    assert!(matches!(
+        sm.apply(&put("/missing", Some(3))).result,
+        Err(CoreError::NotFound(_))
+    ));
 }
 
 #[test]
@@ -193,12 +216,25 @@ fn tree_rules() {
     let mut sm = with_sessions();
     assert!(sm.apply(&put("/a/b", None)).result.is_ok());
     assert!(matches!(
-        sm.apply(&Command::Delete { path: "/a".into(), expected_version: None }).result,
+        sm.apply(&Command::Delete {
+            path: "/a".into(),
+            expected_version: None
+        })
+        .result,
         Err(CoreError::NotEmpty(_))
     ));
-    assert!(matches!(sm.apply(&put("/", None)).result, Err(CoreError::Invalid(_))));
-    assert!(matches!(sm.apply(&put("/locks/x", None)).result, Err(CoreError::Invalid(_))));
-    assert!(matches!(sm.apply(&put("/a/../b", None)).result, Err(CoreError::BadName { .. })));
+    assert!(matches!(
+        sm.apply(&put("/", None)).result,
+        Err(CoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        sm.apply(&put("/locks/x", None)).result,
+        Err(CoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        sm.apply(&put("/a/../b", None)).result,
+        Err(CoreError::BadName { .. })
+    ));
     let eph = Command::Put {
         path: "/e".into(),
         data: vec![],
@@ -207,7 +243,10 @@ fn tree_rules() {
         expected_version: None,
     };
     sm.apply(&eph);
-    assert!(matches!(sm.apply(&put("/e/child", None)).result, Err(CoreError::EphemeralParent(_))));
+    assert!(matches!(
+        sm.apply(&put("/e/child", None)).result,
+        Err(CoreError::EphemeralParent(_))
+    ));
 }
 
 #[test]
@@ -218,7 +257,13 @@ fn children_lists_siblings_that_sort_inside_a_subtree() {
     }
     assert_eq!(
         sm.children("/a"),
-        Some(vec!["b".into(), "b-x".into(), "b.y".into(), "b0".into(), "c".into()])
+        Some(vec![
+            "b".into(),
+            "b-x".into(),
+            "b.y".into(),
+            "b0".into(),
+            "c".into()
+        ])
     );
     assert_eq!(sm.children("/"), Some(vec!["a".into()]));
     assert_eq!(sm.children("/nope"), None);
@@ -242,21 +287,38 @@ fn election_leader_proclaims_others_cannot() {
         session,
         value: b"host-a2".to_vec(),
     };
-    assert!(matches!(sm.apply(&proclaim(B)).result, Err(CoreError::NotLeader { .. })));
+    assert!(matches!(
+        sm.apply(&proclaim(B)).result,
+        Err(CoreError::NotLeader { .. })
+    ));
     assert!(sm.apply(&proclaim(A)).result.is_ok());
-    let leader = sm.queue(QueueKind::Election, "primary").holder.expect("A leads");
+    let leader = sm
+        .queue(QueueKind::Election, "primary")
+        .holder
+        .expect("A leads");
     assert_eq!(leader.data, b"host-a2");
-    assert!(sm.queue(QueueKind::Lock, "primary").holder.is_none(), "kinds are separate");
+    assert!(
+        sm.queue(QueueKind::Lock, "primary").holder.is_none(),
+        "kinds are separate"
+    );
 }
 
 #[test]
 fn open_session_retry_is_a_no_op_and_conflicts_are_refused() {
     let mut sm = with_sessions();
     let rev = sm.revision();
-    let again = Command::OpenSession { id: A, owner: format!("{A}"), ttl_ms: 1000 };
+    let again = Command::OpenSession {
+        id: A,
+        owner: format!("{A}"),
+        ttl_ms: 1000,
+    };
     assert!(sm.apply(&again).result.is_ok());
     assert_eq!(sm.revision(), rev);
-    let other = Command::OpenSession { id: A, owner: "x".into(), ttl_ms: 1000 };
+    let other = Command::OpenSession {
+        id: A,
+        owner: "x".into(),
+        ttl_ms: 1000,
+    };
     assert_eq!(sm.apply(&other).result, Err(CoreError::SessionConflict(A)));
 }
 

@@ -1,0 +1,293 @@
+//! Configuration: one struct per node, loadable from a cluster TOML file
+//! that lists every member. Every setting has a default; unknown keys and
+//! bad values fail at start with a message naming the key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::typ::{Member, NodeId};
+
+/// Settings shared by every node of a cluster (the `[cluster]` table).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterSettings {
+    /// Leader heartbeat period. Also bounds how fast a lost leader is noticed.
+    pub heartbeat_interval_ms: u64,
+    /// A follower that hears no heartbeat for a random time in
+    /// [min, max] starts an election.
+    pub election_timeout_min_ms: u64,
+    pub election_timeout_max_ms: u64,
+    /// Build a snapshot after this many applied entries, then purge the log
+    /// it covers.
+    pub snapshot_every_entries: u64,
+    /// Allowed session TTLs (API.md: default 1 s – 1 h).
+    pub session_ttl_min_ms: u64,
+    pub session_ttl_max_ms: u64,
+    /// Node N keeps its files under `{data_dir}/node-N`; relative paths are
+    /// relative to the config file.
+    pub data_dir: PathBuf,
+    /// sled's page cache cap. Its own default (1 GiB) lets RSS grow far.
+    pub sled_cache_mb: u64,
+    /// fsync every log append batch (power-loss durable). `false` keeps
+    /// only kill -9 durability; for benchmarks that want to see the cost.
+    pub fsync: bool,
+    /// How long a follower waits for a leader to appear before answering
+    /// `no_leader`.
+    pub leader_wait_ms: u64,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings {
+            heartbeat_interval_ms: 50,
+            election_timeout_min_ms: 250,
+            election_timeout_max_ms: 500,
+            snapshot_every_entries: 10_000,
+            session_ttl_min_ms: 1_000,
+            session_ttl_max_ms: 3_600_000,
+            data_dir: PathBuf::from("data"),
+            sled_cache_mb: 64,
+            fsync: true,
+            leader_wait_ms: 3_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberEntry {
+    id: NodeId,
+    api_addr: String,
+    raft_addr: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClusterFile {
+    #[serde(default)]
+    cluster: ClusterSettings,
+    members: Vec<MemberEntry>,
+}
+
+/// Everything one node needs to start.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// This node's id; must be a key of `members`.
+    pub id: NodeId,
+    /// The whole cluster, this node included.
+    pub members: BTreeMap<NodeId, Member>,
+    /// Where this node keeps its log, vote and snapshots.
+    pub data_dir: PathBuf,
+    pub settings: ClusterSettings,
+    /// Address to dial for a peer's Raft routes instead of its configured
+    /// `raft_addr` (lets a test harness put a proxy on any link).
+    pub peer_overrides: BTreeMap<NodeId, String>,
+}
+
+/// A configuration that cannot start a node, naming the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config key `{key}`: {message}")]
+    Invalid { key: String, message: String },
+}
+
+fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+impl NodeConfig {
+    /// Loads the cluster file and picks member `id`.
+    pub fn from_cluster_file(path: &Path, id: NodeId) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::from_cluster_toml(&text, id, base).map_err(|e| match e {
+            ConfigError::Parse { message, .. } => ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            },
+            other => other,
+        })
+    }
+
+    /// Parses cluster TOML; relative data dirs resolve against `base`.
+    pub fn from_cluster_toml(text: &str, id: NodeId, base: &Path) -> Result<Self, ConfigError> {
+        let file: ClusterFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: PathBuf::new(),
+            message: e.to_string(),
+        })?;
+        let mut members = BTreeMap::new();
+        for (i, m) in file.members.iter().enumerate() {
+            for (key, addr) in [("api_addr", &m.api_addr), ("raft_addr", &m.raft_addr)] {
+                if addr.parse::<std::net::SocketAddr>().is_err() {
+                    return Err(invalid(
+                        &format!("members[{i}].{key}"),
+                        format!("{addr:?} is not an ip:port address"),
+                    ));
+                }
+            }
+            let member = Member {
+                api_addr: m.api_addr.clone(),
+                raft_addr: m.raft_addr.clone(),
+            };
+            if members.insert(m.id, member).is_some() {
+                return Err(invalid(
+                    &format!("members[{i}].id"),
+                    format!("id {} appears twice", m.id),
+                ));
+            }
+        }
+        let mut settings = file.cluster;
+        if settings.data_dir.is_relative() {
+            settings.data_dir = base.join(&settings.data_dir);
+        }
+        let config = NodeConfig {
+            id,
+            data_dir: settings.data_dir.join(format!("node-{id}")),
+            members,
+            settings,
+            peer_overrides: BTreeMap::new(),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the values; called by `Node::start` too, for embedders.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.settings;
+        if self.members.is_empty() {
+            return Err(invalid("members", "at least one member is required"));
+        }
+        if !self.members.contains_key(&self.id) {
+            return Err(invalid(
+                "id",
+                format!(
+                    "node id {} is not among the members {:?}",
+                    self.id,
+                    self.members.keys().collect::<Vec<_>>()
+                ),
+            ));
+        }
+        if s.heartbeat_interval_ms == 0 {
+            return Err(invalid("cluster.heartbeat_interval_ms", "must be positive"));
+        }
+        if s.election_timeout_min_ms <= s.heartbeat_interval_ms {
+            return Err(invalid(
+                "cluster.election_timeout_min_ms",
+                "must be larger than heartbeat_interval_ms",
+            ));
+        }
+        if s.election_timeout_max_ms <= s.election_timeout_min_ms {
+            return Err(invalid(
+                "cluster.election_timeout_max_ms",
+                "must be larger than election_timeout_min_ms",
+            ));
+        }
+        if s.snapshot_every_entries == 0 {
+            return Err(invalid(
+                "cluster.snapshot_every_entries",
+                "must be positive",
+            ));
+        }
+        if s.session_ttl_min_ms == 0 || s.session_ttl_min_ms > s.session_ttl_max_ms {
+            return Err(invalid(
+                "cluster.session_ttl_min_ms",
+                "must be positive and at most session_ttl_max_ms",
+            ));
+        }
+        if s.sled_cache_mb == 0 {
+            return Err(invalid("cluster.sled_cache_mb", "must be positive"));
+        }
+        Ok(())
+    }
+
+    /// The address to dial for `peer`'s Raft routes.
+    pub fn raft_addr_of(&self, peer: NodeId) -> Option<&str> {
+        self.peer_overrides
+            .get(&peer)
+            .or_else(|| self.members.get(&peer).map(|m| &m.raft_addr))
+            .map(String::as_str)
+    }
+
+    pub fn me(&self) -> &Member {
+        // validate() guarantees membership; fall back defensively.
+        static EMPTY: Member = Member {
+            api_addr: String::new(),
+            raft_addr: String::new(),
+        };
+        self.members.get(&self.id).unwrap_or(&EMPTY)
+    }
+
+    pub(crate) fn leader_wait(&self) -> Duration {
+        Duration::from_millis(self.settings.leader_wait_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+        [cluster]
+        heartbeat_interval_ms = 20
+        [[members]]
+        id = 1
+        api_addr = "127.0.0.1:7001"
+        raft_addr = "127.0.0.1:7101"
+    "#;
+
+    #[test]
+    fn defaults_fill_what_is_not_set() {
+        let c = NodeConfig::from_cluster_toml(GOOD, 1, Path::new("/etc/rl")).expect("valid");
+        assert_eq!(c.settings.heartbeat_interval_ms, 20);
+        assert_eq!(c.settings.session_ttl_min_ms, 1_000);
+        assert_eq!(c.data_dir, Path::new("/etc/rl/data/node-1"));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases = [
+            (
+                GOOD.replace("heartbeat_interval_ms", "heartbeat_ms"),
+                "heartbeat_ms",
+            ),
+            (
+                GOOD.replace("127.0.0.1:7101", "nowhere"),
+                "members[0].raft_addr",
+            ),
+            (GOOD.replace("= 20", "= 0"), "cluster.heartbeat_interval_ms"),
+            (GOOD.replace("= 20", "= \"fast\""), "heartbeat_interval_ms"),
+        ];
+        for (text, key) in cases {
+            let err = NodeConfig::from_cluster_toml(&text, 1, Path::new(".")).expect_err(key);
+            assert!(err.to_string().contains(key), "{err} should name {key}");
+        }
+        let err = NodeConfig::from_cluster_toml(GOOD, 9, Path::new(".")).expect_err("id");
+        assert!(err.to_string().contains("`id`"), "{err}");
+    }
+
+    #[test]
+    fn bundled_configs_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cluster-config");
+        for (file, ids) in [("local-3.toml", vec![1, 2, 3]), ("single.toml", vec![1])] {
+            for id in ids {
+                NodeConfig::from_cluster_file(&dir.join(file), id).expect(file);
+            }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! Errors of node operations. Serializable because a follower forwards
+//! operations to the leader and relays its answer unchanged.
+
+use raftlock_core::CoreError;
+use serde::{Deserialize, Serialize};
+
+/// Why an operation did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum NodeError {
+    /// The state machine refused the command; nothing changed.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    /// No leader is reachable right now. Nothing was applied: safe to retry.
+    #[error("no leader is reachable right now; retry")]
+    NoLeader,
+    /// The request reached the leader but its answer was lost: it may or
+    /// may not have been applied.
+    #[error("outcome unknown: {0}")]
+    OutcomeUnknown(String),
+    /// An acquire's wait elapsed before the lock was granted.
+    #[error("timed out waiting for the lock")]
+    Timeout,
+    /// The waited-for node was deleted by another request of the session.
+    #[error("the queued node was withdrawn by another request")]
+    Withdrawn,
+    /// The node is shutting down.
+    #[error("the node is shutting down")]
+    ShuttingDown,
+    /// A bug or an IO failure; see the node's log.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl NodeError {
+    pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
+        NodeError::Internal(e.to_string())
+    }
+}

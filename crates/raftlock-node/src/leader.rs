@@ -1,0 +1,100 @@
+//! Leader-only background work: set every session deadline on election
+//! (with lease checkpoints, see `tracker`), and expire sessions whose
+//! deadline passed by proposing `ExpireSession` through Raft.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::ServerState;
+use raftlock_core::Command;
+
+use crate::node::Inner;
+
+/// Largest checkpoint entry (sessions per command), so a leader of 100,000
+/// sessions does not write one multi-megabyte entry.
+const CHECKPOINT_CHUNK: usize = 5_000;
+
+pub(crate) async fn watch_leadership(inner: Arc<Inner>) {
+    let mut metrics = inner.raft.metrics();
+    let mut leading_term = None;
+    loop {
+        let (state, term) = {
+            let m = metrics.borrow_and_update();
+            (m.state, m.current_term)
+        };
+        let leader_now = state == ServerState::Leader;
+        if leader_now && leading_term != Some(term) {
+            leading_term = Some(term);
+            if let Err(e) = take_over_sessions(&inner).await {
+                tracing::warn!("could not take over sessions as leader: {e}");
+                inner.shared.tracker.step_down();
+                leading_term = None;
+            }
+        } else if !leader_now && leading_term.is_some() {
+            leading_term = None;
+            inner.shared.tracker.step_down();
+            tracing::info!(term, "lost leadership; session deadlines handed over");
+        }
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() { return },
+            _ = inner.stopped() => return,
+        }
+    }
+}
+
+async fn take_over_sessions(inner: &Inner) -> Result<(), String> {
+    // Applied everything committed before this term, so the session list is
+    // complete.
+    inner
+        .raft
+        .ensure_linearizable()
+        .await
+        .map_err(|e| e.to_string())?;
+    let to_checkpoint = {
+        // Under the read lock, so no session opens between reading the
+        // leases and the tracker starting to track new ones.
+        let state = inner.shared.read();
+        inner.shared.tracker.become_leader(state.session_leases())
+    };
+    tracing::info!(
+        sessions = inner.shared.tracker.tracked(),
+        checkpoints = to_checkpoint.len(),
+        "became leader; tracking session deadlines"
+    );
+    for chunk in to_checkpoint.chunks(CHECKPOINT_CHUNK) {
+        inner
+            .write_here(Command::CheckpointSessions {
+                sessions: chunk.to_vec(),
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn expire_sessions(inner: Arc<Inner>) {
+    let tracker = inner.shared.tracker.clone();
+    loop {
+        let (due, next) = tracker.take_due();
+        for id in &due {
+            match inner.write_here(Command::ExpireSession { id: *id }).await {
+                Ok(_) => {
+                    tracing::info!(session = %id, "session expired (no keepalive within its TTL)")
+                }
+                Err(e) => tracing::warn!(session = %id, "could not expire session: {e}"),
+            }
+        }
+        if !due.is_empty() {
+            continue;
+        }
+        let sleep = match next {
+            Some(at) => tokio::time::sleep_until(at),
+            None => tokio::time::sleep(Duration::from_secs(3600)),
+        };
+        tokio::select! {
+            _ = sleep => {}
+            _ = tracker.changed() => {}
+            _ = inner.stopped() => return,
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Raft RPCs to peers: bincode bodies over pooled HTTP/1.1 connections to
+//! each peer's internal routes. Addresses come from the node config, not
+//! the membership, so a harness can put a proxy on any link. Retries are
+//! openraft's business; a call fails fast and says why.
+
+use std::sync::Arc;
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::config::NodeConfig;
+use crate::typ::{Member, NodeId, TypeConfig};
+
+/// Route of each RPC on the peer's internal listener.
+pub(crate) mod route {
+    pub const APPEND: &str = "/raft/append";
+    pub const VOTE: &str = "/raft/vote";
+    pub const SNAPSHOT: &str = "/raft/snapshot";
+    pub const WRITE: &str = "/internal/write";
+    pub const KEEPALIVE: &str = "/internal/keepalive";
+    pub const READ_INDEX: &str = "/internal/read-index";
+    pub const INITIALIZED: &str = "/internal/initialized";
+}
+
+/// Why a call to a peer failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallError {
+    /// The request never reached the peer (connection refused, …).
+    #[error("peer unreachable: {0}")]
+    NotSent(String),
+    /// Sent, but no valid answer came back: it may have been processed.
+    #[error("no answer from peer: {0}")]
+    NoAnswer(String),
+}
+
+/// HTTP client to peers, shared by all Raft connections and forwarding.
+#[derive(Clone)]
+pub struct PeerClient {
+    http: reqwest::Client,
+    config: Arc<NodeConfig>,
+}
+
+impl PeerClient {
+    pub fn new(config: Arc<NodeConfig>) -> Self {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .tcp_nodelay(true)
+            .connect_timeout(std::time::Duration::from_millis(500))
+            .build()
+            .unwrap_or_default();
+        PeerClient { http, config }
+    }
+
+    /// POSTs `body` (bincode) to `peer`'s `route` and decodes the answer.
+    pub(crate) async fn call<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        peer: NodeId,
+        route: &str,
+        body: &Req,
+        timeout: std::time::Duration,
+    ) -> Result<Resp, CallError> {
+        let addr = self
+            .config
+            .raft_addr_of(peer)
+            .ok_or_else(|| CallError::NotSent(format!("node {peer} is not a configured member")))?;
+        let bytes = bincode::serialize(body).map_err(|e| CallError::NotSent(e.to_string()))?;
+        let response = self
+            .http
+            .post(format!("http://{addr}{route}"))
+            .timeout(timeout)
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_connect() {
+                    CallError::NotSent(e.to_string())
+                } else {
+                    CallError::NoAnswer(e.to_string())
+                }
+            })?;
+        if !response.status().is_success() {
+            return Err(CallError::NoAnswer(format!("HTTP {}", response.status())));
+        }
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| CallError::NoAnswer(e.to_string()))?;
+        bincode::deserialize(&bytes).map_err(|e| CallError::NoAnswer(format!("bad answer: {e}")))
+    }
+}
+
+/// Hands openraft one connection object per peer.
+#[derive(Clone)]
+pub struct Network {
+    pub(crate) client: PeerClient,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: NodeId, _node: &Member) -> PeerConnection {
+        PeerConnection {
+            client: self.client.clone(),
+            target,
+        }
+    }
+}
+
+/// openraft's handle for one peer.
+pub struct PeerConnection {
+    client: PeerClient,
+    target: NodeId,
+}
+
+impl PeerConnection {
+    async fn rpc<Req, Resp, E>(
+        &self,
+        route: &str,
+        request: &Req,
+        option: &RPCOption,
+    ) -> Result<Resp, RPCError<NodeId, Member, RaftError<NodeId, E>>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let answer: Result<Resp, RaftError<NodeId, E>> = self
+            .client
+            .call(self.target, route, request, option.hard_ttl())
+            .await
+            .map_err(|e| match e {
+                CallError::NotSent(m) => {
+                    RPCError::Unreachable(Unreachable::new(&std::io::Error::other(m)))
+                }
+                CallError::NoAnswer(m) => {
+                    RPCError::Network(NetworkError::new(&std::io::Error::other(m)))
+                }
+            })?;
+        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
+        self.rpc(route::APPEND, &rpc, &option).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, Member, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        self.rpc(route::SNAPSHOT, &rpc, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
+        self.rpc(route::VOTE, &rpc, &option).await
+    }
+}

@@ -1,0 +1,226 @@
+//! The embeddable node: start, bootstrap, background tasks, shutdown.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use raftlock_storage::{Durability, SledLogConfig, SledLogStore};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::{ConfigError, NodeConfig};
+use crate::network::{route, Network, PeerClient};
+use crate::state_machine::{Shared, StateMachineStore};
+use crate::tracker::{SessionTracker, TokioClock};
+use crate::typ::{NodeId, Raft};
+use crate::waiters::WaiterRegistry;
+
+/// A running raftlock replica inside the caller's tokio runtime. Cheap to
+/// clone; every clone is a handle to the same node.
+#[derive(Clone)]
+pub struct Node {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub id: NodeId,
+    pub config: Arc<NodeConfig>,
+    pub raft: Raft,
+    pub shared: Arc<Shared>,
+    pub peers: PeerClient,
+    /// Flips to true once, on shutdown; every task watches it.
+    pub stopping: watch::Sender<bool>,
+    pub raft_addr: SocketAddr,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Why a node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("data directory {path}: {message}")]
+    Storage { path: String, message: String },
+    #[error("raft: {0}")]
+    Raft(String),
+}
+
+impl Node {
+    /// Binds this member's `raft_addr` and starts the node.
+    pub async fn start(config: NodeConfig) -> Result<Node, StartError> {
+        config.validate()?;
+        let addr = config.me().raft_addr.clone();
+        let listener = TcpListener::bind(&addr)
+            .await
+            .map_err(|source| StartError::Listen { addr, source })?;
+        Self::start_with_listener(config, listener).await
+    }
+
+    /// Starts the node serving its internal routes on `listener` (tests
+    /// bind port 0 first, then write the real addresses into the config).
+    pub async fn start_with_listener(
+        config: NodeConfig,
+        listener: TcpListener,
+    ) -> Result<Node, StartError> {
+        config.validate()?;
+        let config = Arc::new(config);
+        let storage_err = |message: String| StartError::Storage {
+            path: config.data_dir.display().to_string(),
+            message,
+        };
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| storage_err(e.to_string()))?;
+        let log_config = SledLogConfig::new(config.data_dir.join("log"))
+            .with_cache_capacity_bytes(config.settings.sled_cache_mb * 1024 * 1024)
+            .with_durability(if config.settings.fsync {
+                Durability::Fsync
+            } else {
+                Durability::FlushOnly
+            });
+        let log_store = SledLogStore::open(&log_config).map_err(|e| storage_err(e.to_string()))?;
+        let waiters = Arc::new(WaiterRegistry::default());
+        let tracker = Arc::new(SessionTracker::new(Box::new(TokioClock)));
+        let shared =
+            Shared::open(config.data_dir.clone(), waiters, tracker).map_err(storage_err)?;
+
+        let s = &config.settings;
+        let raft_config = openraft::Config {
+            cluster_name: "raftlock".into(),
+            heartbeat_interval: s.heartbeat_interval_ms,
+            election_timeout_min: s.election_timeout_min_ms,
+            election_timeout_max: s.election_timeout_max_ms,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(s.snapshot_every_entries),
+            max_in_snapshot_log_to_keep: 1_000,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| StartError::Raft(e.to_string()))?;
+        let peers = PeerClient::new(config.clone());
+        let raft = Raft::new(
+            config.id,
+            Arc::new(raft_config),
+            Network {
+                client: peers.clone(),
+            },
+            log_store,
+            StateMachineStore::new(shared.clone()),
+        )
+        .await
+        .map_err(|e| StartError::Raft(e.to_string()))?;
+
+        let raft_addr = listener.local_addr().map_err(|source| StartError::Listen {
+            addr: config.me().raft_addr.clone(),
+            source,
+        })?;
+        let node = Node {
+            inner: Arc::new(Inner {
+                id: config.id,
+                config: config.clone(),
+                raft,
+                shared,
+                peers,
+                stopping: watch::channel(false).0,
+                raft_addr,
+                tasks: Mutex::new(Vec::new()),
+            }),
+        };
+        node.spawn(crate::routes::serve(node.inner.clone(), listener));
+        node.spawn(crate::leader::watch_leadership(node.inner.clone()));
+        node.spawn(crate::leader::expire_sessions(node.inner.clone()));
+        node.bootstrap().await?;
+        tracing::info!(id = config.id, raft = %raft_addr, "node started");
+        Ok(node)
+    }
+
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task);
+        self.inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(handle);
+    }
+
+    /// First start of a fresh cluster: the lowest-id member initializes the
+    /// membership, unless a peer already reports an initialized cluster (a
+    /// wiped node rejoins instead of founding a second cluster).
+    async fn bootstrap(&self) -> Result<(), StartError> {
+        let inner = &self.inner;
+        let initialized = inner
+            .raft
+            .is_initialized()
+            .await
+            .map_err(|e| StartError::Raft(e.to_string()))?;
+        let founder = inner.config.members.keys().next() == Some(&inner.id);
+        if initialized || !founder {
+            return Ok(());
+        }
+        for peer in inner.config.members.keys().filter(|p| **p != inner.id) {
+            let answer: Result<bool, _> = inner
+                .peers
+                .call(*peer, route::INITIALIZED, &(), Duration::from_millis(500))
+                .await;
+            if answer.unwrap_or(false) {
+                tracing::info!(peer, "peer reports an initialized cluster; joining it");
+                return Ok(());
+            }
+        }
+        let members: BTreeMap<_, _> = inner.config.members.clone();
+        match inner.raft.initialize(members).await {
+            Ok(()) => tracing::info!("initialized a new cluster"),
+            Err(e) => tracing::info!("cluster already initialized: {e}"),
+        }
+        Ok(())
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.inner.id
+    }
+
+    /// The address the internal routes are served on.
+    pub fn raft_addr(&self) -> SocketAddr {
+        self.inner.raft_addr
+    }
+
+    /// The node's configuration.
+    pub fn config(&self) -> &NodeConfig {
+        &self.inner.config
+    }
+
+    /// Stops Raft, the internal server and every background task. Waiting
+    /// operations end with `ShuttingDown`.
+    pub async fn shutdown(&self) {
+        self.inner.stopping.send_replace(true);
+        if let Err(e) = self.inner.raft.shutdown().await {
+            tracing::warn!("raft shutdown: {e}");
+        }
+        let tasks: Vec<_> = self
+            .inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for task in tasks {
+            task.abort();
+            let _ = task.await;
+        }
+        tracing::info!(id = self.inner.id, "node stopped");
+    }
+}
+
+impl Inner {
+    /// Completes once shutdown has begun.
+    pub async fn stopped(&self) {
+        let mut rx = self.stopping.subscribe();
+        // An error means the sender is gone: stopping anyway.
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}

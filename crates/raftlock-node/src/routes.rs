@@ -1,0 +1,104 @@
+//! The internal listener: Raft RPCs from peers and operations forwarded by
+//! followers to the leader. bincode in, bincode out; a body that does not
+//! decode is answered 400 and changes nothing.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use raftlock_core::{Command, SessionId};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::net::TcpListener;
+
+use crate::network::route;
+use crate::node::Inner;
+use crate::typ::TypeConfig;
+
+type Shared = State<Arc<Inner>>;
+
+fn decode<T: DeserializeOwned>(body: &Bytes) -> Result<T, String> {
+    bincode::deserialize(body).map_err(|e| format!("undecodable body: {e}"))
+}
+
+fn bad_request(message: String) -> Response {
+    (StatusCode::BAD_REQUEST, message).into_response()
+}
+
+fn encode<T: Serialize>(value: &T) -> Response {
+    match bincode::serialize(value) {
+        Ok(bytes) => bytes.into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn append(State(inner): Shared, body: Bytes) -> Response {
+    match decode::<AppendEntriesRequest<TypeConfig>>(&body) {
+        Ok(request) => encode(&inner.raft.append_entries(request).await),
+        Err(message) => bad_request(message),
+    }
+}
+
+async fn vote(State(inner): Shared, body: Bytes) -> Response {
+    match decode::<VoteRequest<u64>>(&body) {
+        Ok(request) => encode(&inner.raft.vote(request).await),
+        Err(message) => bad_request(message),
+    }
+}
+
+async fn snapshot(State(inner): Shared, body: Bytes) -> Response {
+    match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {
+        Ok(request) => encode(&inner.raft.install_snapshot(request).await),
+        Err(message) => bad_request(message),
+    }
+}
+
+async fn write(State(inner): Shared, body: Bytes) -> Response {
+    match decode::<Command>(&body) {
+        Ok(command) => encode(&inner.write_here(command).await),
+        Err(message) => bad_request(message),
+    }
+}
+
+async fn keepalive(State(inner): Shared, body: Bytes) -> Response {
+    match decode::<SessionId>(&body) {
+        Ok(id) => encode(&inner.keepalive_here(id).await),
+        Err(message) => bad_request(message),
+    }
+}
+
+async fn read_index(State(inner): Shared) -> Response {
+    encode(&inner.read_index_here().await)
+}
+
+async fn initialized(State(inner): Shared) -> Response {
+    encode(&inner.is_initialized_now())
+}
+
+/// Serves the internal routes until the node stops.
+pub(crate) async fn serve(inner: Arc<Inner>, listener: TcpListener) {
+    let router = Router::new()
+        .route(route::APPEND, post(append))
+        .route(route::VOTE, post(vote))
+        .route(route::SNAPSHOT, post(snapshot))
+        .route(route::WRITE, post(write))
+        .route(route::KEEPALIVE, post(keepalive))
+        .route(route::READ_INDEX, post(read_index))
+        .route(route::INITIALIZED, post(initialized))
+        // Snapshot chunks and entry batches can be large.
+        .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
+        .with_state(inner.clone());
+    let stopping = inner.clone();
+    let shutdown = async move { stopping.stopped().await };
+    if let Err(e) = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
+        tracing::error!("internal server failed: {e}");
+    }
+}

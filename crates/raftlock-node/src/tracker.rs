@@ -1,0 +1,270 @@
+//! The leader's session tracker: keepalives live here, in memory, never in
+//! the log. One task sleeps until the next deadline (mini-redis's expiry
+//! shape) and proposes `ExpireSession` through Raft when it passes.
+//!
+//! ## Deadlines across leader changes
+//!
+//! A new leader cannot know the old leader's keepalives, so it must not
+//! expire a session earlier than `last keepalive + ttl`. Restarting every
+//! deadline at `now + ttl` satisfies that but lets repeated elections keep
+//! a dead client's session alive forever (etcd#9888). raftlock bounds it
+//! with lease checkpoints:
+//!
+//! - On election, the leader commits `CheckpointSessions` with the full TTL
+//!   for every session that has no checkpoint. Every replica notes, on its
+//!   own monotonic clock, when it applied each checkpoint.
+//! - A keepalive for a checkpointed session first commits `RenewSessions`
+//!   (clearing it), then is acknowledged. Healthy sessions therefore cost
+//!   one log entry per leader change, not one per keepalive.
+//! - A later leader sets a checkpointed session's deadline to
+//!   `applied_at + remaining` (not `now + ttl`), which is no earlier than
+//!   the client was promised (no keepalive was acknowledged since), and
+//!   does not move with further elections.
+//!
+//! Bound: a session whose client stops at time k expires by
+//! `max(k, e) + ttl` plus the time to commit the expiry, where e is the
+//! first leader election after k that committed its checkpoint — with
+//! leaders changing every few seconds, ttl plus about one leader term.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use raftlock_core::{SessionId, SessionLease};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// The clock deadlines are measured on. A seam for simulated time.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Instant;
+}
+
+/// tokio's monotonic clock (pausable in tests).
+pub struct TokioClock;
+
+impl Clock for TokioClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+#[derive(Default)]
+struct Deadlines {
+    /// True while this node leads and has set every deadline.
+    leading: bool,
+    /// Next deadline first.
+    queue: BTreeSet<(Instant, SessionId)>,
+    by_session: HashMap<SessionId, Instant>,
+    /// When this replica applied each session's current checkpoint (on
+    /// every node, leader or not).
+    checkpoint_applied: HashMap<SessionId, Instant>,
+}
+
+impl Deadlines {
+    fn set(&mut self, id: SessionId, deadline: Instant) {
+        if let Some(old) = self.by_session.insert(id, deadline) {
+            self.queue.remove(&(old, id));
+        }
+        self.queue.insert((deadline, id));
+    }
+
+    fn forget(&mut self, id: SessionId) {
+        if let Some(old) = self.by_session.remove(&id) {
+            self.queue.remove(&(old, id));
+        }
+        self.checkpoint_applied.remove(&id);
+    }
+}
+
+/// Shared between the apply loop, the keepalive path and the expiry task.
+pub struct SessionTracker {
+    deadlines: Mutex<Deadlines>,
+    /// Wakes the expiry task when a nearer deadline appears or leadership
+    /// changes.
+    changed: Notify,
+    clock: Box<dyn Clock>,
+}
+
+impl SessionTracker {
+    pub fn new(clock: Box<dyn Clock>) -> Self {
+        SessionTracker {
+            deadlines: Mutex::default(),
+            changed: Notify::new(),
+            clock,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Deadlines> {
+        self.deadlines.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Apply hook: a session was opened.
+    pub fn on_opened(&self, id: SessionId, ttl_ms: u64) {
+        let now = self.now();
+        let mut d = self.lock();
+        if d.leading && !d.by_session.contains_key(&id) {
+            d.set(id, now + Duration::from_millis(ttl_ms));
+            drop(d);
+            self.changed.notify_one();
+        }
+    }
+
+    /// Apply hook: checkpoints were recorded for these sessions.
+    pub fn on_checkpointed(&self, ids: impl IntoIterator<Item = SessionId>) {
+        let now = self.now();
+        let mut d = self.lock();
+        for id in ids {
+            d.checkpoint_applied.insert(id, now);
+        }
+    }
+
+    /// Apply hook: checkpoints were cleared.
+    pub fn on_renewed(&self, ids: impl IntoIterator<Item = SessionId>) {
+        let mut d = self.lock();
+        for id in ids {
+            d.checkpoint_applied.remove(&id);
+        }
+    }
+
+    /// Apply hook: sessions closed or expired.
+    pub fn on_ended(&self, ids: impl IntoIterator<Item = SessionId>) {
+        let mut d = self.lock();
+        for id in ids {
+            d.forget(id);
+        }
+    }
+
+    /// This node became leader and has applied everything committed.
+    /// Sets every deadline and returns the sessions to checkpoint.
+    pub fn become_leader(
+        &self,
+        leases: impl Iterator<Item = SessionLease>,
+    ) -> Vec<(SessionId, u64)> {
+        let now = self.now();
+        let mut d = self.lock();
+        d.queue.clear();
+        d.by_session.clear();
+        let mut to_checkpoint = Vec::new();
+        for lease in leases {
+            let deadline = match lease.checkpoint_remaining_ms {
+                Some(remaining) => {
+                    let applied = d.checkpoint_applied.get(&lease.id).copied().unwrap_or(now);
+                    applied + Duration::from_millis(remaining)
+                }
+                None => {
+                    to_checkpoint.push((lease.id, lease.ttl_ms));
+                    now + Duration::from_millis(lease.ttl_ms)
+                }
+            };
+            d.set(lease.id, deadline);
+        }
+        d.leading = true;
+        drop(d);
+        self.changed.notify_one();
+        to_checkpoint
+    }
+
+    /// Leadership lost: deadlines belong to the next leader now.
+    pub fn step_down(&self) {
+        let mut d = self.lock();
+        d.leading = false;
+        d.queue.clear();
+        d.by_session.clear();
+        drop(d);
+        self.changed.notify_one();
+    }
+
+    pub fn is_leading(&self) -> bool {
+        self.lock().leading
+    }
+
+    /// A keepalive at the leader: the full TTL again, from now.
+    pub fn keepalive(&self, id: SessionId, ttl_ms: u64) {
+        let now = self.now();
+        let mut d = self.lock();
+        if d.leading {
+            d.set(id, now + Duration::from_millis(ttl_ms));
+        }
+    }
+
+    /// Sessions past their deadline (removed from the queue: the caller
+    /// proposes their expiry), and the next deadline after them.
+    pub fn take_due(&self) -> (Vec<SessionId>, Option<Instant>) {
+        let now = self.now();
+        let mut d = self.lock();
+        if !d.leading {
+            return (Vec::new(), None);
+        }
+        let mut due = Vec::new();
+        while let Some(&(deadline, id)) = d.queue.first() {
+            if deadline > now {
+                return (due, Some(deadline));
+            }
+            d.queue.pop_first();
+            d.by_session.remove(&id);
+            due.push(id);
+        }
+        (due, None)
+    }
+
+    /// Completes when deadlines or leadership changed.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// Sessions with a live deadline (leader only).
+    pub fn tracked(&self) -> usize {
+        self.lock().by_session.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(id: u128, ttl_ms: u64, checkpoint: Option<u64>) -> SessionLease {
+        SessionLease {
+            id: SessionId(id),
+            ttl_ms,
+            checkpoint_remaining_ms: checkpoint,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_checkpoint_keeps_counting_down_across_elections() {
+        let tracker = SessionTracker::new(Box::new(TokioClock));
+        // Applied the checkpoint (1 s remaining), then 3 s of elections.
+        tracker.on_checkpointed([SessionId(1)]);
+        tokio::time::advance(Duration::from_secs(3)).await;
+        let to_checkpoint = tracker
+            .become_leader([lease(1, 1_000, Some(1_000)), lease(2, 1_000, None)].into_iter());
+        assert_eq!(
+            to_checkpoint,
+            vec![(SessionId(2), 1_000)],
+            "only unchecked sessions"
+        );
+        let (due, next) = tracker.take_due();
+        assert_eq!(due, vec![SessionId(1)], "expired at once, not restarted");
+        assert!(next.is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keepalives_push_the_deadline_and_followers_track_nothing() {
+        let tracker = SessionTracker::new(Box::new(TokioClock));
+        tracker.on_opened(SessionId(1), 1_000);
+        assert_eq!(tracker.tracked(), 0, "a follower keeps no deadlines");
+        tracker.become_leader([lease(1, 1_000, None)].into_iter());
+        tokio::time::advance(Duration::from_millis(900)).await;
+        tracker.keepalive(SessionId(1), 1_000);
+        tokio::time::advance(Duration::from_millis(900)).await;
+        assert!(tracker.take_due().0.is_empty());
+        tokio::time::advance(Duration::from_millis(200)).await;
+        assert_eq!(tracker.take_due().0, vec![SessionId(1)]);
+        tracker.step_down();
+        assert!(!tracker.is_leading());
+    }
+}

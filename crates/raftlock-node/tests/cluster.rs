@@ -1,0 +1,317 @@
+//! A three-node cluster in one process: locking through every node,
+//! predecessor-only wake-ups, expiry, snapshots, restarts.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{eventually, settings, Cluster, WAIT};
+use raftlock_node::core::{Command, QueueKind, Response};
+use raftlock_node::{Consistency, NodeError};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_through_every_node_with_increasing_tokens() {
+    let cluster = Cluster::start(3, settings()).await;
+    let mut last_token = 0;
+    for node in cluster.running() {
+        let session = node
+            .open_session("test", Duration::from_secs(5))
+            .await
+            .expect("open");
+        let grant = node
+            .acquire(QueueKind::Lock, "jobs/1", session.id, vec![], WAIT)
+            .await
+            .expect("granted");
+        assert!(grant.fencing_token > last_token, "tokens increase");
+        last_token = grant.fencing_token;
+        // Every replica agrees, linearizably, on who holds it.
+        for other in cluster.running() {
+            let holder = other
+                .read(Consistency::Linearizable, |s| {
+                    s.queue(QueueKind::Lock, "jobs/1").holder
+                })
+                .await
+                .expect("read")
+                .expect("held");
+            assert_eq!(holder.session, session.id);
+        }
+        node.release(QueueKind::Lock, "jobs/1", session.id)
+            .await
+            .expect("release");
+        node.keepalive(session.id)
+            .await
+            .expect("keepalive from any node");
+        node.close_session(session.id).await.expect("close");
+        assert!(matches!(
+            node.keepalive(session.id).await,
+            Err(NodeError::Core(
+                raftlock_node::core::CoreError::SessionNotFound(_)
+            ))
+        ));
+    }
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_with_many_waiters_wakes_exactly_one() {
+    const WAITERS: usize = 1000;
+    let cluster = Cluster::start(3, settings()).await;
+    let leader = cluster.leader().await;
+    // Waiters on a follower: woken by the follower's own apply loop.
+    let follower = cluster
+        .running()
+        .find(|n| n.id() != leader)
+        .expect("follower")
+        .clone();
+    let holder = follower
+        .open_session("holder", Duration::from_secs(30))
+        .await
+        .expect("open");
+    follower
+        .acquire(QueueKind::Lock, "herd", holder.id, vec![], WAIT)
+        .await
+        .expect("holder granted");
+    let mut tasks = Vec::new();
+    for i in 0..WAITERS {
+        let node = follower.clone();
+        tasks.push(tokio::spawn(async move {
+            let s = node
+                .open_session(&format!("w{i}"), Duration::from_secs(60))
+                .await?;
+            node.acquire(
+                QueueKind::Lock,
+                "herd",
+                s.id,
+                vec![],
+                Duration::from_secs(120),
+            )
+            .await
+        }));
+    }
+    // Each waiter registers under its predecessor and its own node.
+    let registered = tokio::time::timeout(Duration::from_secs(120), async {
+        while follower.counters().waiter_registrations < 2 * WAITERS {
+            if let Some(t) = tasks.iter_mut().find(|t| t.is_finished()) {
+                panic!("a waiter ended early: {:?}", t.await);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(
+        registered.is_ok(),
+        "only {} registrations",
+        follower.counters().waiter_registrations
+    );
+    let before = follower.counters().wakeups;
+    follower
+        .release(QueueKind::Lock, "herd", holder.id)
+        .await
+        .expect("release");
+    eventually("the successor is granted", WAIT, || {
+        tasks.iter().filter(|t| t.is_finished()).count() == 1
+    })
+    .await;
+    assert_eq!(
+        follower.counters().wakeups - before,
+        1,
+        "one release, one wake-up"
+    );
+    assert_eq!(follower.counters().waiter_registrations, 2 * (WAITERS - 1));
+    for t in &tasks {
+        t.abort();
+    }
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_session_passes_its_lock_to_the_next_waiter() {
+    let cluster = Cluster::start(3, settings()).await;
+    let node = cluster.node(2).clone();
+    let dead = node
+        .open_session("dead", Duration::from_millis(500))
+        .await
+        .expect("open");
+    let first = node
+        .acquire(QueueKind::Lock, "job", dead.id, vec![], WAIT)
+        .await
+        .expect("granted");
+    let live = node
+        .open_session("live", Duration::from_secs(30))
+        .await
+        .expect("open");
+    let started = tokio::time::Instant::now();
+    // No keepalives for `dead`: the leader expires it, the lock passes.
+    let second = node
+        .acquire(QueueKind::Lock, "job", live.id, vec![], WAIT)
+        .await
+        .expect("granted after expiry");
+    let waited = started.elapsed();
+    assert!(second.fencing_token > first.fencing_token);
+    assert!(
+        waited >= Duration::from_millis(400),
+        "expired too early: {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(3),
+        "expired too late: {waited:?}"
+    );
+    assert!(matches!(
+        node.keepalive(dead.id).await,
+        Err(NodeError::Core(
+            raftlock_node::core::CoreError::SessionNotFound(_)
+        ))
+    ));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_session_dies_is_told_at_once() {
+    let cluster = Cluster::start(3, settings()).await;
+    let node = cluster.node(1).clone();
+    let holder = node
+        .open_session("h", Duration::from_secs(30))
+        .await
+        .expect("open");
+    node.acquire(QueueKind::Lock, "j", holder.id, vec![], WAIT)
+        .await
+        .expect("granted");
+    let waiter = node
+        .open_session("w", Duration::from_secs(30))
+        .await
+        .expect("open");
+    let waiting = {
+        let node = node.clone();
+        tokio::spawn(async move {
+            node.acquire(
+                QueueKind::Lock,
+                "j",
+                waiter.id,
+                vec![],
+                Duration::from_secs(60),
+            )
+            .await
+        })
+    };
+    eventually("waiter registered", WAIT, || {
+        node.counters().waiter_registrations == 2
+    })
+    .await;
+    cluster
+        .node(3)
+        .close_session(waiter.id)
+        .await
+        .expect("close elsewhere");
+    let result = tokio::time::timeout(WAIT, waiting)
+        .await
+        .expect("woken")
+        .expect("join");
+    assert!(matches!(
+        result,
+        Err(NodeError::Core(
+            raftlock_node::core::CoreError::SessionNotFound(_)
+        ))
+    ));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_stays_bounded_while_leaders_keep_changing() {
+    const TTL: Duration = Duration::from_millis(1500);
+    let cluster = Cluster::start(3, settings()).await;
+    let session = cluster
+        .node(1)
+        .open_session("silent", TTL)
+        .await
+        .expect("open");
+    let started = tokio::time::Instant::now();
+    let mut elections = 0;
+    // Force a new election every ~300 ms; without checkpoints each new
+    // leader would restart the TTL and the session would never expire.
+    loop {
+        let gone = cluster
+            .node(1)
+            .read(Consistency::Stale, |s| s.session(session.id).is_none())
+            .await
+            .expect("read");
+        if gone {
+            break;
+        }
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed < TTL * 4,
+            "session still alive after {elapsed:?} and {elections} elections"
+        );
+        let leader = cluster.leader().await;
+        let next = cluster
+            .running()
+            .find(|n| n.id() != leader)
+            .expect("follower");
+        let _ = next.raft().trigger().elect().await;
+        elections += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let elapsed = started.elapsed();
+    println!("silent session expired after {elapsed:?} across {elections} forced elections");
+    assert!(elections >= 3, "the test must actually change leaders");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_follower_catches_up_through_a_snapshot_and_restarts_lose_nothing() {
+    const WRITES: usize = 10_000;
+    let mut cluster = Cluster::start(3, settings()).await;
+    let leader = cluster.leader().await;
+    let lagging = (1..=3).find(|id| *id != leader).expect("follower");
+    cluster.stop(lagging).await;
+    let writer = cluster.node(leader).clone();
+    let mut tasks = Vec::new();
+    for t in 0..32 {
+        let node = writer.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (t..WRITES).step_by(32) {
+                let command = Command::Put {
+                    path: format!("/data/k{i}"),
+                    data: i.to_le_bytes().to_vec(),
+                    session: None,
+                    sequential: false,
+                    expected_version: None,
+                };
+                match node.submit(command).await {
+                    Ok(Response::Put { .. }) => {}
+                    other => panic!("write {i}: {other:?}"),
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("writer");
+    }
+    cluster.restart(lagging).await;
+    let node = cluster.node(lagging).clone();
+    let count = node
+        .read(Consistency::Linearizable, |s| {
+            s.children("/data").map_or(0, |c| c.len())
+        })
+        .await
+        .expect("read");
+    assert_eq!(count, WRITES);
+    // Restart every node: everything acknowledged is still there.
+    for id in 1..=3 {
+        cluster.stop(id).await;
+    }
+    for id in 1..=3 {
+        cluster.restart(id).await;
+    }
+    cluster.leader().await;
+    for node in cluster.running() {
+        let count = node
+            .read(Consistency::Linearizable, |s| {
+                s.children("/data").map_or(0, |c| c.len())
+            })
+            .await
+            .expect("read after restart");
+        assert_eq!(count, WRITES);
+    }
+    cluster.shutdown().await;
+}

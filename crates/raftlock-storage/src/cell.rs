@@ -1,0 +1,48 @@
+//! A sled tree holding one typed value: the vote, the committed log id and
+//! the last purged log id each live in their own tree, so each is a single
+//! small write that never contends with the log's keys.
+
+use std::marker::PhantomData;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::codec::{decode, encode};
+use crate::error::StoreError;
+
+/// The only key used in a cell's tree.
+const KEY: &[u8] = b"value";
+
+/// One bincode-encoded `T` in its own sled tree.
+pub(crate) struct Cell<T> {
+    tree: sled::Tree,
+    /// Names the value in errors (`"vote"`, ...).
+    what: &'static str,
+    _value: PhantomData<fn() -> T>,
+}
+
+impl<T: Serialize + DeserializeOwned> Cell<T> {
+    /// Opens (or creates) the tree `name` of `db`.
+    pub(crate) fn open(db: &sled::Db, name: &str, what: &'static str) -> Result<Self, StoreError> {
+        Ok(Self {
+            tree: db.open_tree(name)?,
+            what,
+            _value: PhantomData,
+        })
+    }
+
+    /// The stored value, `None` if never set.
+    pub(crate) fn get(&self) -> Result<Option<T>, StoreError> {
+        self.tree
+            .get(KEY)?
+            .map(|bytes| decode(self.what, &bytes))
+            .transpose()
+    }
+
+    /// Replaces the value (in memory and sled's log; durability is the
+    /// caller's barrier).
+    pub(crate) fn set(&self, value: &T) -> Result<(), StoreError> {
+        self.tree.insert(KEY, encode(self.what, value)?)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! Typed errors of this crate, and their one mapping into openraft's
+//! [`StorageError`].
+
+use std::io;
+use std::path::PathBuf;
+
+use openraft::{ErrorSubject, ErrorVerb, NodeId, StorageError, StorageIOError};
+
+/// Everything that can go wrong below the openraft traits.
+///
+/// Decoding failures are errors, never panics: bytes read from disk may be
+/// corrupt, and a node must stop cleanly (openraft shuts the node down on a
+/// storage error) rather than crash in the middle of a write.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// sled refused to open the database (lock held by another process,
+    /// incompatible format, unreadable files, ...).
+    #[error("cannot open sled database at {path}: {source}")]
+    Open {
+        /// The configured database directory.
+        path: PathBuf,
+        /// sled's reason.
+        source: EngineError,
+    },
+
+    /// A read or write of the storage engine failed.
+    #[error("sled: {0}")]
+    Engine(EngineError),
+
+    /// A file-system operation of the durability barrier failed.
+    #[error("i/o: {0}")]
+    Io(#[from] io::Error),
+
+    /// A value could not be serialized (should not happen for well-formed
+    /// openraft types; reported rather than unwrapped).
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        /// What was being encoded (`"log entry"`, `"vote"`, ...).
+        what: &'static str,
+        /// bincode's reason.
+        source: bincode::Error,
+    },
+
+    /// Bytes read from disk do not decode: corruption, or a format written
+    /// by an incompatible version.
+    #[error("corrupt {what} on disk: {source}")]
+    Decode {
+        /// What was being decoded.
+        what: &'static str,
+        /// bincode's reason.
+        source: bincode::Error,
+    },
+
+    /// A key in the log tree is not an 8-byte big-endian index.
+    #[error("corrupt log key on disk: expected 8 bytes, found {len}")]
+    CorruptKey {
+        /// Length of the key found.
+        len: usize,
+    },
+
+    /// A log entry's bytes do not decode.
+    #[error("corrupt log entry at index {index}: {source}")]
+    CorruptEntry {
+        /// Index (from the key) of the entry.
+        index: u64,
+        /// bincode's reason.
+        source: bincode::Error,
+    },
+
+    /// A log entry is stored under a key that is not its own index.
+    #[error("log entry stored under index {key} claims index {entry}")]
+    IndexMismatch {
+        /// Index encoded in the key.
+        key: u64,
+        /// Index found inside the decoded entry.
+        entry: u64,
+    },
+
+    /// A durability barrier failed (this one or an earlier one: after a
+    /// failed `fsync` no later sync is trusted). Shared by all the requests
+    /// the barrier served.
+    #[error("durability barrier failed: {0}")]
+    Barrier(#[source] std::sync::Arc<StoreError>),
+
+    /// The durability worker thread is gone (it panicked): nothing written
+    /// from now on can be made durable.
+    #[error("durability worker thread has stopped")]
+    SyncWorkerGone,
+}
+
+/// An error of the storage engine (sled), kept opaque so that sled's types
+/// are not part of this crate's API and the engine can be replaced.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct EngineError(sled::Error);
+
+impl From<sled::Error> for EngineError {
+    fn from(e: sled::Error) -> Self {
+        Self(e)
+    }
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> Self {
+        Self::Engine(EngineError(e))
+    }
+}
+
+impl StoreError {
+    /// Wraps this error into openraft's error type, naming what was being
+    /// done to what, so openraft's log line says where storage failed.
+    pub fn into_storage<NID: NodeId>(
+        self,
+        subject: ErrorSubject<NID>,
+        verb: ErrorVerb,
+    ) -> StorageError<NID> {
+        StorageIOError::new(subject, verb, &self).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_into_openraft_io_error_with_subject() {
+        let err = StoreError::CorruptKey { len: 3 };
+        let sto: StorageError<u64> = err.into_storage(ErrorSubject::Logs, ErrorVerb::Read);
+        let text = sto.to_string();
+        assert!(text.contains("Read"), "{text}");
+        assert!(text.contains("expected 8 bytes"), "{text}");
+    }
+}

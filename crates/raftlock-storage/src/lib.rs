@@ -1,0 +1,50 @@
+//! Durable Raft log storage for raftlock.
+//!
+//! [`SledLogStore`] implements openraft 0.9's v2 storage traits
+//! ([`RaftLogStorage`](openraft::storage::RaftLogStorage) and
+//! [`RaftLogReader`](openraft::RaftLogReader)) on sled, for any openraft type
+//! config. This crate is the only place that knows about sled: the node crate
+//! sees openraft's traits, [`SledLogConfig`] and [`StoreError`], so another
+//! engine (an in-memory store for simulation, fjall, redb) can replace it
+//! behind the same traits.
+//!
+//! Layout: one sled tree per kind of data — log entries (keyed by
+//! big-endian index, bincode values), vote, committed log id, last purged
+//! log id — plus a `meta` tree for the node's own records ([`MetaStore`]).
+//!
+//! Durability: a dedicated worker thread runs *barriers* (sled flush, then
+//! `fdatasync` of sled's data file and any new blob file; see
+//! [`Durability`]). An append's callback fires only after a barrier that
+//! started after the append was written; appends queued while a barrier runs
+//! share the next one (group commit). Votes, truncations and purges wait for
+//! a barrier before returning.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), raftlock_storage::StoreError> {
+//! use std::io::Cursor; // `declare_raft_types!` names it
+//! use raftlock_storage::{SledLogConfig, SledLogStore};
+//! openraft::declare_raft_types!(pub MyConfig);
+//! let config = SledLogConfig::new("/var/lib/raftlock/node-1/log");
+//! let store = SledLogStore::<MyConfig>::open(&config)?;
+//! let meta = store.meta(); // keep before giving `store` to openraft
+//! meta.put("node_id", &1u64).await?;
+//! # Ok(()) }
+//! ```
+
+mod barrier;
+mod cell;
+mod codec;
+mod config;
+mod error;
+mod log_tree;
+mod meta;
+mod reader;
+mod store;
+mod sync_worker;
+
+pub use config::{Durability, SledLogConfig, DEFAULT_CACHE_CAPACITY_BYTES};
+pub use error::{EngineError, StoreError};
+pub use meta::MetaStore;
+pub use reader::SledLogReader;
+pub use store::SledLogStore;
+pub use sync_worker::SyncStats;

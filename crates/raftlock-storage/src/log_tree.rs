@@ -1,0 +1,183 @@
+//! The log entries tree: big-endian index keys, bincode entry values.
+//!
+//! Generic over the entry type rather than the openraft type config, so it
+//! knows only what it needs: entries serialize and carry their log id.
+
+use std::ops::{Bound, RangeBounds};
+
+use openraft::{LogId, NodeId, RaftLogId};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::codec::{decode_raw, encode, index_key, key_index};
+use crate::error::StoreError;
+
+/// Handle to the entries tree; cheap to clone (sled trees are shared).
+#[derive(Clone)]
+pub(crate) struct LogTree {
+    tree: sled::Tree,
+}
+
+impl LogTree {
+    /// Opens (or creates) the tree `name` of `db`.
+    pub(crate) fn open(db: &sled::Db, name: &str) -> Result<Self, StoreError> {
+        Ok(Self {
+            tree: db.open_tree(name)?,
+        })
+    }
+
+    /// Writes all `entries` atomically: after a crash either all of them are
+    /// there or none, so an append never leaves a hole. Readable as soon as
+    /// this returns; durable after the next barrier.
+    pub(crate) fn append<E, NID>(
+        &self,
+        entries: impl IntoIterator<Item = E>,
+    ) -> Result<(), StoreError>
+    where
+        E: Serialize + RaftLogId<NID>,
+        NID: NodeId,
+    {
+        let mut records = Vec::new();
+        for entry in entries {
+            let key = index_key(entry.get_log_id().index);
+            records.push((key, encode("log entry", &entry)?));
+        }
+        match <[_; 1]>::try_from(records) {
+            // A single insert is atomic by itself and skips what sled does
+            // for every batch: seal the current IO buffer and write a batch
+            // manifest as a separate IO, one more `sync_file_range` wait
+            // (measured: about -150 µs per one-entry append here).
+            Ok([(key, value)]) => {
+                self.tree.insert(key, value)?;
+            }
+            Err(records) if records.is_empty() => {}
+            Err(records) => {
+                let mut batch = sled::Batch::default();
+                for (key, value) in records {
+                    batch.insert(&key, value);
+                }
+                self.tree.apply_batch(batch)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Entries whose index is in `range`, in index order. Missing indexes
+    /// are skipped (openraft allows that for `try_get_log_entries`).
+    pub(crate) fn range<E, NID>(&self, range: impl RangeBounds<u64>) -> Result<Vec<E>, StoreError>
+    where
+        E: DeserializeOwned + RaftLogId<NID>,
+        NID: NodeId,
+    {
+        let Some((start, end)) = half_open(&range) else {
+            return Ok(Vec::new());
+        };
+        let start = Bound::Included(index_key(start));
+        let end = end.map_or(Bound::Unbounded, |e| Bound::Excluded(index_key(e)));
+        self.tree
+            .range::<[u8; 8], _>((start, end))
+            .map(|kv| {
+                let (key, value) = kv?;
+                decode_entry(&key, &value)
+            })
+            .collect()
+    }
+
+    /// Log id of the entry with the highest index, if any.
+    pub(crate) fn last_log_id<E, NID>(&self) -> Result<Option<LogId<NID>>, StoreError>
+    where
+        E: DeserializeOwned + RaftLogId<NID>,
+        NID: NodeId,
+    {
+        match self.tree.last()? {
+            None => Ok(None),
+            Some((key, value)) => {
+                let entry: E = decode_entry(&key, &value)?;
+                Ok(Some(entry.get_log_id().clone()))
+            }
+        }
+    }
+
+    /// Deletes the entries with index `>= index`, atomically.
+    pub(crate) fn remove_from(&self, index: u64) -> Result<(), StoreError> {
+        self.remove_keys(self.tree.range(index_key(index)..))
+    }
+
+    /// Deletes the entries with index `<= index`, atomically.
+    pub(crate) fn remove_upto(&self, index: u64) -> Result<(), StoreError> {
+        self.remove_keys(self.tree.range(..=index_key(index)))
+    }
+
+    /// One batch, so a crash cannot leave a hole in the middle of the log.
+    fn remove_keys(&self, iter: sled::Iter) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        for key in iter.keys() {
+            batch.remove(key?);
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+}
+
+/// Decodes one stored entry and checks it sits under its own index.
+fn decode_entry<E, NID>(key: &[u8], value: &[u8]) -> Result<E, StoreError>
+where
+    E: DeserializeOwned + RaftLogId<NID>,
+    NID: NodeId,
+{
+    let index = key_index(key)?;
+    let entry: E =
+        decode_raw(value).map_err(|source| StoreError::CorruptEntry { index, source })?;
+    let entry_index = entry.get_log_id().index;
+    if entry_index != index {
+        return Err(StoreError::IndexMismatch {
+            key: index,
+            entry: entry_index,
+        });
+    }
+    Ok(entry)
+}
+
+/// `range` as `[start, end)`, `end == None` meaning unbounded; `None` if the
+/// range is empty (including ranges openraft should never pass, such as a
+/// start past the end), so no inverted range ever reaches sled.
+fn half_open(range: &impl RangeBounds<u64>) -> Option<(u64, Option<u64>)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        // `u64::MAX` inclusive has no exclusive bound: treat as unbounded.
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => None,
+    };
+    match end {
+        Some(end) if end <= start => None,
+        _ => Some((start, end)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::half_open;
+
+    #[test]
+    fn ranges_normalize_to_half_open() {
+        assert_eq!(half_open(&(3..7)), Some((3, Some(7))));
+        assert_eq!(half_open(&(3..=7)), Some((3, Some(8))));
+        assert_eq!(half_open(&(3..)), Some((3, None)));
+        assert_eq!(half_open(&(..)), Some((0, None)));
+        assert_eq!(half_open(&(..=u64::MAX)), Some((0, None)));
+        assert_eq!(half_open(&(5..5)), None);
+        #[allow(clippy::reversed_empty_ranges)]
+        let inverted = 7..3;
+        assert_eq!(half_open(&inverted), None);
+        let excl = (
+            std::ops::Bound::Excluded(u64::MAX),
+            std::ops::Bound::Unbounded,
+        );
+        assert_eq!(half_open(&excl), None);
+    }
+}

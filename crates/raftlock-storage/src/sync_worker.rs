@@ -1,0 +1,212 @@
+//! The durability worker: one thread that runs [`Barrier::sync`] for every
+//! queued waiter, sharing one barrier among all waiters queued meanwhile
+//! (group commit).
+//!
+//! Why a dedicated thread:
+//! * openraft's `append` must return once entries are *readable* and report
+//!   durability later through its callback; running the barrier elsewhere
+//!   lets the Raft core replicate to followers while the local disk syncs.
+//! * A barrier blocks for a disk round-trip; a plain OS thread keeps that
+//!   off the tokio workers without the per-call cost of `spawn_blocking`.
+//! * Appends, votes and metadata writes all enqueue here in order, and a
+//!   barrier covers every write made before it was started, so durability
+//!   is acknowledged in write order, as openraft requires.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+use crate::barrier::Barrier;
+use crate::error::StoreError;
+
+/// Outcome handed to every waiter of one barrier. Shared (`Arc`) because one
+/// failure is reported to many waiters.
+pub(crate) type SyncResult = Result<(), Arc<StoreError>>;
+
+/// Called on the worker thread once the writes that preceded its submission
+/// are durable (or cannot be made so). Must be quick: it delays the next
+/// barrier.
+pub(crate) type Waiter = Box<dyn FnOnce(SyncResult) + Send>;
+
+/// Counters of the durability worker, for metrics and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncStats {
+    /// Barriers executed (each is one sled flush and, with
+    /// [`Durability::Fsync`](crate::Durability::Fsync), one `fdatasync`).
+    pub barriers: u64,
+    /// Durability requests served (appends, votes, truncates, purges,
+    /// metadata writes). `requests / barriers` is the group-commit factor.
+    pub requests: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    barriers: AtomicU64,
+    requests: AtomicU64,
+}
+
+/// Handle to the worker thread. Dropping it lets the thread finish the
+/// queued requests and joins it, so the database is closed when the last
+/// handle is gone.
+pub(crate) struct SyncWorker {
+    tx: Option<mpsc::Sender<Waiter>>,
+    thread: Option<JoinHandle<()>>,
+    counters: Arc<Counters>,
+}
+
+impl SyncWorker {
+    /// Starts the worker thread, which owns `barrier`.
+    pub(crate) fn spawn(barrier: Barrier) -> Result<Self, StoreError> {
+        let (tx, rx) = mpsc::channel();
+        let counters = Arc::new(Counters::default());
+        let thread = std::thread::Builder::new()
+            .name("raftlock-sync".into()) // <= 15 bytes: Linux truncates thread names
+            .spawn({
+                let counters = Arc::clone(&counters);
+                move || run(barrier, &rx, &counters)
+            })?;
+        Ok(Self {
+            tx: Some(tx),
+            thread: Some(thread),
+            counters,
+        })
+    }
+
+    /// Queues `waiter` to be called after a barrier that started after this
+    /// call. Fails only if the worker thread died.
+    pub(crate) fn submit(&self, waiter: Waiter) -> Result<(), StoreError> {
+        let tx = self.tx.as_ref().ok_or(StoreError::SyncWorkerGone)?;
+        tx.send(waiter).map_err(|_| StoreError::SyncWorkerGone)
+    }
+
+    /// Waits (asynchronously) until every write made before this call is
+    /// durable.
+    pub(crate) async fn sync(&self) -> Result<(), StoreError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(Box::new(move |res| {
+            // The receiver may have been dropped (caller cancelled): fine.
+            let _ = tx.send(res);
+        }))?;
+        rx.await
+            .map_err(|_| StoreError::SyncWorkerGone)?
+            .map_err(StoreError::Barrier)
+    }
+
+    /// Current counters.
+    pub(crate) fn stats(&self) -> SyncStats {
+        SyncStats {
+            barriers: self.counters.barriers.load(Ordering::Relaxed),
+            requests: self.counters.requests.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for SyncWorker {
+    fn drop(&mut self) {
+        // Closing the channel ends the loop after the queued waiters.
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            if thread.join().is_err() {
+                tracing::error!("raftlock-sync thread panicked");
+            }
+        }
+    }
+}
+
+fn run(mut barrier: Barrier, rx: &mpsc::Receiver<Waiter>, counters: &Counters) {
+    // After one failed barrier every later one fails too: once fsync has
+    // reported an error, Linux may have dropped the dirty pages, and a later
+    // "successful" fsync would acknowledge data that is gone.
+    let mut failed: Option<Arc<StoreError>> = None;
+    while let Ok(first) = rx.recv() {
+        // Everything queued so far shares this barrier: each waiter's writes
+        // happened before it was queued, hence before the barrier starts.
+        let mut waiters = vec![first];
+        waiters.extend(rx.try_iter());
+
+        let result = match &failed {
+            Some(err) => Err(Arc::clone(err)),
+            None => barrier.sync().map_err(|err| {
+                tracing::error!(error = %err, "log durability barrier failed; every later durability request will fail");
+                let err = Arc::new(err);
+                failed = Some(Arc::clone(&err));
+                err
+            }),
+        };
+        counters.barriers.fetch_add(1, Ordering::Relaxed);
+        counters
+            .requests
+            .fetch_add(waiters.len() as u64, Ordering::Relaxed);
+        for waiter in waiters {
+            waiter(result.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+    use crate::config::Durability;
+
+    fn worker(dir: &tempfile::TempDir) -> SyncWorker {
+        let db = sled::open(dir.path()).expect("open sled");
+        let barrier = Barrier::open(db, dir.path(), Durability::FlushOnly).expect("barrier");
+        SyncWorker::spawn(barrier).expect("spawn")
+    }
+
+    /// Requests queued while a barrier runs share the next one.
+    #[test]
+    fn queued_requests_share_one_barrier() {
+        let dir = tempfile::TempDir::new().expect("temp dir");
+        let worker = worker(&dir);
+        let (started_tx, started_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (done_tx, done_rx) = mpsc::channel::<SyncResult>();
+
+        // The first waiter holds the worker thread (after its barrier) until
+        // released, so the next ten queue up behind it deterministically.
+        worker
+            .submit(Box::new(move |res| {
+                assert!(res.is_ok());
+                started_tx.send(()).expect("started");
+                release_rx.recv().expect("release");
+            }))
+            .expect("submit");
+        started_rx.recv().expect("first barrier ran");
+        for _ in 0..10 {
+            let done_tx = done_tx.clone();
+            worker
+                .submit(Box::new(move |res| done_tx.send(res).expect("report")))
+                .expect("submit");
+        }
+        release_tx.send(()).expect("release");
+        for _ in 0..10 {
+            done_rx.recv().expect("done").expect("barrier ok");
+        }
+        assert_eq!(
+            worker.stats(),
+            SyncStats {
+                barriers: 2,
+                requests: 11
+            }
+        );
+    }
+
+    #[test]
+    fn drop_serves_queued_requests_then_joins() {
+        let dir = tempfile::TempDir::new().expect("temp dir");
+        let worker = worker(&dir);
+        let (done_tx, done_rx) = mpsc::channel::<SyncResult>();
+        for _ in 0..3 {
+            let done_tx = done_tx.clone();
+            worker
+                .submit(Box::new(move |res| done_tx.send(res).expect("report")))
+                .expect("submit");
+        }
+        drop(worker);
+        drop(done_tx);
+        assert_eq!(done_rx.iter().filter(Result::is_ok).count(), 3);
+    }
+}

@@ -1,0 +1,151 @@
+//! Behaviour of `SledLogStore` beyond openraft's suite: state survives a
+//! reopen, one barrier per append batch, large entries, the metadata helper.
+
+mod common;
+
+use common::{log_id, open, put_entry};
+use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
+use openraft::{LogState, RaftLogReader, Vote};
+use raftlock_storage::{Durability, SyncStats};
+use tempfile::TempDir;
+
+#[tokio::test]
+async fn reopen_returns_same_entries_vote_committed_and_purged() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let entries: Vec<_> = (1..=10).map(|i| put_entry(2, i, 32)).collect();
+    {
+        let mut store = open(dir.path(), Durability::Fsync);
+        store.blocking_append(entries.clone()).await?;
+        store.save_vote(&Vote::new_committed(2, 1)).await?;
+        store.save_committed(Some(log_id(2, 7))).await?;
+        store.purge(log_id(2, 3)).await?;
+        store.truncate(log_id(2, 9)).await?;
+    }
+
+    let mut store = open(dir.path(), Durability::Fsync);
+    assert_eq!(store.read_vote().await?, Some(Vote::new_committed(2, 1)));
+    assert_eq!(store.read_committed().await?, Some(log_id(2, 7)));
+    assert_eq!(
+        store.get_log_state().await?,
+        LogState {
+            last_purged_log_id: Some(log_id(2, 3)),
+            last_log_id: Some(log_id(2, 8)),
+        }
+    );
+    let got = store
+        .get_log_reader()
+        .await
+        .try_get_log_entries(0..100)
+        .await?;
+    assert_eq!(got, entries[3..8].to_vec());
+    Ok(())
+}
+
+#[tokio::test]
+async fn purging_everything_keeps_last_log_id_across_reopen() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    {
+        let mut store = open(dir.path(), Durability::Fsync);
+        store
+            .blocking_append((1..=4).map(|i| put_entry(1, i, 8)))
+            .await?;
+        // Past the last entry, as after installing a newer snapshot.
+        store.purge(log_id(3, 20)).await?;
+    }
+    let mut store = open(dir.path(), Durability::Fsync);
+    let state = store.get_log_state().await?;
+    assert_eq!(state.last_purged_log_id, Some(log_id(3, 20)));
+    assert_eq!(state.last_log_id, Some(log_id(3, 20)));
+    assert!(store.try_get_log_entries(..).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn one_barrier_per_append_whatever_the_batch_size() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let mut store = open(dir.path(), Durability::Fsync);
+    let before = store.sync_stats();
+
+    store
+        .blocking_append((1..=256).map(|i| put_entry(1, i, 64)))
+        .await?;
+    assert_eq!(
+        store.sync_stats(),
+        SyncStats {
+            barriers: before.barriers + 1,
+            requests: before.requests + 1,
+        }
+    );
+
+    store.blocking_append([put_entry(1, 257, 64)]).await?;
+    assert_eq!(store.sync_stats().barriers, before.barriers + 2);
+    assert_eq!(store.try_get_log_entries(1..=257).await?.len(), 257);
+    Ok(())
+}
+
+/// Entries over ~128 KiB go to sled's separate blob files, which sled never
+/// syncs itself; the barrier must find and sync them.
+#[tokio::test]
+async fn large_entries_round_trip() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let big = [put_entry(1, 1, 300 * 1024), put_entry(1, 2, 16)];
+    {
+        let mut store = open(dir.path(), Durability::Fsync);
+        store.blocking_append(big.clone()).await?;
+    }
+    let blobs = std::fs::read_dir(dir.path().join("blobs"))?.count();
+    assert!(blobs > 0, "expected sled to store the big entry as a blob");
+
+    let mut store = open(dir.path(), Durability::Fsync);
+    assert_eq!(store.try_get_log_entries(..).await?, big.to_vec());
+    Ok(())
+}
+
+#[tokio::test]
+async fn flush_only_mode_stores_the_same() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let entries: Vec<_> = (1..=5).map(|i| put_entry(1, i, 8)).collect();
+    {
+        let mut store = open(dir.path(), Durability::FlushOnly);
+        store.blocking_append(entries.clone()).await?;
+        store.save_vote(&Vote::new(1, 0)).await?;
+    }
+    let mut store = open(dir.path(), Durability::FlushOnly);
+    assert_eq!(store.try_get_log_entries(..).await?, entries);
+    assert_eq!(store.read_vote().await?, Some(Vote::new(1, 0)));
+    Ok(())
+}
+
+#[tokio::test]
+async fn meta_store_values_are_durable_and_typed() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    {
+        let store = open(dir.path(), Durability::Fsync);
+        let meta = store.meta();
+        meta.put("node_id", &7u64).await?;
+        meta.put("snapshot", &String::from("snap-42")).await?;
+        meta.put("gone", &1u8).await?;
+        meta.remove("gone").await?;
+    }
+    let store = open(dir.path(), Durability::Fsync);
+    let meta = store.meta();
+    assert_eq!(meta.get::<u64>("node_id")?, Some(7));
+    assert_eq!(meta.get::<String>("snapshot")?, Some("snap-42".into()));
+    assert_eq!(meta.get::<u8>("gone")?, None);
+    // Reading with the wrong type is an error, not garbage or a panic.
+    assert!(meta.get::<String>("node_id").is_err());
+    Ok(())
+}
+
+#[tokio::test]
+async fn second_open_of_a_locked_directory_fails_cleanly() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let _store = open(dir.path(), Durability::Fsync);
+    let second = common::Store::open(&raftlock_storage::SledLogConfig::new(dir.path()));
+    let err = second.err().expect("sled must refuse a second open");
+    assert!(
+        err.to_string().contains("cannot open sled database"),
+        "{err}"
+    );
+    Ok(())
+}
