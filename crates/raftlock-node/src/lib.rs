@@ -14,6 +14,7 @@
 mod config;
 mod error;
 mod leader;
+mod local;
 mod network;
 mod node;
 mod ops;
@@ -27,6 +28,7 @@ pub mod waiters;
 
 pub use config::{ClusterSettings, ConfigError, NodeConfig};
 pub use error::NodeError;
+pub use local::LocalCluster;
 pub use node::{Node, StartError};
 pub use ops::{ClusterStatus, Consistency, Grant, MemberStatus, NodeCounters, OpenedSession};
 pub use raftlock_core as core;

@@ -1,0 +1,26 @@
+//! The analysis half of raftlock's Jepsen-style harness.
+//!
+//! A run records every client operation as invoke/ok/fail/info
+//! [`history::Event`]s (with the nemesis's faults in the same history),
+//! then judges the history with [`checker::check_history`] and writes a
+//! report with [`report::write_run_report`]. Everything here is pure and
+//! deterministic: the same history always gets the same verdict, so a saved
+//! `history.jsonl` can be re-checked at any time (`raftlock-jepsen check`).
+//!
+//! - [`history`]: events, operations, JSON lines and EDN, the [`Recorder`];
+//! - [`model`]: sequential specifications (register, mutex);
+//! - [`checker`]: linearizability (Wing–Gong–Lowe with memoization), the
+//!   fencing checker, the no-lost-acknowledged-write checker;
+//! - [`report`]: `results.json`, `history.edn`, `history.jsonl`,
+//!   `timeline.html`, latency and throughput PNGs.
+//!
+//! [`Recorder`]: history::Recorder
+
+pub mod checker;
+pub mod history;
+pub mod model;
+pub mod report;
+
+pub use checker::{check_history, CheckOptions, CheckResult, Verdict, Workload};
+pub use history::{Event, EventType, History, Operation, Process, Recorder, Value, F};
+pub use report::write_run_report;

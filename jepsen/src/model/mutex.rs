@@ -1,0 +1,139 @@
+//! A lock with one owner at a time, one lock per key.
+//!
+//! # Owners
+//! The owner is the client **process**. The harness gives each raftlock
+//! session its own process id and never reuses it for another session
+//! (Jepsen's convention: a client whose op ended `info` continues under a
+//! fresh process). This keeps the model state a single `Option<u64>`.
+//!
+//! # Operations
+//! - `acquire` ok: the lock was granted. Legal when it is free, or already
+//!   held by the same owner (raftlock's acquire is idempotent per session).
+//! - `release` ok: legal only by the holder; the lock becomes free.
+//!   A `release` that the server answers without the caller holding the lock
+//!   (a waiter cancelling) must not be recorded as `release`: after an
+//!   uncertain acquire, the harness should close the session and record
+//!   `expire` instead (below).
+//! - `fail`: did not happen (e.g. `lock_held`, `timeout`); dropped.
+//! - `info` acquire: the grant may have happened at any time after the
+//!   invocation (a queued node can be granted after the client gave up), or
+//!   never. While it could hold the lock, nobody else may acquire it, so a
+//!   later acknowledged grant to someone else forces the search to place
+//!   the uncertain grant *never* or before an `expire`.
+//!
+//! # Session expiry
+//! A session the server expires loses its locks without the client asking.
+//! The harness records that as an op with `f = expire` (or `lost`, or after
+//! closing a session on purpose) by the owning process, invoked at the last
+//! instant the session was known alive (e.g. the last acknowledged
+//! keepalive) and completed when the client learnt it was gone. The model
+//! treats it as a server-side release of whatever that owner held, placed
+//! anywhere inside that window; it is legal whether or not the owner held
+//! the lock. Without such an op, a lock held by a dead session stays held
+//! in the model, and a later grant to another owner is a violation, which
+//! is exactly the guarantee a lock must give.
+
+use super::{Model, ModelError, Translated};
+use crate::history::{Operation, Outcome, Process, F};
+
+/// The mutex model; the state is the current holder (`None` = free).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MutexModel;
+
+/// A lock operation, by owner (process id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MutexInput {
+    /// Ask for the lock.
+    Acquire(u64),
+    /// Give it back.
+    Release(u64),
+    /// The owner's session ended; the server dropped its hold, if any.
+    Expire(u64),
+}
+
+/// What the client observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MutexOutput {
+    /// Acknowledged.
+    Ok,
+    /// Unknown outcome (`info`).
+    Unknown,
+}
+
+impl Model for MutexModel {
+    type State = Option<u64>;
+    type Input = MutexInput;
+    type Output = MutexOutput;
+
+    fn name(&self) -> &'static str {
+        "mutex"
+    }
+
+    fn init(&self) -> Option<u64> {
+        None
+    }
+
+    fn op(&self, op: &Operation) -> Result<Translated<MutexInput, MutexOutput>, ModelError> {
+        let owner = match op.process {
+            Process::Client(p) => p,
+            Process::Nemesis => return Ok(None),
+        };
+        let input = match op.f {
+            F::Acquire => MutexInput::Acquire(owner),
+            F::Release => MutexInput::Release(owner),
+            F::Expire | F::Lost => MutexInput::Expire(owner),
+            _ => return Ok(None),
+        };
+        let output = match op.outcome {
+            Outcome::Ok => MutexOutput::Ok,
+            Outcome::Info => MutexOutput::Unknown,
+            Outcome::Fail => return Ok(None),
+        };
+        Ok(Some((input, output)))
+    }
+
+    fn step(
+        &self,
+        holder: &Option<u64>,
+        input: &MutexInput,
+        _output: &MutexOutput,
+    ) -> Option<Option<u64>> {
+        // Ok and Unknown share one rule: Unknown means "it took effect here",
+        // and an op that never took effect is simply never linearized.
+        match *input {
+            MutexInput::Acquire(p) => match *holder {
+                None => Some(Some(p)),
+                Some(h) if h == p => Some(Some(p)),
+                Some(_) => None,
+            },
+            MutexInput::Release(p) => (*holder == Some(p)).then_some(None),
+            MutexInput::Expire(p) => Some(if *holder == Some(p) { None } else { *holder }),
+        }
+    }
+
+    fn partition(&self, op: &Operation) -> Option<String> {
+        op.key.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_rules() {
+        let m = MutexModel;
+        let ok = MutexOutput::Ok;
+        assert_eq!(m.step(&None, &MutexInput::Acquire(1), &ok), Some(Some(1)));
+        assert_eq!(
+            m.step(&Some(1), &MutexInput::Acquire(1), &ok),
+            Some(Some(1))
+        );
+        assert_eq!(m.step(&Some(1), &MutexInput::Acquire(2), &ok), None);
+        assert_eq!(m.step(&Some(1), &MutexInput::Release(2), &ok), None);
+        assert_eq!(m.step(&None, &MutexInput::Release(2), &ok), None);
+        assert_eq!(m.step(&Some(1), &MutexInput::Release(1), &ok), Some(None));
+        assert_eq!(m.step(&Some(1), &MutexInput::Expire(1), &ok), Some(None));
+        assert_eq!(m.step(&Some(1), &MutexInput::Expire(2), &ok), Some(Some(1)));
+    }
+}

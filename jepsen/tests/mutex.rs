@@ -1,0 +1,184 @@
+//! Hand-built lock histories for the mutex model.
+
+mod common;
+
+use common::{explanation, run, verdict};
+use raftlock_jepsen::{Verdict, Workload};
+
+const LIN: &str = "linearizable(mutex)";
+
+fn check(text: &str) -> Verdict {
+    verdict(&run(Workload::Mutex, text), LIN)
+}
+
+#[test]
+fn clean_handoff_is_valid() {
+    assert_eq!(
+        check(
+            "0 1 invoke acquire k=l
+             10 1 ok acquire k=l
+             11 2 invoke acquire k=l   # waits for 1
+             20 1 invoke release k=l
+             30 1 ok release k=l
+             35 2 ok acquire k=l
+             40 2 invoke release k=l
+             50 2 ok release k=l"
+        ),
+        Verdict::Valid
+    );
+}
+
+#[test]
+fn two_concurrent_holders_are_rejected() {
+    let r = run(
+        Workload::Mutex,
+        "0 1 invoke acquire k=l
+         10 1 ok acquire k=l
+         20 2 invoke acquire k=l
+         30 2 ok acquire k=l
+         40 1 invoke release k=l
+         50 1 ok release k=l",
+    );
+    assert_eq!(verdict(&r, LIN), Verdict::Invalid);
+    let text = explanation(&r, LIN);
+    assert!(text.contains("p2 acquire l -> ok"), "{text}");
+    assert!(text.contains("Some(1)"), "holder shown: {text}");
+}
+
+#[test]
+fn release_by_non_holder_is_rejected() {
+    assert_eq!(
+        check(
+            "0 1 invoke acquire k=l
+             10 1 ok acquire k=l
+             20 2 invoke release k=l
+             30 2 ok release k=l"
+        ),
+        Verdict::Invalid
+    );
+    // Releasing a free lock is a release by a non-holder too.
+    assert_eq!(
+        check("0 2 invoke release k=l\n10 2 ok release k=l"),
+        Verdict::Invalid
+    );
+}
+
+#[test]
+fn failed_ops_are_ignored() {
+    assert_eq!(
+        check(
+            "0 1 invoke acquire k=l
+             10 1 ok acquire k=l
+             20 2 invoke acquire k=l
+             30 2 fail acquire k=l      # lock_held
+             31 2 invoke release k=l
+             32 2 fail release k=l      # not_owner"
+        ),
+        Verdict::Valid
+    );
+}
+
+#[test]
+fn reacquire_by_the_holder_is_idempotent() {
+    assert_eq!(
+        check(
+            "0 1 invoke acquire k=l
+             10 1 ok acquire k=l
+             20 1 invoke acquire k=l
+             30 1 ok acquire k=l
+             40 1 invoke release k=l
+             50 1 ok release k=l"
+        ),
+        Verdict::Valid
+    );
+}
+
+#[test]
+fn info_acquire_that_did_not_take_effect_is_valid() {
+    assert_eq!(
+        check(
+            "0 1 invoke acquire k=l
+             10 1 info acquire k=l      # timed out
+             20 2 invoke acquire k=l
+             30 2 ok acquire k=l"
+        ),
+        Verdict::Valid
+    );
+}
+
+#[test]
+fn info_acquire_that_took_effect_blocks_others_until_expiry() {
+    // Process 1's acquire timed out but was granted; its release proves it
+    // held the lock. Process 2 got the lock in between: two holders.
+    let bad = "0 1 invoke acquire k=l
+               10 1 info acquire k=l
+               20 2 invoke acquire k=l
+               30 2 ok acquire k=l
+               40 1 invoke release k=l
+               50 1 ok release k=l";
+    assert_eq!(check(bad), Verdict::Invalid);
+    // Same, but 2 acquires only after 1 released: legal.
+    let good = "0 1 invoke acquire k=l
+                10 1 info acquire k=l
+                40 1 invoke release k=l
+                50 1 ok release k=l
+                60 2 invoke acquire k=l
+                70 2 ok acquire k=l";
+    assert_eq!(check(good), Verdict::Valid);
+}
+
+#[test]
+fn expiry_frees_the_lock_of_a_dead_session() {
+    // 1 holds, its session expires (observed between 15 and 40), then 2
+    // acquires: legal.
+    let with_expiry = "0 1 invoke acquire k=l
+                       10 1 ok acquire k=l
+                       15 1 invoke expire k=l
+                       40 1 ok expire k=l
+                       50 2 invoke acquire k=l
+                       60 2 ok acquire k=l";
+    assert_eq!(check(with_expiry), Verdict::Valid);
+    // Without the expiry the grant to 2 is a second holder.
+    let without = "0 1 invoke acquire k=l
+                   10 1 ok acquire k=l
+                   50 2 invoke acquire k=l
+                   60 2 ok acquire k=l";
+    assert_eq!(check(without), Verdict::Invalid);
+    // The expiry window matters: a grant that completed before the
+    // session could have expired is still a second holder.
+    let too_early = "0 1 invoke acquire k=l
+                     10 1 ok acquire k=l
+                     12 2 invoke acquire k=l
+                     14 2 ok acquire k=l
+                     15 1 invoke lost k=l
+                     40 1 ok lost k=l";
+    assert_eq!(check(too_early), Verdict::Invalid);
+}
+
+#[test]
+fn expiry_after_an_uncertain_acquire_is_valid() {
+    assert_eq!(
+        check(
+            "0 1 invoke acquire k=l
+             10 1 info acquire k=l
+             11 1 invoke expire k=l
+             20 1 ok expire k=l
+             30 2 invoke acquire k=l
+             40 2 ok acquire k=l"
+        ),
+        Verdict::Valid
+    );
+}
+
+#[test]
+fn locks_are_independent() {
+    assert_eq!(
+        check(
+            "0 1 invoke acquire k=a
+             1 2 invoke acquire k=b
+             10 1 ok acquire k=a
+             11 2 ok acquire k=b"
+        ),
+        Verdict::Valid
+    );
+}
