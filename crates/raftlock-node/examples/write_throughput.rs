@@ -19,7 +19,10 @@ async fn main() -> anyhow::Result<()> {
         .await
         .ok_or_else(|| anyhow::anyhow!("no leader"))?;
     println!("3 in-process nodes, fsync on, writes proposed on the leader (node {leader}), {DURATION:?} per row");
-    println!("{:>8} {:>12} {:>10} {:>10}", "clients", "writes/s", "p50 ms", "p99 ms");
+    println!(
+        "{:>8} {:>12} {:>10} {:>10}",
+        "clients", "writes/s", "p50 ms", "p99 ms"
+    );
     for clients in [1usize, 64] {
         let node = cluster.node(leader).clone();
         let started = Instant::now();
@@ -48,7 +51,8 @@ async fn main() -> anyhow::Result<()> {
             all.extend(t.await??);
         }
         all.sort();
-        let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1e3;
+        let pct =
+            |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1e3;
         println!(
             "{:>8} {:>12.0} {:>10.2} {:>10.2}",
             clients,

@@ -35,7 +35,13 @@ impl LocalCluster {
             let listener = TcpListener::bind("127.0.0.1:0").await.map_err(bind)?;
             let raft_addr = listener.local_addr().map_err(bind)?.to_string();
             let api_addr = "127.0.0.1:0".to_string();
-            members.insert(id, Member { api_addr, raft_addr });
+            members.insert(
+                id,
+                Member {
+                    api_addr,
+                    raft_addr,
+                },
+            );
             listeners.push(listener);
         }
         let configs: Vec<NodeConfig> = (1..=size)

@@ -156,6 +156,10 @@ impl Inner {
     /// Waits until this replica reflects every write acknowledged before
     /// the call (read index from the leader, then the local apply).
     pub async fn linearizable_barrier(&self) -> Result<(), NodeError> {
+        if cfg!(feature = "inject-stale-reads") {
+            // Deliberate bug, see Cargo.toml: the harness must catch it.
+            return Ok(());
+        }
         let deadline = Instant::now() + self.config.leader_wait();
         let index = loop {
             let outcome = match self.leader() {

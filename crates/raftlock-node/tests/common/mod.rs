@@ -86,7 +86,10 @@ impl Cluster {
 pub async fn eventually<F: FnMut() -> bool>(what: &str, timeout: Duration, mut condition: F) {
     let deadline = tokio::time::Instant::now() + timeout;
     while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
