@@ -1,0 +1,187 @@
+//! `raftlock lock NAME -- CMD…`: run a command while holding a lock.
+//!
+//! The command gets `RAFTLOCK_FENCING_TOKEN` (pass it to anything the
+//! command writes, so a store can refuse a stale holder), signals sent to
+//! `raftlock` are forwarded to it, and the lock is released on every exit
+//! path. If the session is lost (keepalives failing for long enough that
+//! the cluster may grant the lock to someone else) the command is stopped:
+//! SIGTERM, then SIGKILL after a grace period.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use raftlock_client::{ClientError, HttpClient, LockClient, Mutex, Session};
+use tokio::process::Command;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// Exit code when the lock could not be acquired in time (EX_TEMPFAIL).
+pub const EXIT_NOT_ACQUIRED: u8 = 75;
+/// Exit code when the lock was lost while the command ran.
+pub const EXIT_LOCK_LOST: u8 = 74;
+
+#[derive(Args)]
+#[command(
+    after_help = "Exit status: the command's own (128+N if it died of signal N); \
+75 if the lock was not acquired within --wait; 74 if the lock was lost while the \
+command ran (the command was stopped); 1 for other errors.\n\n\
+Example: raftlock lock nightly-report --wait 600s -- ./report.sh --date today"
+)]
+pub struct LockArgs {
+    /// Lock name, e.g. `orders/42` ([A-Za-z0-9._:-] and '/').
+    name: String,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+    /// How long to wait for the lock (e.g. 30s, 500ms, 10m; 0 = try once).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    wait: Duration,
+    /// Session TTL: how long the cluster keeps the lock if this process
+    /// dies without releasing it.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    ttl: Duration,
+    /// How long the command gets to exit after SIGTERM when the lock is lost.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    grace: Duration,
+    #[command(flatten)]
+    endpoints: crate::inspect::Endpoints,
+}
+
+/// Parses `250ms`, `30s`, `10m`, `1h` (or bare milliseconds).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 30s, 500ms or 10m"))?;
+    let ms = match unit {
+        "" | "ms" => Some(n),
+        "s" => n.checked_mul(1_000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {text:?} (use ms, s, m or h)"
+            ))
+        }
+    };
+    ms.map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is too long"))
+}
+
+pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
+    crate::init_logging("warn");
+    let client: Arc<dyn LockClient> = Arc::new(HttpClient::new(&args.endpoints.endpoints)?);
+    let owner = format!("raftlock-lock pid {}", std::process::id());
+    let session = Session::open(client, &owner, args.ttl)
+        .await
+        .context("cannot open a session")?;
+    let mutex = Mutex::new(&session, args.name.clone());
+    let acquired = if args.wait.is_zero() {
+        mutex.try_lock().await
+    } else {
+        mutex.lock_timeout(args.wait).await
+    };
+    let guard = match acquired {
+        Ok(guard) => guard,
+        Err(ClientError::LockHeld(_) | ClientError::Timeout(_)) => {
+            eprintln!(
+                "raftlock: lock {:?} not acquired within {:?}",
+                args.name, args.wait
+            );
+            let _ = session.close().await;
+            return Ok(EXIT_NOT_ACQUIRED);
+        }
+        Err(e) => {
+            let _ = session.close().await;
+            return Err(e).context(format!("cannot acquire lock {:?}", args.name));
+        }
+    };
+    let token = guard.fencing_token();
+    tracing::info!(lock = %args.name, token, "lock acquired");
+
+    let outcome = run_command(&args, &session, token).await;
+    // Release on every path: the command ended, failed to start, or was
+    // stopped because the lock was lost.
+    if let Err(e) = guard.unlock().await {
+        tracing::warn!("release failed (the session close below releases it too): {e}");
+    }
+    if let Err(e) = session.close().await {
+        tracing::warn!("session close failed (it expires after its TTL): {e}");
+    }
+    outcome
+}
+
+async fn run_command(args: &LockArgs, session: &Session, token: u64) -> anyhow::Result<u8> {
+    let (program, rest) = args
+        .command
+        .split_first()
+        .context("no command given after --")?;
+    let mut child = Command::new(program)
+        .args(rest)
+        .env("RAFTLOCK_FENCING_TOKEN", token.to_string())
+        .env("RAFTLOCK_LOCK", &args.name)
+        .env("RAFTLOCK_SESSION_ID", session.id().to_string())
+        .stdin(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("cannot start {program:?}"))?;
+    let pid = child.id().map(|p| Pid::from_raw(p as i32));
+    let forward = |sig: Signal| {
+        if let Some(pid) = pid {
+            let _ = kill(pid, sig);
+        }
+    };
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let lost = session.lost();
+    tokio::pin!(lost);
+    loop {
+        tokio::select! {
+            status = child.wait() => return Ok(exit_code(status?)),
+            _ = term.recv() => forward(Signal::SIGTERM),
+            _ = int.recv() => forward(Signal::SIGINT),
+            _ = hup.recv() => forward(Signal::SIGHUP),
+            reason = &mut lost => {
+                eprintln!("raftlock: lock {:?} lost ({reason:?}); stopping the command", args.name);
+                forward(Signal::SIGTERM);
+                if tokio::time::timeout(args.grace, child.wait()).await.is_err() {
+                    let _ = child.kill().await;
+                }
+                return Ok(EXIT_LOCK_LOST);
+            }
+        }
+    }
+}
+
+/// The command's exit code, or 128 + signal as a shell reports it.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1500"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5 days").is_err());
+        assert!(parse_duration("99999999999999999h").is_err());
+    }
+}

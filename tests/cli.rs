@@ -1,0 +1,151 @@
+//! The `raftlock` command end to end, against real member processes.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{ProcessCluster, RAFTLOCK};
+
+fn raftlock(cluster: &ProcessCluster, args: &[&str]) -> Command {
+    let mut command = Command::new(RAFTLOCK);
+    command
+        .args(args)
+        .env("RAFTLOCK_ENDPOINTS", cluster.api.join(","))
+        .stdin(Stdio::null());
+    command
+}
+
+fn run(command: &mut Command) -> Output {
+    command.output().expect("run raftlock")
+}
+
+/// A command that appends `start <ns> <token>` and `end <ns>` around a
+/// short piece of work to `log`.
+fn critical_section(log: &Path) -> String {
+    format!(
+        "echo start $(date +%s%N) $RAFTLOCK_FENCING_TOKEN >> {log}; sleep 0.2; echo end $(date +%s%N) >> {log}",
+        log = log.display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_runs_commands_one_at_a_time_with_increasing_tokens() {
+    let cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let log = cluster.dir.path().join("sections.log");
+    let script = critical_section(&log);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            raftlock(
+                &cluster,
+                &["lock", "same", "--wait", "60s", "--", "sh", "-c", &script],
+            )
+            .spawn()
+            .expect("spawn raftlock lock")
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().expect("wait");
+        assert!(output.status.success(), "{output:?}");
+    }
+    let text = std::fs::read_to_string(&log).expect("log");
+    let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(lines.len(), 8, "{text}");
+    // Strictly alternating start/end: no two sections overlap.
+    let mut last_end = 0u128;
+    let mut last_token = 0u64;
+    for pair in lines.chunks(2) {
+        assert_eq!((pair[0][0], pair[1][0]), ("start", "end"), "{text}");
+        let start: u128 = pair[0][1].parse().expect("start ns");
+        let end: u128 = pair[1][1].parse().expect("end ns");
+        let token: u64 = pair[0][2].parse().expect("token");
+        assert!(start >= last_end && end >= start, "overlap: {text}");
+        assert!(token > last_token, "tokens must increase: {text}");
+        last_end = end;
+        last_token = token;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_passes_exit_codes_and_try_lock_reports_a_held_lock() {
+    let cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let status = run(&mut raftlock(
+        &cluster,
+        &["lock", "x", "--", "sh", "-c", "exit 7"],
+    ))
+    .status;
+    assert_eq!(status.code(), Some(7));
+
+    // Hold `busy` in the background until told to stop.
+    let flag = cluster.dir.path().join("holding");
+    let stop = cluster.dir.path().join("stop");
+    let script = format!(
+        "touch {flag}; while [ ! -e {stop} ]; do sleep 0.05; done",
+        flag = flag.display(),
+        stop = stop.display()
+    );
+    let mut holder = raftlock(&cluster, &["lock", "busy", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn holder");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !flag.exists() {
+        assert!(Instant::now() < deadline, "holder never got the lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let tried = run(&mut raftlock(
+        &cluster,
+        &["lock", "busy", "--wait", "0", "--", "true"],
+    ));
+    assert_eq!(tried.status.code(), Some(75), "{tried:?}");
+    let locks = run(&mut raftlock(&cluster, &["locks"]));
+    let listing = String::from_utf8_lossy(&locks.stdout);
+    assert!(listing.contains("busy"), "{listing}");
+    std::fs::write(&stop, "").expect("stop flag");
+    assert!(holder.wait().expect("holder").success());
+    // Released on exit: a try-lock now succeeds.
+    let after = run(&mut raftlock(
+        &cluster,
+        &["lock", "busy", "--wait", "0", "--", "true"],
+    ));
+    assert!(after.status.success(), "{after:?}");
+
+    let status = run(&mut raftlock(&cluster, &["status"]));
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("leader:") && text.contains("follower"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_explains_every_subcommand() {
+    let help = run(Command::new(RAFTLOCK).arg("--help"));
+    let text = String::from_utf8_lossy(&help.stdout);
+    for word in ["serve", "up", "lock", "status", "locks"] {
+        assert!(text.contains(word), "--help lacks {word}: {text}");
+    }
+    let bad =
+        run(Command::new(RAFTLOCK).args(["serve", "--config", "/nonexistent.toml", "--id", "1"]));
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent.toml"));
+    // A misspelt key fails at start, naming the key.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("bad.toml");
+    std::fs::write(
+        &config,
+        "[cluster]\nheartbeat_ms = 5\n[[members]]\nid = 1\napi_addr = \"127.0.0.1:1\"\nraft_addr = \"127.0.0.1:2\"\n",
+    )
+    .expect("write");
+    let bad = run(Command::new(RAFTLOCK)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .args(["--id", "1"]));
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("heartbeat_ms"),
+        "{bad:?}"
+    );
+}
