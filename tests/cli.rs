@@ -149,3 +149,89 @@ async fn help_explains_every_subcommand() {
         "{bad:?}"
     );
 }
+
+/// A base port P with P..P+2 and P+100..P+102 free (the layout `raftlock
+/// up --base-port P` uses).
+fn free_base_port() -> u16 {
+    for candidate in (20_000..60_000).step_by(997) {
+        let ports = [0, 1, 2, 100, 101, 102].map(|o| candidate + o);
+        if ports
+            .iter()
+            .all(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        {
+            return candidate;
+        }
+    }
+    panic!("no free port range");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readme_walkthrough_runs_against_raftlock_up() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README");
+    let block = readme
+        .split("<!-- walkthrough -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- /walkthrough -->").next())
+        .expect("walkthrough markers");
+    let script: String = block
+        .lines()
+        .filter(|l| !l.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let base = free_base_port();
+    let script = (0..3).fold(script, |s, i| {
+        s.replace(
+            &format!("127.0.0.1:{}", 7001 + i),
+            &format!("127.0.0.1:{}", base + i),
+        )
+    });
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut up = Command::new(RAFTLOCK)
+        .args(["up", "--base-port", &base.to_string(), "--data-dir"])
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("raftlock up");
+    let stdout = up.stdout.take().expect("stdout");
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    // Reads every line (so `up` never writes into a closed pipe) and
+    // reports the first "cluster ready".
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut ready_tx = Some(ready_tx);
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("cluster ready") {
+                if let Some(tx) = ready_tx.take() {
+                    let _ = tx.send(());
+                }
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(60), ready_rx)
+        .await
+        .expect("raftlock up became ready in time")
+        .expect("raftlock up printed cluster ready");
+    let output = run(Command::new("sh").args(["-e", "-c", &script]));
+    let text = String::from_utf8_lossy(&output.stdout);
+    // Stop `up` the way a user does: Ctrl-C.
+    let _ = nix_kill(up.id(), "INT");
+    let stopped = up.wait().expect("up exits");
+    assert!(output.status.success(), "walkthrough failed: {output:?}");
+    assert!(text.contains("\"fencing_token\""), "acquire answer: {text}");
+    assert!(text.contains("\"holder\":{"), "inspect answer: {text}");
+    assert!(
+        stopped.success(),
+        "raftlock up did not stop cleanly: {stopped:?}"
+    );
+}
+
+fn nix_kill(pid: u32, signal: &str) -> std::io::Result<std::process::ExitStatus> {
+    Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+}

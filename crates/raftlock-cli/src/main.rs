@@ -77,9 +77,12 @@ fn main() -> ExitCode {
 pub(crate) fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // No colour codes in log files (`raftlock up` writes member logs).
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

@@ -14,6 +14,23 @@ use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 
 const MEMBERS: u16 = 3;
+
+/// Prints a line, ignoring a closed stdout (`raftlock up | head` must not
+/// crash the cluster it started).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `say!` for stderr.
+macro_rules! say_err {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 /// How long members get to stop after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -68,26 +85,26 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         .map(|i| format!("http://127.0.0.1:{}", args.base_port + i))
         .collect();
     let dir = crate::display_path(&args.data_dir);
-    println!(
+    say!(
         "raftlock: starting 3 members, data and logs in {}",
         dir.display()
     );
     wait_ready(&endpoints, &mut children).await?;
-    println!("raftlock: cluster ready");
+    say!("raftlock: cluster ready");
     for (i, endpoint) in endpoints.iter().enumerate() {
-        println!(
+        say!(
             "  member {}  {endpoint}   (log: {}/node-{}.log)",
             i + 1,
             dir.display(),
             i + 1
         );
     }
-    println!("\nTry it:");
-    println!(
+    say!("\nTry it:");
+    say!(
         "  curl -s -X POST {}/v1/sessions -H 'Content-Type: application/json' -d '{{\"ttl_ms\": 10000, \"owner\": \"me\"}}'",
         endpoints[0]
     );
-    println!("  raftlock status\n\nCtrl-C stops all three.");
+    say!("  raftlock status\n\nCtrl-C stops all three.");
 
     let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
@@ -97,10 +114,10 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         exited = first_exit(&mut children) => Some(exited),
     };
     if let Some((id, status)) = exited {
-        eprintln!("raftlock: member {id} exited ({status}); stopping the others");
+        say_err!("raftlock: member {id} exited ({status}); stopping the others");
     }
     stop_all(&mut children).await;
-    println!("raftlock: all members stopped");
+    say!("raftlock: all members stopped");
     Ok(())
 }
 
