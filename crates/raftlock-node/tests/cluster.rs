@@ -219,28 +219,38 @@ async fn a_waiter_whose_session_dies_is_told_at_once() {
 async fn expiry_stays_bounded_while_leaders_keep_changing() {
     const TTL: Duration = Duration::from_millis(1500);
     let cluster = Cluster::start(3, settings()).await;
-    let session = cluster
-        .node(1)
-        .open_session("silent", TTL)
+    let node = cluster.node(1).clone();
+    let silent = node.open_session("silent", TTL).await.expect("open");
+    let held = node
+        .acquire(QueueKind::Lock, "job", silent.id, vec![], WAIT)
+        .await
+        .expect("granted");
+    let live = node
+        .open_session("live", Duration::from_secs(60))
         .await
         .expect("open");
+    let waiting = {
+        let node = node.clone();
+        tokio::spawn(async move {
+            node.acquire(
+                QueueKind::Lock,
+                "job",
+                live.id,
+                vec![],
+                Duration::from_secs(30),
+            )
+            .await
+        })
+    };
     let started = tokio::time::Instant::now();
     let mut elections = 0;
     // Force a new election every ~300 ms; without checkpoints each new
     // leader would restart the TTL and the session would never expire.
-    loop {
-        let gone = cluster
-            .node(1)
-            .read(Consistency::Stale, |s| s.session(session.id).is_none())
-            .await
-            .expect("read");
-        if gone {
-            break;
-        }
+    while !waiting.is_finished() {
         let elapsed = started.elapsed();
         assert!(
             elapsed < TTL * 4,
-            "session still alive after {elapsed:?} and {elections} elections"
+            "session still holds the lock after {elapsed:?} and {elections} elections"
         );
         let leader = cluster.leader().await;
         let next = cluster
@@ -251,9 +261,24 @@ async fn expiry_stays_bounded_while_leaders_keep_changing() {
         elections += 1;
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    let granted = waiting
+        .await
+        .expect("join")
+        .expect("the waiter gets the lock");
     let elapsed = started.elapsed();
     println!("silent session expired after {elapsed:?} across {elections} forced elections");
     assert!(elections >= 3, "the test must actually change leaders");
+    assert!(
+        granted.fencing_token > held.fencing_token,
+        "tokens increase across failovers"
+    );
+    let gone = node
+        .read(Consistency::Linearizable, |s| {
+            s.session(silent.id).is_none()
+        })
+        .await
+        .expect("read");
+    assert!(gone);
     cluster.shutdown().await;
 }
 
