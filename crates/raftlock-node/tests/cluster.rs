@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, settings, Cluster, WAIT};
+use common::{eventually, holder_and_waiter, settings, Cluster, Queued, WAIT};
 use raftlock_node::core::{Command, QueueKind, Response};
 use raftlock_node::{Consistency, NodeError};
 
@@ -169,30 +169,9 @@ async fn an_expired_session_passes_its_lock_to_the_next_waiter() {
 async fn a_waiter_whose_session_dies_is_told_at_once() {
     let cluster = Cluster::start(3, settings()).await;
     let node = cluster.node(1).clone();
-    let holder = node
-        .open_session("h", Duration::from_secs(30))
-        .await
-        .expect("open");
-    node.acquire(QueueKind::Lock, "j", holder.id, vec![], WAIT)
-        .await
-        .expect("granted");
-    let waiter = node
-        .open_session("w", Duration::from_secs(30))
-        .await
-        .expect("open");
-    let waiting = {
-        let node = node.clone();
-        tokio::spawn(async move {
-            node.acquire(
-                QueueKind::Lock,
-                "j",
-                waiter.id,
-                vec![],
-                Duration::from_secs(60),
-            )
-            .await
-        })
-    };
+    let Queued {
+        waiter, waiting, ..
+    } = holder_and_waiter(&node, "j", Duration::from_secs(30)).await;
     eventually("waiter registered", WAIT, || {
         node.counters().waiter_registrations == 2
     })
@@ -220,28 +199,12 @@ async fn expiry_stays_bounded_while_leaders_keep_changing() {
     const TTL: Duration = Duration::from_millis(1500);
     let cluster = Cluster::start(3, settings()).await;
     let node = cluster.node(1).clone();
-    let silent = node.open_session("silent", TTL).await.expect("open");
-    let held = node
-        .acquire(QueueKind::Lock, "job", silent.id, vec![], WAIT)
-        .await
-        .expect("granted");
-    let live = node
-        .open_session("live", Duration::from_secs(60))
-        .await
-        .expect("open");
-    let waiting = {
-        let node = node.clone();
-        tokio::spawn(async move {
-            node.acquire(
-                QueueKind::Lock,
-                "job",
-                live.id,
-                vec![],
-                Duration::from_secs(30),
-            )
-            .await
-        })
-    };
+    let Queued {
+        holder: silent,
+        grant: held,
+        waiting,
+        ..
+    } = holder_and_waiter(&node, "job", TTL).await;
     let started = tokio::time::Instant::now();
     let mut elections = 0;
     // Force a new election every ~300 ms; without checkpoints each new

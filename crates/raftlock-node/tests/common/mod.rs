@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use raftlock_node::{ClusterSettings, LocalCluster, Node};
+use raftlock_node::core::QueueKind;
+use raftlock_node::{ClusterSettings, Grant, LocalCluster, Node, NodeError, OpenedSession};
 
 pub const WAIT: Duration = Duration::from_secs(10);
 
@@ -91,5 +92,50 @@ pub async fn eventually<F: FnMut() -> bool>(what: &str, timeout: Duration, mut c
             "timed out waiting for {what}"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A lock held by one session with a second session waiting behind it.
+pub struct Queued {
+    pub holder: OpenedSession,
+    pub grant: Grant,
+    pub waiter: OpenedSession,
+    /// The waiter's acquire (up to 60 s).
+    pub waiting: tokio::task::JoinHandle<Result<Grant, NodeError>>,
+}
+
+/// Takes `lock` for a session with `holder_ttl`, then queues a second
+/// session (60 s TTL) behind it, both through `node`.
+pub async fn holder_and_waiter(node: &Node, lock: &str, holder_ttl: Duration) -> Queued {
+    let holder = node
+        .open_session("holder", holder_ttl)
+        .await
+        .expect("open holder");
+    let grant = node
+        .acquire(QueueKind::Lock, lock, holder.id, vec![], WAIT)
+        .await
+        .expect("holder granted");
+    let waiter = node
+        .open_session("waiter", Duration::from_secs(60))
+        .await
+        .expect("open waiter");
+    let waiting = {
+        let (node, lock) = (node.clone(), lock.to_string());
+        tokio::spawn(async move {
+            node.acquire(
+                QueueKind::Lock,
+                &lock,
+                waiter.id,
+                vec![],
+                Duration::from_secs(60),
+            )
+            .await
+        })
+    };
+    Queued {
+        holder,
+        grant,
+        waiter,
+        waiting,
     }
 }
