@@ -115,7 +115,12 @@ async fn leader_kill_fails_over_and_loses_nothing_acknowledged() {
     cluster.start_member(3);
     cluster.leader(&[1, 2, 3]).await;
     for path in &acked {
-        let (status, _) = cluster.get(3, path).await;
-        assert_eq!(status, 200, "{path} missing on the wiped member");
+        let (status, body) = cluster.get(3, path).await;
+        assert_eq!(
+            status,
+            200,
+            "{path} missing on the wiped member: {body}\n{}",
+            cluster.logs()
+        );
     }
 }

@@ -92,6 +92,22 @@ impl ProcessCluster {
         }
     }
 
+    /// The last lines of every member's log, for failure messages.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for id in 1..=self.processes.len() {
+            let path = self.dir.path().join(format!("node-{id}.log"));
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            out += &format!("--- member {id} ({})\n", path.display());
+            for line in &lines[lines.len().saturating_sub(40)..] {
+                out += line;
+                out += "\n";
+            }
+        }
+        out
+    }
+
     pub fn data_dir(&self, id: u64) -> PathBuf {
         self.dir.path().join(format!("node-{id}"))
     }

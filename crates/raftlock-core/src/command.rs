@@ -63,14 +63,16 @@ pub enum Command {
         wait: bool,
     },
     /// Deletes the session's node in a queue (release if held, cancel if
-    /// waiting). With `node`, only if that exact node is still the
-    /// session's: a withdrawn timed-out acquire must not remove a node
-    /// created by a later one.
+    /// waiting). With `withdraw`, only if that exact node is the
+    /// session's and still *waiting*: a timed-out acquire withdraws its own
+    /// node this way, so it can neither remove a node a later acquire
+    /// created nor take away a grant a concurrent retry of the same
+    /// session was just given (`AlreadyGranted` then).
     Release {
         kind: QueueKind,
         name: String,
         session: SessionId,
-        node: Option<String>,
+        withdraw: Option<String>,
     },
     /// The election leader changes its value.
     Proclaim {

@@ -38,6 +38,9 @@ pub enum CoreError {
         expected: u64,
         actual: u64,
     },
+    /// A withdrawal found its node already granted: the grant stands.
+    #[error("{node} was granted before it could be withdrawn")]
+    AlreadyGranted { node: String },
     /// Proclaim by a session that does not lead the election.
     #[error("session is not the leader of election {election}")]
     NotLeader { election: String },

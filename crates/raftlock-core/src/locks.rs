@@ -75,7 +75,7 @@ impl StateMachine {
         kind: QueueKind,
         name: &str,
         session: SessionId,
-        only_node: Option<&str>,
+        withdraw: Option<&str>,
         revision: u64,
         effects: &mut Effects,
     ) -> Result<Outcome, CoreError> {
@@ -92,10 +92,15 @@ impl StateMachine {
             });
         };
         let node = node_path(&queue_path, seq);
-        if let Some(expected) = only_node.filter(|expected| *expected != node) {
-            return Err(CoreError::NotFound(expected.to_string()));
-        }
         let was_holder = queue.and_then(|q| q.head()).is_some_and(|(h, _)| h == seq);
+        if let Some(expected) = withdraw {
+            if expected != node {
+                return Err(CoreError::NotFound(expected.to_string()));
+            }
+            if was_holder {
+                return Err(CoreError::AlreadyGranted { node });
+            }
+        }
         self.remove_node(&node, revision, effects);
         Ok(Outcome::changed(Response::Released { node, was_holder }))
     }

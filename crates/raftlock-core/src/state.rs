@@ -128,8 +128,15 @@ impl StateMachine {
                 kind,
                 name,
                 session,
-                node,
-            } => self.release(*kind, name, *session, node.as_deref(), next, &mut effects),
+                withdraw,
+            } => self.release(
+                *kind,
+                name,
+                *session,
+                withdraw.as_deref(),
+                next,
+                &mut effects,
+            ),
             Command::Proclaim {
                 name,
                 session,

@@ -44,7 +44,7 @@ fn command() -> impl Strategy<Value = Command> {
         4 => (kind(), lock(), session(), prop::option::of(0..40u64)).prop_map(
             |(kind, name, session, node)| Command::Release {
                 kind, name: name.clone(), session,
-                node: node.map(|n| format!("{}/lock-{n:010}", kind.queue_path(&name))),
+                withdraw: node.map(|n| format!("{}/lock-{n:010}", kind.queue_path(&name))),
             }
         ),
         1 => (lock(), session(), any::<u8>()).prop_map(|(name, session, v)| Command::Proclaim {

@@ -33,7 +33,7 @@ fn release(session: SessionId) -> Command {
         kind: QueueKind::Lock,
         name: "job".into(),
         session,
-        node: None,
+        withdraw: None,
     }
 }
 
@@ -116,6 +116,15 @@ fn release_hands_over_to_the_next_and_reports_the_grant() {
     );
 }
 
+fn withdraw(session: SessionId, node: &str) -> Command {
+    Command::Release {
+        kind: QueueKind::Lock,
+        name: "job".into(),
+        session,
+        withdraw: Some(node.to_string()),
+    }
+}
+
 #[test]
 fn withdrawing_a_specific_node_spares_a_newer_one() {
     let mut sm = with_sessions();
@@ -124,17 +133,40 @@ fn withdrawing_a_specific_node_spares_a_newer_one() {
     };
     sm.apply(&release(A));
     sm.apply(&acquire(A, true));
-    let withdraw = Command::Release {
-        kind: QueueKind::Lock,
-        name: "job".into(),
-        session: A,
-        node: Some(old.node.clone()),
-    };
     assert_eq!(
-        sm.apply(&withdraw).result,
+        sm.apply(&withdraw(A, &old.node)).result,
         Err(CoreError::NotFound(old.node))
     );
     assert!(sm.queue(QueueKind::Lock, "job").holder.is_some());
+}
+
+#[test]
+fn a_withdrawal_never_takes_back_a_grant() {
+    let mut sm = with_sessions();
+    sm.apply(&acquire(A, true));
+    let Ok(Response::Acquired(waiting)) = sm.apply(&acquire(B, true)).result else {
+        panic!()
+    };
+    // B's first request times out while A releases: the grant commits
+    // first, so the withdrawal must fail and B keeps the lock.
+    sm.apply(&release(A));
+    assert_eq!(
+        sm.apply(&withdraw(B, &waiting.node)).result,
+        Err(CoreError::AlreadyGranted {
+            node: waiting.node.clone()
+        })
+    );
+    assert_eq!(
+        sm.queue(QueueKind::Lock, "job").holder.map(|h| h.session),
+        Some(B)
+    );
+    // While still waiting, a withdrawal does remove the node.
+    let Ok(Response::Acquired(a)) = sm.apply(&acquire(A, true)).result else {
+        panic!()
+    };
+    assert!(!a.held);
+    assert!(sm.apply(&withdraw(A, &a.node)).result.is_ok());
+    assert!(sm.queue(QueueKind::Lock, "job").waiters.is_empty());
 }
 
 #[test]

@@ -198,6 +198,8 @@ impl Node {
     /// operations end with `ShuttingDown`.
     pub async fn shutdown(&self) {
         self.inner.stopping.send_replace(true);
+        // A stopped node must not acknowledge keepalives as a leader.
+        self.inner.shared.tracker.step_down();
         if let Err(e) = self.inner.raft.shutdown().await {
             tracing::warn!("raft shutdown: {e}");
         }

@@ -165,25 +165,43 @@ impl Node {
             .wait_for_grant(kind, name, session, &acquisition, deadline)
             .await
         {
-            Err(NodeError::Timeout) => {
-                if acquisition.created {
-                    self.withdraw(kind, name, session, &acquisition.node).await;
-                }
-                Err(NodeError::Timeout)
+            Err(NodeError::Timeout) if acquisition.created => {
+                self.withdraw(kind, name, session, &acquisition.node).await
             }
             other => other,
         }
     }
 
-    async fn withdraw(&self, kind: QueueKind, name: &str, session: SessionId, node: &str) {
+    /// Withdraws the node a timed-out acquire created, unless it was
+    /// granted in the meantime: then the grant stands and is returned, so
+    /// the lock is neither orphaned nor handed on while a retry of the same
+    /// session believes it holds it.
+    async fn withdraw(
+        &self,
+        kind: QueueKind,
+        name: &str,
+        session: SessionId,
+        node: &str,
+    ) -> Result<Grant, NodeError> {
         let command = Command::Release {
             kind,
             name: name.to_string(),
             session,
-            node: Some(node.to_string()),
+            withdraw: Some(node.to_string()),
         };
-        if let Err(e) = self.inner.write(command).await {
-            tracing::warn!(node, "could not withdraw a timed-out acquire: {e}");
+        match self.inner.write(command).await {
+            Ok((index, applied)) => match applied.result {
+                Err(CoreError::AlreadyGranted { .. }) => {
+                    let deadline = Instant::now() + self.inner.config.leader_wait();
+                    self.inner.await_applied(index, deadline).await?;
+                    grant_of(&self.inner.shared.read(), kind, name, session)
+                }
+                Ok(_) | Err(_) => Err(NodeError::Timeout),
+            },
+            Err(e) => {
+                tracing::warn!(node, "could not withdraw a timed-out acquire: {e}");
+                Err(NodeError::Timeout)
+            }
         }
     }
 
@@ -232,7 +250,7 @@ impl Node {
             kind,
             name: name.to_string(),
             session,
-            node: None,
+            withdraw: None,
         };
         self.inner.write(command).await?.1.result?;
         Ok(())

@@ -103,6 +103,9 @@ impl Inner {
     /// A keepalive at the leader. A checkpointed session is renewed through
     /// the log before the keepalive is acknowledged (see `tracker`).
     pub async fn keepalive_here(&self, id: SessionId) -> Result<u64, NodeError> {
+        if *self.stopping.borrow() {
+            return Err(NodeError::ShuttingDown);
+        }
         if !self.shared.tracker.is_leading() {
             // Not leader, or elected but still taking over deadlines.
             return Err(NodeError::NoLeader);

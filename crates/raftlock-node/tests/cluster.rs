@@ -11,7 +11,7 @@ use raftlock_node::{Consistency, NodeError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_through_every_node_with_increasing_tokens() {
-    let cluster = Cluster::start(3, settings()).await;
+    let mut cluster = Cluster::start(3, settings()).await;
     let mut last_token = 0;
     for node in cluster.running() {
         let session = node
@@ -49,6 +49,23 @@ async fn locks_through_every_node_with_increasing_tokens() {
             ))
         ));
     }
+    // A stopped leader's handle must not keep acknowledging keepalives.
+    let leader = cluster.leader().await;
+    let stopped = cluster.node(leader).clone();
+    let survivor = cluster
+        .running()
+        .find(|n| n.id() != leader)
+        .expect("follower")
+        .clone();
+    let session = survivor
+        .open_session("late", Duration::from_secs(5))
+        .await
+        .expect("open");
+    cluster.stop(leader).await;
+    assert!(matches!(
+        stopped.keepalive(session.id).await,
+        Err(NodeError::ShuttingDown)
+    ));
     cluster.shutdown().await;
 }
 
