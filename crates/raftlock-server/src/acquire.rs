@@ -1,0 +1,65 @@
+//! The long-poll shared by lock acquire and election campaign.
+//!
+//! The node does the waiting (predecessor-only wake-ups, withdrawal on
+//! timeout). This module adds what only the HTTP edge knows about:
+//! - the request's wait, validated against the configured maximum, and the
+//!   "unknown session wins" rule for invalid requests;
+//! - graceful shutdown: a long-poll ends with `503 shutting_down` instead
+//!   of holding the server's shutdown up for minutes;
+//! - metrics: wait time of grants, failures by error code.
+//!
+//! A client that goes away (disconnect) drops the request future, which
+//! unregisters the waiter; its queued node deliberately stays. Withdrawing
+//! it would race with the client's retry: a retry of the same session
+//! re-attaches to the same node (idempotent acquire, DESIGN.md) and may
+//! already have been told it holds the lock when the withdrawal deletes
+//! the node and grants it to the next in line — two holders. A client that
+//! abandons a wait releases (cancels) or closes its session instead.
+
+use std::time::Instant;
+
+use raftlock_core::path::validate_lock_name;
+use raftlock_core::QueueKind;
+use raftlock_node::Grant;
+
+use crate::error::ApiError;
+use crate::extract::parse_session;
+use crate::state::AppState;
+
+/// One acquire or campaign as the request stated it, not yet validated.
+pub(crate) struct AcquireRequest<'a> {
+    pub kind: QueueKind,
+    pub name: &'a str,
+    pub session_id: &'a str,
+    pub wait_ms: Option<u64>,
+    /// Node data (an election value), or why it was refused.
+    pub data: Result<Vec<u8>, ApiError>,
+}
+
+/// Validates, queues and waits; records the outcome in the metrics.
+pub(crate) async fn acquire(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError> {
+    let started = Instant::now();
+    let outcome = run(app, req).await;
+    match &outcome {
+        Ok(_) => app.metrics.granted(started.elapsed()),
+        Err(e) => app.metrics.failed(e.code()),
+    }
+    outcome
+}
+
+async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError> {
+    let session = parse_session(req.session_id)?;
+    let checked = validate_lock_name(req.name)
+        .map_err(ApiError::from)
+        .and_then(|()| app.wait(req.wait_ms))
+        .and_then(|wait| req.data.map(|data| (wait, data)));
+    let (wait, data) = app.session_wins(session, checked).await?;
+    tokio::select! {
+        result = app.node.acquire(req.kind, req.name, session, data, wait) => {
+            result.map_err(ApiError::from)
+        }
+        // The queued node stays, as when the node itself shuts down: the
+        // client retries elsewhere and finds it (idempotent acquire).
+        _ = app.stopping() => Err(ApiError::shutting_down()),
+    }
+}

@@ -1,0 +1,147 @@
+//! # raftlock-server
+//!
+//! The raftlock HTTP/JSON API (the contract in `docs/api.md`) over an
+//! embedded [`raftlock_node::Node`]. Every node serves it; a follower
+//! forwards writes to the leader itself, and long-polls wait on the node
+//! the client is connected to.
+//!
+//! ```no_run
+//! # async fn run(node: raftlock_node::Node) -> std::io::Result<()> {
+//! use raftlock_server::{serve, ApiConfig};
+//!
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7001").await?;
+//! let stop = async { let _ = tokio::signal::ctrl_c().await; };
+//! serve(node, listener, ApiConfig::default(), stop).await
+//! # }
+//! ```
+//!
+//! Modules: one per resource (`sessions`, `locks`, `elections` with
+//! `observe`, `nodes`, `cluster`, `metrics`), the long-poll shared by
+//! acquire and campaign (`acquire`), JSON-rejecting extractors
+//! (`extract`), and the single error mapping (`error`).
+
+#![warn(missing_docs)]
+
+mod acquire;
+mod cluster;
+mod config;
+mod elections;
+mod error;
+mod extract;
+mod locks;
+mod metrics;
+mod nodes;
+mod observe;
+mod sessions;
+mod state;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderValue, Method, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{middleware, Router};
+use raftlock_node::Node;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub use config::ApiConfig;
+pub use error::ApiError;
+
+use state::AppState;
+
+/// The API's routes over `node`. Long-polls and event streams of this
+/// router never end on their own account; use [`serve`] for a server that
+/// shuts down gracefully. Call it inside a tokio runtime (it starts the
+/// task that times lock holds for `/metrics`).
+pub fn router(node: Node, config: ApiConfig) -> Router {
+    build(node, config, Arc::new(watch::channel(false).0))
+}
+
+/// Serves the API on `listener` until `shutdown` completes, then stops
+/// accepting, ends pending long-polls (`503 shutting_down`; their queued
+/// nodes stay for the client's retry on another node) and event streams,
+/// and returns once in-flight requests are done. The node itself keeps
+/// running; shut it down after.
+///
+/// Fails at once with `InvalidInput` when `config` does not pass
+/// [`ApiConfig::validate`] (the message names the field).
+pub async fn serve(
+    node: Node,
+    listener: TcpListener,
+    config: ApiConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    config
+        .validate()
+        .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidInput, m))?;
+    let stopping = Arc::new(watch::channel(false).0);
+    let app = build(node, config, stopping.clone());
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "API listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!(%addr, "API shutting down");
+            stopping.send_replace(true);
+        })
+        .await
+}
+
+fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> Router {
+    let metrics = metrics::Metrics::new();
+    metrics.track_holds(node.subscribe());
+    let body_limit = config.max_body_bytes;
+    let state = AppState {
+        node,
+        config: Arc::new(config),
+        metrics,
+        shutdown,
+    };
+    Router::new()
+        .merge(sessions::routes())
+        .merge(locks::routes())
+        .merge(elections::routes())
+        .merge(nodes::routes())
+        .merge(cluster::routes())
+        .route("/metrics", get(metrics::scrape))
+        .fallback(no_route)
+        // After every route is added: applies to the routes present.
+        .method_not_allowed_fallback(wrong_method)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::map_response(json_errors))
+        .with_state(state)
+}
+
+async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::not_found(format!("no route for {method} {}", uri.path()))
+}
+
+async fn wrong_method(method: Method, uri: Uri) -> ApiError {
+    // axum adds the `Allow` header to this response.
+    ApiError::method_not_allowed(format!("{method} is not allowed on {}", uri.path()))
+}
+
+/// Safety net: an error response produced below the handlers (by a layer
+/// or by axum itself) without a JSON body gets the API's error body,
+/// keeping its status and headers (e.g. `Allow`).
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, _) = response.into_parts();
+    let (_, body) = ApiError::from_status(status).into_response().into_parts();
+    parts.headers.remove(CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, body)
+}

@@ -1,0 +1,259 @@
+//! `/v1/locks` and `/v1/fencing/check`.
+//!
+//! Lock names contain `/`, so `/v1/locks/{*rest}` is one wildcard route:
+//! `POST` takes the last component as the action (`acquire`, `release`)
+//! and the rest as the name; `GET` takes the whole rest as the name. A
+//! lock named `a/acquire` is thus inspected at `GET /v1/locks/a/acquire`
+//! and acquired at `POST /v1/locks/a/acquire/acquire`.
+
+use axum::extract::{FromRequest, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use raftlock_core::path::validate_lock_name;
+use raftlock_core::{QueueEntryView, QueueKind, QueueSummary, QueueView};
+use serde::{Deserialize, Serialize};
+
+use crate::acquire::{acquire, AcquireRequest};
+use crate::error::{no_such_action, ApiError};
+use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
+use crate::state::AppState;
+
+/// The lock routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/locks", get(list))
+        .route("/v1/locks/{*rest}", get(inspect).post(action))
+        .route("/v1/fencing/check", post(fencing_check))
+}
+
+/// Splits `name/action` at the last `/`; a bare action has an empty name.
+pub(crate) fn split_action(rest: &str) -> (&str, &str) {
+    rest.rsplit_once('/').unwrap_or(("", rest))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AcquireBody {
+    session_id: String,
+    wait_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionBody {
+    pub session_id: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Granted {
+    lock: String,
+    node: String,
+    fencing_token: u64,
+    session_id: String,
+    since_revision: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Holder {
+    session_id: String,
+    owner: String,
+    node: String,
+    fencing_token: u64,
+    since_revision: u64,
+}
+
+impl From<QueueEntryView> for Holder {
+    fn from(e: QueueEntryView) -> Self {
+        Holder {
+            session_id: e.session.to_string(),
+            since_revision: e.granted_revision.unwrap_or(e.fencing_token),
+            owner: e.owner,
+            node: e.node,
+            fencing_token: e.fencing_token,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Waiter {
+    session_id: String,
+    owner: String,
+    node: String,
+}
+
+#[derive(Debug, Serialize)]
+struct LockBody {
+    lock: String,
+    holder: Option<Holder>,
+    waiters: Vec<Waiter>,
+}
+
+#[derive(Debug, Serialize)]
+struct LockLine {
+    lock: String,
+    holder: Option<Holder>,
+    waiters: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct LockList {
+    locks: Vec<LockLine>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    #[serde(default)]
+    prefix: String,
+    #[serde(default)]
+    consistency: ReadConsistency,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FencingBody {
+    lock: String,
+    fencing_token: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct FencingAnswer {
+    valid: bool,
+    current_token: Option<u64>,
+}
+
+async fn action(
+    State(app): State<AppState>,
+    ApiPath(rest): ApiPath<String>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let (name, action) = split_action(&rest);
+    match action {
+        "acquire" => {
+            let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
+            let grant = acquire(
+                &app,
+                AcquireRequest {
+                    kind: QueueKind::Lock,
+                    name,
+                    session_id: &body.session_id,
+                    wait_ms: body.wait_ms,
+                    data: Ok(Vec::new()),
+                },
+            )
+            .await?;
+            Ok(Json(Granted {
+                lock: name.to_string(),
+                node: grant.node,
+                fencing_token: grant.fencing_token,
+                session_id: grant.session.to_string(),
+                since_revision: grant.since_revision,
+            })
+            .into_response())
+        }
+        "release" => {
+            let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
+            release(&app, QueueKind::Lock, name, &body.session_id).await?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
+    }
+}
+
+/// Release (or cancel a wait, or resign): deletes the session's node.
+pub(crate) async fn release(
+    app: &AppState,
+    kind: QueueKind,
+    name: &str,
+    session_id: &str,
+) -> Result<(), ApiError> {
+    let session = parse_session(session_id)?;
+    app.session_wins(session, validate_lock_name(name).map_err(ApiError::from))
+        .await?;
+    app.node.release(kind, name, session).await?;
+    Ok(())
+}
+
+/// Reads one queue after validating its name.
+pub(crate) async fn read_queue(
+    app: &AppState,
+    kind: QueueKind,
+    name: &str,
+    consistency: ReadConsistency,
+) -> Result<QueueView, ApiError> {
+    validate_lock_name(name)?;
+    Ok(app
+        .node
+        .read(consistency.into(), |s| s.queue(kind, name))
+        .await?)
+}
+
+/// Lists queues whose name starts with `prefix`.
+pub(crate) async fn read_queues(
+    app: &AppState,
+    kind: QueueKind,
+    prefix: &str,
+    consistency: ReadConsistency,
+) -> Result<Vec<QueueSummary>, ApiError> {
+    Ok(app
+        .node
+        .read(consistency.into(), |s| s.queues(kind, prefix))
+        .await?)
+}
+
+async fn inspect(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ReadQuery>,
+) -> Result<Json<LockBody>, ApiError> {
+    let view = read_queue(&app, QueueKind::Lock, &name, query.consistency).await?;
+    Ok(Json(LockBody {
+        lock: name,
+        holder: view.holder.map(Holder::from),
+        waiters: view
+            .waiters
+            .into_iter()
+            .map(|w| Waiter {
+                session_id: w.session.to_string(),
+                owner: w.owner,
+                node: w.node,
+            })
+            .collect(),
+    }))
+}
+
+async fn list(
+    State(app): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<LockList>, ApiError> {
+    let queues = read_queues(&app, QueueKind::Lock, &query.prefix, query.consistency).await?;
+    Ok(Json(LockList {
+        locks: queues
+            .into_iter()
+            .map(|q| LockLine {
+                lock: q.name,
+                holder: q.holder.map(Holder::from),
+                waiters: q.waiters,
+            })
+            .collect(),
+    }))
+}
+
+async fn fencing_check(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<FencingBody>,
+) -> Result<Json<FencingAnswer>, ApiError> {
+    validate_lock_name(&body.lock)?;
+    let (valid, current_token) = app
+        .node
+        .read(raftlock_node::Consistency::Linearizable, |s| {
+            s.fencing_check(&body.lock, body.fencing_token)
+        })
+        .await?;
+    Ok(Json(FencingAnswer {
+        valid,
+        current_token,
+    }))
+}

@@ -1,0 +1,110 @@
+//! `/v1/sessions`: open, keep alive, inspect, close.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadQuery};
+use crate::state::AppState;
+
+/// The session routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/sessions", post(open))
+        .route("/v1/sessions/{id}", get(inspect).delete(close))
+        .route("/v1/sessions/{id}/keepalive", post(keepalive))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenRequest {
+    ttl_ms: u64,
+    /// Free label shown in listings; empty when absent.
+    #[serde(default)]
+    owner: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Opened {
+    session_id: String,
+    ttl_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Ttl {
+    ttl_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct SessionBody {
+    session_id: String,
+    owner: String,
+    ttl_ms: u64,
+    nodes: Vec<String>,
+}
+
+async fn open(
+    State(app): State<AppState>,
+    JsonBody(req): JsonBody<OpenRequest>,
+) -> Result<(StatusCode, Json<Opened>), ApiError> {
+    let max_owner = app.config.max_owner_bytes;
+    if req.owner.len() > max_owner {
+        return Err(ApiError::bad_request(format!(
+            "owner must be at most {max_owner} bytes"
+        )));
+    }
+    // The node checks the TTL against the cluster's bounds (bad_request).
+    let opened = app
+        .node
+        .open_session(&req.owner, Duration::from_millis(req.ttl_ms))
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Opened {
+            session_id: opened.id.to_string(),
+            ttl_ms: opened.ttl_ms,
+        }),
+    ))
+}
+
+async fn keepalive(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Ttl>, ApiError> {
+    let ttl = app.node.keepalive(parse_session(&id)?).await?;
+    Ok(Json(Ttl {
+        ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+    }))
+}
+
+async fn inspect(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ReadQuery>,
+) -> Result<Json<SessionBody>, ApiError> {
+    let id = parse_session(&id)?;
+    let view = app
+        .node
+        .read(query.consistency.into(), |s| s.session(id))
+        .await?
+        .ok_or(ApiError::session_not_found(id))?;
+    Ok(Json(SessionBody {
+        session_id: view.id.to_string(),
+        owner: view.owner,
+        ttl_ms: view.ttl_ms,
+        nodes: view.nodes,
+    }))
+}
+
+async fn close(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    app.node.close_session(parse_session(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,9 @@
+//! The API against a real three-node cluster in this process. One binary
+//! (one link) for all of it; the clusters run one at a time (see
+//! `common::SERIAL`).
+
+mod bad_input;
+mod common;
+mod conformance;
+mod long_poll;
+mod observe;
