@@ -1,0 +1,102 @@
+//! The primitive operations both transports offer, as one object-safe
+//! trait.
+//!
+//! Object-safe on purpose: the recipes hold an `Arc<dyn LockClient>`, so
+//! [`Session`](crate::Session), [`Mutex`](crate::Mutex) and
+//! [`Election`](crate::Election) are plain types rather than generics
+//! threaded through every signature, an application can pick HTTP or
+//! embedded at run time (a flag, a config file), and a test can slip in
+//! a double. The price is one boxed future per call, which is nothing next
+//! to a Raft commit.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+
+use crate::error::Result;
+use crate::types::{FencingCheck, Grant, Leader, Lease, LockState, SessionId};
+
+/// The longest `wait` an acquire or campaign accepts: the HTTP API's
+/// default cap on `wait_ms` (servers may configure another), which the
+/// embedded client enforces too so both transports answer alike.
+/// [`Mutex::lock`](crate::Mutex::lock) waits longer by repeating shorter
+/// polls.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(300);
+
+/// A stream of an election's leader: the current state first, then one
+/// item per change of leader or value (`None`: nobody leads).
+pub type LeaderStream = BoxStream<'static, Result<Option<Leader>>>;
+
+/// What a raftlock cluster offers a client. Implemented by
+/// [`HttpClient`](crate::HttpClient) and (feature `embedded`)
+/// [`EmbeddedClient`](crate::EmbeddedClient).
+///
+/// Every method is one request to the cluster; the recipes build waiting,
+/// keepalive and cleanup on top. Transports retry `no_leader` and
+/// unreachable endpoints themselves, so an error here is final for this
+/// call.
+pub trait LockClient: Send + Sync + 'static {
+    /// Opens a session that expires after `ttl` without a keepalive.
+    fn open_session<'a>(&'a self, owner: &'a str, ttl: Duration) -> BoxFuture<'a, Result<Lease>>;
+
+    /// Restarts the session's TTL; returns the TTL.
+    fn keepalive(&self, session: SessionId) -> BoxFuture<'_, Result<Duration>>;
+
+    /// Ends the session and releases every lock it holds.
+    fn close_session(&self, session: SessionId) -> BoxFuture<'_, Result<()>>;
+
+    /// Queues the session in lock `name` and waits up to `wait` for the
+    /// grant; `Duration::ZERO` is a try-lock (`LockHeld` when held), and
+    /// above [`DEFAULT_MAX_WAIT`] is `BadRequest`. On `Timeout` the node
+    /// this call queued is withdrawn. Idempotent: a session that already
+    /// holds or waits gets the same node back.
+    fn acquire<'a>(
+        &'a self,
+        name: &'a str,
+        session: SessionId,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<Grant>>;
+
+    /// Releases the session's node in lock `name` (or cancels its wait).
+    fn release<'a>(&'a self, name: &'a str, session: SessionId) -> BoxFuture<'a, Result<()>>;
+
+    /// The lock's holder and waiters (linearizable read).
+    fn lock_state<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<LockState>>;
+
+    /// Is `token` the fencing token of lock `name`'s current holder?
+    fn fencing_check<'a>(
+        &'a self,
+        name: &'a str,
+        token: u64,
+    ) -> BoxFuture<'a, Result<FencingCheck>>;
+
+    /// Queues the session as a candidate of election `name` with `value`
+    /// and waits up to `wait` until it leads.
+    fn campaign<'a>(
+        &'a self,
+        name: &'a str,
+        session: SessionId,
+        value: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<Grant>>;
+
+    /// The leader changes its value (`NotLeader` from anyone else).
+    fn proclaim<'a>(
+        &'a self,
+        name: &'a str,
+        session: SessionId,
+        value: &'a str,
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// Leaves the election (resigns if leading, cancels if waiting).
+    fn resign<'a>(&'a self, name: &'a str, session: SessionId) -> BoxFuture<'a, Result<()>>;
+
+    /// The election's current leader (linearizable read).
+    fn leader<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Leader>>>;
+
+    /// Leader changes of election `name`, starting with the current state.
+    /// Lazy: nothing is sent until the stream is polled. Ends after an
+    /// error it could not recover from (reported as the last item).
+    fn observe(&self, name: &str) -> LeaderStream;
+}

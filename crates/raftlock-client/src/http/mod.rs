@@ -1,0 +1,375 @@
+//! The client over the HTTP API (`API.md`), with failover between
+//! endpoints.
+//!
+//! Failover policy, in one place ([`HttpClient::call`]):
+//!
+//! - Any node serves any request (followers forward writes to the leader),
+//!   so the client sticks to the endpoint that last answered and moves to
+//!   the next one only when that one fails.
+//! - An attempt that was never delivered (connection refused, connect
+//!   timeout) or answered `no_leader` changed nothing: retry on the next
+//!   endpoint, after a jittered backoff ([`RetryPolicy`]).
+//! - An attempt whose answer was lost after sending (timeout, reset, a
+//!   proxy's 5xx) has an unknown outcome. Every raftlock operation the
+//!   client issues is safe to resend (acquire and campaign are idempotent
+//!   per session; release, resign and close aim at a state that a second
+//!   try reaches too; a duplicate open creates a session that owns
+//!   nothing and expires), so it is resent as well; if the attempts run
+//!   out, the error is [`ClientError::OutcomeUnknown`], never a definite
+//!   one.
+//! - Any other answer is final and mapped to a typed [`ClientError`].
+
+mod ops;
+mod sse;
+mod wire;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+
+use crate::error::{ClientError, Result};
+use crate::retry::RetryPolicy;
+
+/// Settings of an [`HttpClient`]; every field has a default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// How long to wait for the answer to a request that does not
+    /// long-poll; added to `wait` for acquire and campaign (so a server's
+    /// own `timeout` answer arrives before the client gives up).
+    /// Default 10 s: above the servers' default `leader_wait_ms` (3 s)
+    /// plus a commit.
+    pub request_timeout: Duration,
+    /// How long a TCP connect may take before the endpoint counts as down.
+    /// Default 1 s.
+    pub connect_timeout: Duration,
+    /// Retries of `no_leader`, unreachable endpoints and lost answers.
+    pub retry: RetryPolicy,
+    /// An observe stream silent for this long is reconnected (the state is
+    /// re-read on connect, so nothing is missed). Default 60 s.
+    pub observe_idle_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            request_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(1),
+            retry: RetryPolicy::default(),
+            observe_idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A [`LockClient`](crate::LockClient) talking HTTP/JSON to any nodes of
+/// a cluster. Cheap to clone; clones share connections.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), raftlock_client::ClientError> {
+/// use raftlock_client::HttpClient;
+/// let client = HttpClient::new(["http://127.0.0.1:7001", "http://127.0.0.1:7002"])?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Base URLs without a trailing slash.
+    endpoints: Vec<String>,
+    http: reqwest::Client,
+    config: HttpConfig,
+    /// Index of the endpoint to try first: the last one that answered.
+    preferred: AtomicUsize,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("endpoints", &self.inner.endpoints)
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+/// What became of one attempt on one endpoint.
+enum Attempt {
+    /// An HTTP answer.
+    Answer(StatusCode, Vec<u8>),
+    /// Never delivered; nothing changed.
+    NotSent(String),
+    /// Sent, no usable answer: it may have been applied.
+    Unknown(String),
+}
+
+/// One request, as the retry loop needs it.
+pub(crate) struct Call {
+    method: Method,
+    path: String,
+    body: Option<Vec<u8>>,
+    /// The server-side wait of a long poll; extends the request timeout.
+    wait: Duration,
+    /// For release-like calls: after an attempt with an unknown outcome,
+    /// an answer saying "already gone" means the first attempt worked.
+    gone_is_done: bool,
+}
+
+impl Call {
+    pub(crate) fn new(method: Method, path: String) -> Call {
+        Call {
+            method,
+            path,
+            body: None,
+            wait: Duration::ZERO,
+            gone_is_done: false,
+        }
+    }
+
+    pub(crate) fn json(mut self, body: &impl serde::Serialize) -> Call {
+        // Serializing our own plain structs cannot fail.
+        self.body = serde_json::to_vec(body).ok();
+        self
+    }
+
+    pub(crate) fn wait(mut self, wait: Duration) -> Call {
+        self.wait = wait;
+        self
+    }
+
+    pub(crate) fn gone_is_done(mut self) -> Call {
+        self.gone_is_done = true;
+        self
+    }
+}
+
+impl HttpClient {
+    /// A client for these endpoints (`http://host:port`), default settings.
+    pub fn new<I, S>(endpoints: I) -> Result<HttpClient>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::with_config(endpoints, HttpConfig::default())
+    }
+
+    /// A client for these endpoints with explicit settings.
+    pub fn with_config<I, S>(endpoints: I, config: HttpConfig) -> Result<HttpClient>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let endpoints: Vec<String> = endpoints
+            .into_iter()
+            .map(|e| e.into().trim().trim_end_matches('/').to_string())
+            .filter(|e| !e.is_empty())
+            .collect();
+        if endpoints.is_empty() {
+            return Err(ClientError::BadRequest("no endpoints given".into()));
+        }
+        if let Some(bad) = endpoints.iter().find(|e| !e.starts_with("http://")) {
+            return Err(ClientError::BadRequest(format!(
+                "endpoint {bad:?} must start with http:// (this build has no TLS)"
+            )));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true)
+            .no_proxy()
+            .build()
+            .map_err(|e| ClientError::Internal(format!("cannot build HTTP client: {e}")))?;
+        Ok(HttpClient {
+            inner: Arc::new(Inner {
+                endpoints,
+                http,
+                config,
+                preferred: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    /// A client for a comma-separated endpoint list, as in
+    /// `RAFTLOCK_ENDPOINTS=http://a:7001,http://b:7001`.
+    pub fn from_list(list: &str) -> Result<HttpClient> {
+        Self::new(list.split(','))
+    }
+
+    /// The endpoints, in configured order.
+    pub fn endpoints(&self) -> &[String] {
+        &self.inner.endpoints
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &HttpConfig {
+        &self.inner.config
+    }
+
+    /// Runs `call` with failover and retries (see the module docs);
+    /// returns the body of a 2xx answer.
+    pub(crate) async fn call(&self, call: Call) -> Result<Vec<u8>> {
+        let inner = &self.inner;
+        let count = inner.endpoints.len();
+        let start = inner.preferred.load(Ordering::Relaxed);
+        let mut unknown: Option<String> = None;
+        let mut last = ClientError::Unavailable("no attempt made".into());
+        for attempt in 0..inner.config.retry.attempts() {
+            tokio::time::sleep(inner.config.retry.backoff(attempt)).await;
+            let index = (start + attempt as usize) % count;
+            let endpoint = &inner.endpoints[index];
+            match self.attempt(endpoint, &call).await {
+                Attempt::NotSent(why) => {
+                    tracing::debug!(endpoint, "not delivered: {why}");
+                    last = ClientError::Unavailable(format!("{endpoint}: {why}"));
+                }
+                Attempt::Unknown(why) => {
+                    tracing::debug!(endpoint, "answer lost: {why}");
+                    unknown = Some(format!("{endpoint}: {why}"));
+                }
+                Attempt::Answer(status, body) if status.is_success() => {
+                    inner.preferred.store(index, Ordering::Relaxed);
+                    return Ok(body);
+                }
+                Attempt::Answer(status, body) => match error_of(status, &body) {
+                    ClientError::NoLeader(m) => last = ClientError::NoLeader(m),
+                    // A node going down may have applied it: resend elsewhere.
+                    e @ (ClientError::OutcomeUnknown(_)
+                    | ClientError::Internal(_)
+                    | ClientError::ShuttingDown) => {
+                        unknown = Some(format!("{endpoint}: {e}"));
+                    }
+                    e => {
+                        inner.preferred.store(index, Ordering::Relaxed);
+                        let gone = matches!(
+                            e,
+                            ClientError::NotFound(_)
+                                | ClientError::NotOwner(_)
+                                | ClientError::SessionNotFound(_)
+                        );
+                        if call.gone_is_done && gone && unknown.is_some() {
+                            return Ok(Vec::new());
+                        }
+                        return Err(e);
+                    }
+                },
+            }
+        }
+        Err(match unknown {
+            Some(why) => ClientError::OutcomeUnknown(why),
+            None => last,
+        })
+    }
+
+    async fn attempt(&self, endpoint: &str, call: &Call) -> Attempt {
+        let timeout = self.inner.config.request_timeout.saturating_add(call.wait);
+        let mut request = self
+            .inner
+            .http
+            .request(call.method.clone(), format!("{endpoint}{}", call.path))
+            .timeout(timeout);
+        if let Some(body) = &call.body {
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) if e.is_connect() => return Attempt::NotSent(e.to_string()),
+            Err(e) => return Attempt::Unknown(e.to_string()),
+        };
+        let status = response.status();
+        match response.bytes().await {
+            Ok(body) => Attempt::Answer(status, body.to_vec()),
+            Err(e) => Attempt::Unknown(format!("reading the answer: {e}")),
+        }
+    }
+
+    /// Sends a GET for a long-lived response (SSE), trying endpoints in
+    /// turn until one answers 2xx.
+    pub(crate) async fn open_stream(&self, path: &str) -> Result<reqwest::Response> {
+        let inner = &self.inner;
+        let count = inner.endpoints.len();
+        let start = inner.preferred.load(Ordering::Relaxed);
+        let mut last = ClientError::Unavailable("no attempt made".into());
+        for attempt in 0..inner.config.retry.attempts() {
+            tokio::time::sleep(inner.config.retry.backoff(attempt)).await;
+            let endpoint = &inner.endpoints[(start + attempt as usize) % count];
+            let request = inner
+                .http
+                .get(format!("{endpoint}{path}"))
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .send();
+            // Bounds the wait for the headers only, not the stream.
+            let sent = match tokio::time::timeout(inner.config.request_timeout, request).await {
+                Ok(sent) => sent.map_err(|e| e.to_string()),
+                Err(_) => Err("no answer in time".to_string()),
+            };
+            match sent {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => {
+                    let status = response.status();
+                    let body = response
+                        .bytes()
+                        .await
+                        .map(|b| b.to_vec())
+                        .unwrap_or_default();
+                    match error_of(status, &body) {
+                        e if e.is_transient()
+                            || e.outcome_unknown()
+                            || e == ClientError::ShuttingDown =>
+                        {
+                            last = e
+                        }
+                        e => return Err(e),
+                    }
+                }
+                Err(why) => last = ClientError::Unavailable(format!("{endpoint}: {why}")),
+            }
+        }
+        Err(last)
+    }
+}
+
+/// Maps a non-2xx answer to an error. A body that is not the API's error
+/// JSON (a proxy's page, another service) is a protocol error, or an
+/// unknown outcome for a 5xx, since the request may have gone through.
+fn error_of(status: StatusCode, body: &[u8]) -> ClientError {
+    match serde_json::from_slice::<wire::ErrorBody>(body) {
+        Ok(e) => ClientError::from_api(&e.error, e.message),
+        Err(_) => {
+            let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+            if status.is_server_error() {
+                ClientError::OutcomeUnknown(format!("HTTP {status}: {text}"))
+            } else {
+                ClientError::Protocol(format!("HTTP {status}: {text}"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_normalized_and_checked() {
+        let client = HttpClient::from_list("http://a:1/, http://b:2").expect("valid list");
+        assert_eq!(client.endpoints(), ["http://a:1", "http://b:2"]);
+        assert!(HttpClient::new(Vec::<String>::new()).is_err());
+        assert!(HttpClient::new(["https://a:1"]).is_err());
+    }
+
+    #[test]
+    fn error_bodies_map_to_variants() {
+        let body = br#"{"error":"lock_held","message":"held by x"}"#;
+        assert_eq!(
+            error_of(StatusCode::CONFLICT, body),
+            ClientError::LockHeld("held by x".into())
+        );
+        assert!(error_of(StatusCode::BAD_GATEWAY, b"<html>").outcome_unknown());
+        assert!(matches!(
+            error_of(StatusCode::NOT_FOUND, b"nope"),
+            ClientError::Protocol(_)
+        ));
+    }
+}

@@ -1,0 +1,249 @@
+//! JSON bodies of the HTTP API, exactly as `API.md` spells them. Requests
+//! carry only documented fields (the server rejects unknown ones);
+//! answers tolerate additions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ClientError, Result};
+use crate::types::{FencingCheck, Holder, Leader, LockState, SessionId, Waiter};
+
+/// Parses a JSON answer; a shape we do not understand is a protocol error.
+pub(crate) fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
+        ClientError::Protocol(format!("{e} in {text:?}"))
+    })
+}
+
+/// Session ids travel as 32 hex digits.
+pub(crate) fn session_id(text: &str) -> Result<SessionId> {
+    text.parse()
+        .map_err(|_| ClientError::Protocol(format!("bad session id {text:?}")))
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ErrorBody {
+    pub error: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+#[derive(Serialize)]
+pub(crate) struct OpenSession<'a> {
+    pub ttl_ms: u64,
+    pub owner: &'a str,
+}
+
+impl<'a> OpenSession<'a> {
+    pub fn new(owner: &'a str, ttl: std::time::Duration) -> Self {
+        OpenSession {
+            ttl_ms: millis(ttl),
+            owner,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct SessionOpened {
+    pub session_id: String,
+    pub ttl_ms: u64,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Ttl {
+    pub ttl_ms: u64,
+}
+
+#[derive(Serialize)]
+pub(crate) struct SessionOnly {
+    pub session_id: String,
+}
+
+#[derive(Serialize)]
+pub(crate) struct Acquire {
+    pub session_id: String,
+    pub wait_ms: u64,
+}
+
+impl Acquire {
+    pub fn new(session: SessionId, wait: std::time::Duration) -> Self {
+        Acquire {
+            session_id: session.to_string(),
+            wait_ms: millis(wait),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Acquired {
+    pub lock: String,
+    pub node: String,
+    pub fencing_token: u64,
+    pub session_id: String,
+}
+
+#[derive(Deserialize)]
+struct HolderBody {
+    session_id: String,
+    #[serde(default)]
+    owner: String,
+    node: String,
+    fencing_token: u64,
+    #[serde(default)]
+    since_revision: u64,
+}
+
+#[derive(Deserialize)]
+struct WaiterBody {
+    session_id: String,
+    #[serde(default)]
+    owner: String,
+    node: String,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct LockBody {
+    lock: String,
+    holder: Option<HolderBody>,
+    #[serde(default)]
+    waiters: Vec<WaiterBody>,
+}
+
+impl LockBody {
+    pub fn into_state(self) -> Result<LockState> {
+        let holder = match self.holder {
+            None => None,
+            Some(h) => Some(Holder {
+                session: session_id(&h.session_id)?,
+                owner: h.owner,
+                node: h.node,
+                fencing_token: h.fencing_token,
+                since_revision: h.since_revision,
+            }),
+        };
+        let waiters = self
+            .waiters
+            .into_iter()
+            .map(|w| {
+                Ok(Waiter {
+                    session: session_id(&w.session_id)?,
+                    owner: w.owner,
+                    node: w.node,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(LockState {
+            name: self.lock,
+            holder,
+            waiters,
+        })
+    }
+}
+
+#[derive(Serialize)]
+pub(crate) struct Fencing<'a> {
+    pub lock: &'a str,
+    pub fencing_token: u64,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct FencingAnswer {
+    valid: bool,
+    current_token: Option<u64>,
+}
+
+impl From<FencingAnswer> for FencingCheck {
+    fn from(a: FencingAnswer) -> Self {
+        FencingCheck {
+            valid: a.valid,
+            current_token: a.current_token,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub(crate) struct Campaign<'a> {
+    pub session_id: String,
+    pub value: &'a str,
+    pub wait_ms: u64,
+}
+
+impl<'a> Campaign<'a> {
+    pub fn new(session: SessionId, value: &'a str, wait: std::time::Duration) -> Self {
+        Campaign {
+            session_id: session.to_string(),
+            value,
+            wait_ms: millis(wait),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Elected {
+    pub node: String,
+    pub fencing_token: u64,
+}
+
+#[derive(Serialize)]
+pub(crate) struct Proclaim<'a> {
+    pub session_id: String,
+    pub value: &'a str,
+}
+
+#[derive(Deserialize)]
+struct LeaderBody {
+    session_id: String,
+    #[serde(default)]
+    value: String,
+    node: String,
+    fencing_token: u64,
+}
+
+/// `GET /v1/elections/{name}`, also the data of each observe event.
+#[derive(Deserialize)]
+pub(crate) struct ElectionBody {
+    leader: Option<LeaderBody>,
+}
+
+impl ElectionBody {
+    pub fn into_leader(self) -> Result<Option<Leader>> {
+        self.leader
+            .map(|l| {
+                Ok(Leader {
+                    session: session_id(&l.session_id)?,
+                    value: l.value,
+                    node: l.node,
+                    fencing_token: l.fencing_token,
+                })
+            })
+            .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_body_parses_the_documented_shape() {
+        let id = "0123456789abcdef0123456789abcdef";
+        let text = format!(
+            r#"{{"lock":"a/b","holder":{{"session_id":"{id}","owner":"w","node":"/locks/a/b/lock-0000000001","fencing_token":7,"since_revision":7}},"waiters":[{{"session_id":"{id}","owner":"w","node":"n"}}],"extra":1}}"#
+        );
+        let state = parse::<LockBody>(text.as_bytes())
+            .and_then(LockBody::into_state)
+            .expect("parses");
+        assert_eq!(state.name, "a/b");
+        assert_eq!(state.holder.map(|h| h.fencing_token), Some(7));
+        assert_eq!(state.waiters.len(), 1);
+        assert!(parse::<LockBody>(b"{}").is_err());
+        let bad = br#"{"lock":"a","holder":{"session_id":"zz","node":"n","fencing_token":1}}"#;
+        assert!(parse::<LockBody>(bad)
+            .and_then(LockBody::into_state)
+            .is_err());
+    }
+}

@@ -1,0 +1,99 @@
+//! Values the client hands back, the same for both transports.
+
+use std::time::Duration;
+
+pub use raftlock_core::SessionId;
+
+use crate::error::{ClientError, Result};
+
+/// Checks a lock or election name before use. Names go into URL paths,
+/// so anything the server would refuse is refused before it can change a
+/// path's meaning (`?`, `#`, `..`); the embedded client checks the same.
+pub(crate) fn checked(name: &str) -> Result<&str> {
+    raftlock_core::path::validate_lock_name(name)
+        .map(|()| name)
+        .map_err(|e| ClientError::BadRequest(e.to_string()))
+}
+
+/// A session as opened: its id and the TTL the cluster granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// The session's id (32 hex digits when printed).
+    pub id: SessionId,
+    /// Time to live without a keepalive.
+    pub ttl: Duration,
+}
+
+/// A granted lock, or a won election.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The lock (or election) name.
+    pub name: String,
+    /// Full tree path of the session's queue node
+    /// (`/locks/orders/42/lock-0000000007`).
+    pub node: String,
+    /// The node's create revision: strictly increasing across all grants
+    /// of all locks. Pass it to the storage you protect.
+    pub fencing_token: u64,
+    /// The session that holds it.
+    pub session: SessionId,
+}
+
+/// The holder of a lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The holding session.
+    pub session: SessionId,
+    /// That session's owner label.
+    pub owner: String,
+    /// Its queue node.
+    pub node: String,
+    /// Its fencing token.
+    pub fencing_token: u64,
+    /// The revision at which it was granted.
+    pub since_revision: u64,
+}
+
+/// A session queued behind the holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiter {
+    /// The waiting session.
+    pub session: SessionId,
+    /// That session's owner label.
+    pub owner: String,
+    /// Its queue node.
+    pub node: String,
+}
+
+/// A lock's queue as of a linearizable read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockState {
+    /// The lock name.
+    pub name: String,
+    /// Who holds it, if anyone.
+    pub holder: Option<Holder>,
+    /// Who waits, in queue order.
+    pub waiters: Vec<Waiter>,
+}
+
+/// Answer of a fencing check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FencingCheck {
+    /// True when the token is the current holder's.
+    pub valid: bool,
+    /// The current holder's token, if the lock is held.
+    pub current_token: Option<u64>,
+}
+
+/// An election's leader and its proclaimed value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// The leading session.
+    pub session: SessionId,
+    /// The value it campaigned with or last proclaimed (e.g. `host-a:8080`).
+    pub value: String,
+    /// Its queue node.
+    pub node: String,
+    /// Its fencing token (increases with every new leader).
+    pub fencing_token: u64,
+}

@@ -1,0 +1,229 @@
+//! Test bodies written once against `dyn LockClient`, run over both
+//! transports by `embedded.rs` and `http.rs`.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use raftlock_client::{
+    lost_margin, ClientError, Election, Leader, LeaderStream, LockClient, LostReason, Mutex,
+    Session,
+};
+use tokio::time::Instant;
+
+use super::{within, PATIENCE};
+
+const TTL: Duration = Duration::from_secs(5);
+
+/// Two tasks, each with its own session (and client), take one lock in
+/// turns: never both inside, and tokens strictly increase in grant order.
+/// Whoever holds waits until the other (if it has rounds left) is queued,
+/// so every grant after the first is a waiter woken by a release.
+pub async fn mutual_exclusion(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    const ROUNDS: usize = 5;
+    const NAME: &str = "orders/42";
+    let inside = Arc::new(AtomicBool::new(false));
+    let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let left: Arc<[AtomicUsize; 2]> =
+        Arc::new([AtomicUsize::new(ROUNDS), AtomicUsize::new(ROUNDS)]);
+    let sessions = [
+        Session::open(a, "a", TTL).await.expect("open a"),
+        Session::open(b, "b", TTL).await.expect("open b"),
+    ];
+    let ids = [sessions[0].id(), sessions[1].id()];
+    let workers = sessions.into_iter().enumerate().map(|(me, session)| {
+        let (inside, tokens, left) = (inside.clone(), tokens.clone(), left.clone());
+        tokio::spawn(async move {
+            let mutex = Mutex::new(&session, NAME);
+            for _ in 0..ROUNDS {
+                let guard = mutex.lock().await.expect("lock");
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders");
+                let state = mutex.state().await.expect("state");
+                let holder = state.holder.expect("a holder");
+                assert_eq!(holder.session, session.id());
+                assert_eq!(holder.fencing_token, guard.fencing_token());
+                tokens.lock().expect("tokens").push(guard.fencing_token());
+                if left[1 - me].load(Ordering::SeqCst) > 0 {
+                    until_waiting(session.client().as_ref(), NAME, ids[1 - me]).await;
+                }
+                // Counted before the release: the next holder reads it.
+                left[me].fetch_sub(1, Ordering::SeqCst);
+                inside.store(false, Ordering::SeqCst);
+                guard.unlock().await.expect("unlock");
+            }
+            session.close().await.expect("close");
+        })
+    });
+    for worker in within("both workers", futures::future::join_all(workers)).await {
+        worker.expect("worker");
+    }
+    let tokens = tokens.lock().expect("tokens").clone();
+    assert_eq!(tokens.len(), 2 * ROUNDS);
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens {tokens:?}");
+}
+
+/// Polls the lock until `session` waits in it (a state check, bounded).
+async fn until_waiting(client: &dyn LockClient, name: &str, session: raftlock_client::SessionId) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let state = client.lock_state(name).await.expect("lock state");
+        if state.waiters.iter().any(|w| w.session == session) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{session} never queued");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Try-lock and timeouts refuse while held; dropping the guard (no
+/// unlock) hands the lock to the waiter; fencing follows the holder.
+pub async fn guard_drop_releases(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    let name = "jobs/nightly";
+    let sa = Session::open(a.clone(), "a", TTL).await.expect("open a");
+    let sb = Session::open(b, "b", TTL).await.expect("open b");
+    let (ma, mb) = (Mutex::new(&sa, name), Mutex::new(&sb, name));
+    let ga = ma.lock().await.expect("a locks");
+    let first = ga.fencing_token();
+    assert!(matches!(mb.try_lock().await, Err(ClientError::LockHeld(_))));
+    let timed_out = mb.lock_timeout(Duration::from_millis(200)).await;
+    assert!(
+        matches!(timed_out, Err(ClientError::Timeout(_))),
+        "{timed_out:?}"
+    );
+    // The timed-out wait left nothing queued.
+    assert!(ma.state().await.expect("state").waiters.is_empty());
+    assert!(a.fencing_check(name, first).await.expect("check").valid);
+
+    let waiter = tokio::spawn(async move { mb.lock().await });
+    until_waiting(a.as_ref(), name, sb.id()).await;
+    drop(ga);
+    let gb = within("b's lock", waiter)
+        .await
+        .expect("join")
+        .expect("b gets the lock after a's guard is dropped");
+    assert!(gb.fencing_token() > first);
+    let stale = a.fencing_check(name, first).await.expect("check");
+    assert!(!stale.valid);
+    assert_eq!(stale.current_token, Some(gb.fencing_token()));
+    gb.unlock().await.expect("unlock");
+    assert!(ma.state().await.expect("state").holder.is_none());
+    sa.close().await.expect("close a");
+    sb.close().await.expect("close b");
+}
+
+/// Campaign, proclaim, resign and observe; the next candidate takes over.
+pub async fn election(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    let name = "scheduler";
+    let sa = Session::open(a.clone(), "a", TTL).await.expect("open a");
+    let sb = Session::open(b, "b", TTL).await.expect("open b");
+    let (ea, eb) = (Election::new(&sa, name), Election::new(&sb, name));
+    let mut watch = a.observe(name);
+    assert_eq!(next(&mut watch).await, None);
+
+    let won = ea.campaign("host-a").await.expect("a wins");
+    let leader = next(&mut watch).await.expect("a leads");
+    assert_eq!((leader.session, leader.value.as_str()), (sa.id(), "host-a"));
+    assert_eq!(leader.fencing_token, won.fencing_token);
+
+    let candidate = eb.clone();
+    let b_campaign = tokio::spawn(async move { candidate.campaign("host-b").await });
+    let refused = eb.proclaim("usurper").await;
+    assert!(
+        matches!(refused, Err(ClientError::NotLeader(_))),
+        "{refused:?}"
+    );
+    ea.proclaim("host-a2").await.expect("proclaim");
+    let leader = next(&mut watch).await.expect("a leads");
+    assert_eq!(
+        (leader.session, leader.value.as_str()),
+        (sa.id(), "host-a2")
+    );
+
+    ea.resign().await.expect("resign");
+    // b may not have queued yet when a resigned: skip an empty interlude.
+    let leader = loop {
+        if let Some(leader) = next(&mut watch).await {
+            break leader;
+        }
+    };
+    assert_eq!((leader.session, leader.value.as_str()), (sb.id(), "host-b"));
+    let b_won = within("b's campaign", b_campaign)
+        .await
+        .expect("join")
+        .expect("b wins");
+    assert!(b_won.fencing_token > won.fencing_token);
+    let current = eb.leader().await.expect("leader").expect("b leads");
+    assert_eq!(current.session, sb.id());
+    sa.close().await.expect("close a");
+    sb.close().await.expect("close b");
+}
+
+/// The next state of an observe stream.
+async fn next(watch: &mut LeaderStream) -> Option<Leader> {
+    let item = within("an observe event", watch.next()).await;
+    item.expect("the stream goes on").expect("an event")
+}
+
+/// A `session_not_found` answer fires `lost()` at once: to an explicit
+/// keepalive, to a lock call, and to the background keepalive (well
+/// before the deadline a silent failure would wait for).
+pub async fn session_not_found_fires_lost(client: Arc<dyn LockClient>) {
+    let ttl = Duration::from_secs(3);
+    let session = Session::open(client.clone(), "x", ttl).await.expect("open");
+    client
+        .close_session(session.id())
+        .await
+        .expect("close behind its back");
+    assert!(session.lost_reason().is_none());
+    let answer = session.keepalive().await;
+    assert!(
+        matches!(answer, Err(ClientError::SessionNotFound(_))),
+        "{answer:?}"
+    );
+    assert_eq!(session.lost_reason(), Some(LostReason::Expired));
+    drop(session);
+
+    let session = Session::open(client.clone(), "y", ttl).await.expect("open");
+    client
+        .close_session(session.id())
+        .await
+        .expect("close behind its back");
+    let locked = Mutex::new(&session, "orders/7").lock().await;
+    assert!(
+        matches!(locked, Err(ClientError::SessionNotFound(_))),
+        "{locked:?}"
+    );
+    assert_eq!(session.lost_reason(), Some(LostReason::Expired));
+    drop(session);
+
+    let session = Session::open(client.clone(), "z", ttl).await.expect("open");
+    client
+        .close_session(session.id())
+        .await
+        .expect("close behind its back");
+    let reason = within("lost()", session.lost()).await;
+    assert_eq!(reason, LostReason::Expired);
+    assert!(
+        Instant::now() < session.lost_at(),
+        "fired by the answer, not the deadline"
+    );
+}
+
+/// Waits for `lost()` after the cluster was stopped and checks the
+/// window: not before `last_renewed + ttl − margin`, and before the
+/// earliest possible server-side expiry `last_renewed + ttl`.
+pub async fn assert_lost_in_window(session: &Session) {
+    let reason = within("lost()", session.lost()).await;
+    let fired = Instant::now();
+    assert_eq!(reason, LostReason::KeepaliveFailed);
+    let renewed = session.last_renewed();
+    let ttl = session.ttl();
+    let earliest = renewed + ttl - lost_margin(ttl);
+    assert!(fired >= earliest, "fired {:?} early", earliest - fired);
+    assert!(
+        fired < renewed + ttl,
+        "fired {:?} after the server may have expired the session",
+        fired - (renewed + ttl)
+    );
+}

@@ -1,0 +1,106 @@
+//! The recipes over `HttpClient` against three real nodes, each behind
+//! the real HTTP API on a port-0 listener.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{dead_endpoint, scenarios, within, Cluster};
+use raftlock_client::{ClientError, HttpClient, LockClient, Mutex, Session};
+
+/// A client whose first endpoint is down, so every test also exercises
+/// failover; `rotate` picks which live node it prefers next.
+async fn client(cluster: &Cluster, rotate: usize) -> Arc<dyn LockClient> {
+    let mut endpoints = cluster.endpoints();
+    let live = endpoints.len();
+    endpoints.rotate_left(rotate % live);
+    endpoints.insert(0, dead_endpoint().await);
+    Arc::new(HttpClient::new(endpoints).expect("client"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutex_excludes_and_tokens_increase() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);
+    scenarios::mutual_exclusion(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_guard_releases() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 1).await, client(&cluster, 2).await);
+    scenarios::guard_drop_releases(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_over_sse() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 2).await, client(&cluster, 0).await);
+    scenarios::election(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_not_found_fires_lost_at_once() {
+    let cluster = Cluster::start(true).await;
+    scenarios::session_not_found_fires_lost(client(&cluster, 0).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_fires_when_the_cluster_stops() {
+    let mut cluster = Cluster::start(true).await;
+    let ttl = Duration::from_millis(1500);
+    let session = Session::open(client(&cluster, 0).await, "doomed", ttl)
+        .await
+        .expect("open");
+    let guard = Mutex::new(&session, "orders/1").lock().await.expect("lock");
+    cluster.stop_all().await;
+    scenarios::assert_lost_in_window(&session).await;
+    drop(guard);
+}
+
+/// The node a client talks to goes away mid-session (API and Raft, so
+/// possibly the leader): the session, its lock and new locks carry on
+/// through the other endpoints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fails_over_when_its_node_stops() {
+    let mut cluster = Cluster::start(true).await;
+    let client = HttpClient::new(cluster.endpoints()).expect("client");
+    let session = Session::open(Arc::new(client.clone()), "survivor", Duration::from_secs(5))
+        .await
+        .expect("open");
+    let guard = Mutex::new(&session, "orders/9").lock().await.expect("lock");
+    cluster.stop(1).await;
+    within("keepalive via another node", session.keepalive())
+        .await
+        .expect("keepalive after failover");
+    let state = client.lock_state("orders/9").await.expect("state");
+    assert_eq!(state.holder.map(|h| h.session), Some(session.id()));
+    let other = within("a second lock", Mutex::new(&session, "orders/10").lock())
+        .await
+        .expect("lock after failover");
+    assert!(other.fencing_token() > guard.fencing_token());
+    assert!(session.lost_reason().is_none());
+    other.unlock().await.expect("unlock");
+    guard.unlock().await.expect("unlock");
+    session.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_errors_and_no_endpoint() {
+    let cluster = Cluster::start(true).await;
+    let client = client(&cluster, 0).await;
+    let bad = client.acquire("../etc", raftlock_client::SessionId(1), Duration::ZERO);
+    assert!(matches!(bad.await, Err(ClientError::BadRequest(_))));
+    let unknown = client.keepalive(raftlock_client::SessionId(7)).await;
+    assert!(
+        matches!(unknown, Err(ClientError::SessionNotFound(_))),
+        "{unknown:?}"
+    );
+    let ttl = client.open_session("x", Duration::from_millis(10)).await;
+    assert!(matches!(ttl, Err(ClientError::BadRequest(_))), "{ttl:?}");
+    let nobody = HttpClient::new([dead_endpoint().await, dead_endpoint().await]).expect("client");
+    let down = nobody.open_session("x", Duration::from_secs(5)).await;
+    assert!(matches!(down, Err(ClientError::Unavailable(_))), "{down:?}");
+    assert!(!down.expect_err("down").outcome_unknown());
+}
