@@ -14,12 +14,29 @@
 //! - [`report`]: `results.json`, `history.edn`, `history.jsonl`,
 //!   `timeline.html`, latency and throughput PNGs.
 //!
+//! The run driver (`raftlock-jepsen test`) drives a real cluster:
+//!
+//! - [`control`]: `raftlock serve` processes, kill -9 / pause / restart;
+//! - [`proxy`]: a TCP proxy per directed inter-node link (cut, delay);
+//! - [`api`]: one-request HTTP calls classified ok / fail / info;
+//! - [`workload`]: the `mutex`, `fenced` and `register` clients;
+//! - [`nemesis`]: the seeded fault schedule;
+//! - [`runlog`]: the history being recorded (with backdated expiries);
+//! - [`runner`]: one run, start to report.
+//!
 //! [`Recorder`]: history::Recorder
 
+pub mod api;
 pub mod checker;
+pub mod control;
 pub mod history;
 pub mod model;
+pub mod nemesis;
+pub mod proxy;
 pub mod report;
+pub mod runlog;
+pub mod runner;
+pub mod workload;
 
 pub use checker::{check_history, CheckOptions, CheckResult, Verdict, Workload};
 pub use history::{Event, EventType, History, Operation, Process, Recorder, Value, F};

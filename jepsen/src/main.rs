@@ -2,15 +2,17 @@
 //!
 //! Exit codes: 0 every checker says valid; 1 some checker says invalid;
 //! 3 no violation found but some checker could not decide; 2 usage or I/O
-//! error (and the not-yet-implemented `test`).
+//! error, or a cluster that could not be started.
 
 use clap::{Parser, Subcommand};
 use raftlock_jepsen::checker::linear::LinearConfig;
+use raftlock_jepsen::nemesis::Fault;
 use raftlock_jepsen::report::{results::overall, RunResults};
+use raftlock_jepsen::runner::{self, TestOptions};
 use raftlock_jepsen::{check_history, write_run_report, CheckOptions, History, Verdict, Workload};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Parser)]
 #[command(
@@ -44,9 +46,46 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Run a workload against a real cluster with faults. Not yet
-    /// implemented: the cluster driver, clients and nemesis come next.
-    Test,
+    /// Run a workload against a real cluster with faults, check the
+    /// history, and write the report under the store directory.
+    Test(TestArgs),
+}
+
+#[derive(clap::Args)]
+struct TestArgs {
+    /// mutex, fenced or register.
+    #[arg(long)]
+    workload: Workload,
+    /// Faults, comma separated: partition (= partition-one,
+    /// partition-leader, partition-halves, partition-bridge), kill (=
+    /// kill, kill-leader), pause (= pause, pause-leader), client-pause,
+    /// delay, all, none.
+    #[arg(long, default_value = "partition,kill,pause")]
+    nemesis: String,
+    /// Seconds of workload and faults (the quiet phase and the check come
+    /// after).
+    #[arg(long, default_value_t = 60)]
+    time_limit: u64,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
+    /// Seed of the op mix and the fault schedule; random when omitted
+    /// (always printed, so a run can be replayed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Cluster members (1 to 7; 3 and 5 make sense).
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// The raftlock binary [default: target/debug/raftlock next to this
+    /// executable, or $RAFTLOCK_BIN].
+    #[arg(long)]
+    raftlock_bin: Option<PathBuf>,
+    /// Where runs are written [default: jepsen/store of this workspace].
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Session TTL of the lock clients, in milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    ttl_ms: u64,
 }
 
 fn main() -> ExitCode {
@@ -65,13 +104,73 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Test => {
-            eprintln!(
-                "raftlock-jepsen test: not yet implemented (the run driver is still to come)"
-            );
-            ExitCode::from(2)
-        }
+        Command::Test(args) => match test(args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
     }
+}
+
+fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
+    let faults = Fault::parse_list(&args.nemesis).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        (1..=7).contains(&args.nodes),
+        "--nodes must be between 1 and 7"
+    );
+    anyhow::ensure!(
+        args.ttl_ms >= 1000,
+        "--ttl-ms must be at least 1000 (the cluster's session_ttl_min_ms)"
+    );
+    let seed = args.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64 % 1_000_000)
+    });
+    let mut opts = TestOptions::new(args.workload);
+    opts.faults = faults;
+    opts.time_limit = Duration::from_secs(args.time_limit);
+    opts.concurrency = args.concurrency;
+    opts.seed = seed;
+    opts.nodes = args.nodes;
+    opts.settings.ttl_ms = args.ttl_ms;
+    if let Some(bin) = args.raftlock_bin {
+        opts.raftlock_bin = bin;
+    }
+    if let Some(store) = args.store {
+        opts.store = store;
+    }
+    println!(
+        "seed {seed}: {} against {} ({} nodes, {} s)",
+        opts.replay_command(),
+        opts.raftlock_bin.display(),
+        opts.nodes,
+        args.time_limit
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            outcome = runner::run(&opts) => outcome.map(Some),
+            // Dropping the run (and then the runtime) kills every node.
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    })?;
+    drop(runtime);
+    let Some(outcome) = outcome else {
+        eprintln!("interrupted: the cluster was killed and no verdict was reached");
+        return Ok(ExitCode::from(130));
+    };
+    println!("{}", outcome.summary);
+    Ok(match outcome.verdict {
+        Verdict::Valid => ExitCode::SUCCESS,
+        Verdict::Invalid => ExitCode::from(1),
+        Verdict::Unknown => ExitCode::from(3),
+    })
 }
 
 fn check(

@@ -95,8 +95,37 @@ fn unreadable_input_exits_two() {
 }
 
 #[test]
-fn test_subcommand_is_not_yet_implemented() {
+fn test_subcommand_refuses_bad_usage_with_exit_two() {
+    let stderr = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    // No workload.
     let out = bin().arg("test").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not yet implemented"));
+    // An unknown fault is named, with the known ones.
+    let out = bin()
+        .args(["test", "--workload", "mutex", "--nemesis", "kill,meteor"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("meteor"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("partition-leader"),
+        "{}",
+        stderr(&out)
+    );
+    // A missing raftlock binary says how to build it (nothing is started).
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["test", "--workload", "register", "--nemesis", "none"])
+        .arg("--raftlock-bin")
+        .arg(dir.path().join("no-such-raftlock"))
+        .arg("--store")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cargo build -p raftlock-cli"),
+        "{}",
+        stderr(&out)
+    );
 }

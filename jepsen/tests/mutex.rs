@@ -182,3 +182,23 @@ fn locks_are_independent() {
         Verdict::Valid
     );
 }
+
+#[test]
+fn expiry_recorded_on_behalf_of_the_owner_frees_its_lock() {
+    // Process 1 holds the lock, completes an unrelated op (an increment),
+    // then learns its session is gone. The expiry is recorded by process 3
+    // with value 1, its window starting at 1's last known-alive instant
+    // (15), before 1's later op: 2's grant at 40 is legal.
+    let text = "0 1 invoke acquire k=l
+         10 1 ok acquire k=l
+         15 3 invoke expire 1 k=l
+         20 2 invoke acquire k=l
+         40 2 ok acquire k=l
+         50 1 invoke incr k=c
+         60 1 ok incr k=c
+         70 3 ok expire 1 k=l";
+    assert_eq!(check(text), Verdict::Valid);
+    // The same expiry on behalf of someone else does not free 1's lock.
+    let text = text.replace("expire 1", "expire 7");
+    assert_eq!(check(&text), Verdict::Invalid);
+}

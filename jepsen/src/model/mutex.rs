@@ -32,9 +32,15 @@
 //! the lock. Without such an op, a lock held by a dead session stays held
 //! in the model, and a later grant to another owner is a violation, which
 //! is exactly the guarantee a lock must give.
+//!
+//! An `expire` whose invocation value is a process id (an integer) ends
+//! *that* process's session instead of its own. The run driver records
+//! expiries this way, under a fresh process: the window then starts at the
+//! session's last known-alive instant even when the owner completed other
+//! operations after that instant (which a process's own op could not).
 
 use super::{Model, ModelError, Translated};
-use crate::history::{Operation, Outcome, Process, F};
+use crate::history::{Operation, Outcome, Process, Value, F};
 
 /// The mutex model; the state is the current holder (`None` = free).
 #[derive(Debug, Clone, Copy, Default)]
@@ -81,7 +87,12 @@ impl Model for MutexModel {
         let input = match op.f {
             F::Acquire => MutexInput::Acquire(owner),
             F::Release => MutexInput::Release(owner),
-            F::Expire | F::Lost => MutexInput::Expire(owner),
+            F::Expire | F::Lost => MutexInput::Expire(match op.invoke_value {
+                // On behalf of another process (see the module docs).
+                Value::Int(p) => u64::try_from(p)
+                    .map_err(|_| ModelError::new(op, format!("expire of process {p}")))?,
+                _ => owner,
+            }),
             _ => return Ok(None),
         };
         let output = match op.outcome {

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The Jepsen-style end-to-end checks of raftlock, for CI (.ci/run) and for
+# anyone before a merge. See jepsen/README.md, "CI".
+#
+#   1. build the real binary (target/debug/raftlock) and the injected-bug
+#      build (target/injected/debug/raftlock: linearizable reads served
+#      without a read index);
+#   2. run jepsen/tests/cluster.rs: each workload (mutex, fenced,
+#      register) for 15 s under mixed faults must be valid, and the
+#      register workload with the leader-isolating partition must catch
+#      the injected bug (exit code 1, linearizability INVALID).
+#
+# How the injected build is made (JEPSEN_INJECTED_BUILD):
+#   target-dir  (default outside CI) `--target-dir target/injected`: never
+#               touches target/debug, but a cold target/injected costs a
+#               full dependency build (~3.5 min on 2 cores) the first time;
+#   copy        (default when CI=true) build with the feature in target/
+#               itself (only raftlock-node/-server/-cli recompile), copy
+#               the binary to target/injected/debug/raftlock, rebuild
+#               without the feature. target/debug/raftlock is the buggy one
+#               for a moment: only for a machine nobody else is testing on.
+#
+# Reports of these runs land in target/tmp/jepsen-store/ (the newest under
+# target/tmp/jepsen-store/latest). About 2 minutes of tests after the
+# builds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ "${CI:-}" == "true" ]]; then
+    mode="${JEPSEN_INJECTED_BUILD:-copy}"
+else
+    mode="${JEPSEN_INJECTED_BUILD:-target-dir}"
+fi
+feature=(--features raftlock-node/inject-stale-reads)
+
+echo "== jepsen: injected-bug build ($mode)"
+case "$mode" in
+    target-dir)
+        cargo build --locked -p raftlock-cli "${feature[@]}" --target-dir target/injected
+        ;;
+    copy)
+        cargo build --locked -p raftlock-cli "${feature[@]}"
+        mkdir -p target/injected/debug
+        cp target/debug/raftlock target/injected/debug/raftlock
+        ;;
+    *)
+        echo "JEPSEN_INJECTED_BUILD must be target-dir or copy, not $mode" >&2
+        exit 2
+        ;;
+esac
+echo "== jepsen: cargo build -p raftlock-cli"
+cargo build --locked -p raftlock-cli
+if cmp -s target/debug/raftlock target/injected/debug/raftlock; then
+    echo "error: target/debug/raftlock is still the injected build" >&2
+    exit 1
+fi
+
+echo "== jepsen: workloads under faults, and the injected bug"
+cargo test --locked -p raftlock-jepsen --test cluster -- --ignored --test-threads=1 --nocapture

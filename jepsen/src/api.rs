@@ -1,0 +1,394 @@
+//! The harness's HTTP client for raftlock's API (`shared/API.md`).
+//!
+//! Every call goes to one chosen node and makes exactly one request: no
+//! retries, no leader discovery, so that each recorded operation is one
+//! request and its outcome is classified honestly:
+//! - [`Reply::Ok`]: the server said it happened;
+//! - [`Reply::Fail`]: it definitely did not happen (`no_leader`, a
+//!   refused connection, `timeout`/`lock_held`, a version mismatch, …);
+//! - [`Reply::Info`]: unknown (`outcome_unknown`, a timeout, a connection
+//!   lost after the request may have been sent, any other 5xx).
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{json, Value as Json};
+
+/// What went wrong, for the history's `error` field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The API's error code, or `connect` / `http_timeout` / `transport`
+    /// / `bad_response` for failures below the API.
+    pub code: String,
+    /// Human text.
+    pub message: String,
+}
+
+impl ApiError {
+    fn new(code: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// `code: message`, for histories.
+    pub fn text(&self) -> String {
+        format!("{}: {}", self.code, self.message)
+    }
+}
+
+/// One request's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply<T> {
+    /// It happened; the server's answer.
+    Ok(T),
+    /// It definitely did not happen.
+    Fail(ApiError),
+    /// It may or may not have happened.
+    Info(ApiError),
+}
+
+impl<T> Reply<T> {
+    /// The error code of a `Fail` or `Info`.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Reply::Ok(_) => None,
+            Reply::Fail(e) | Reply::Info(e) => Some(&e.code),
+        }
+    }
+}
+
+/// A stored node: its data and version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeData {
+    /// Decoded data bytes.
+    pub data: Vec<u8>,
+    /// Version, starting at 1.
+    pub version: u64,
+}
+
+/// `GET /v1/cluster`, the fields the harness uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterView {
+    /// Who this node thinks leads.
+    pub leader: Option<u64>,
+    /// Its term.
+    pub term: u64,
+}
+
+/// Client for every node of one cluster.
+#[derive(Debug, Clone)]
+pub struct Api {
+    /// One pooled client for all nodes.
+    http: reqwest::Client,
+    /// `http://ip:port` per member, index = id - 1.
+    nodes: Vec<String>,
+    /// Timeout for requests that do not long-poll.
+    timeout: Duration,
+}
+
+impl Api {
+    /// A client for the nodes' API base URLs (`http://127.0.0.1:7001`, …),
+    /// with `timeout` for every request that does not long-poll.
+    pub fn new(nodes: Vec<String>, timeout: Duration) -> Api {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(500))
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap_or_default();
+        Api {
+            http,
+            nodes,
+            timeout,
+        }
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True for a client with no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    fn url(&self, node: u64, path: &str) -> String {
+        let base = usize::try_from(node.saturating_sub(1))
+            .ok()
+            .and_then(|i| self.nodes.get(i))
+            .map_or("http://127.0.0.1:9", String::as_str);
+        format!("{base}{path}")
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder, timeout: Duration) -> Reply<(u16, Json)> {
+        let response = match req.timeout(timeout).send().await {
+            Ok(r) => r,
+            Err(e) => return Reply::from_transport(&e),
+        };
+        let status = response.status().as_u16();
+        let body = match response.bytes().await {
+            Ok(b) => b,
+            Err(e) => return Reply::from_transport(&e),
+        };
+        let json = if body.is_empty() {
+            Json::Null
+        } else {
+            match serde_json::from_slice(&body) {
+                Ok(j) => j,
+                Err(e) => {
+                    let err = ApiError::new("bad_response", format!("HTTP {status}: {e}"));
+                    return if (200..300).contains(&status) || status >= 500 {
+                        Reply::Info(err)
+                    } else {
+                        Reply::Fail(err)
+                    };
+                }
+            }
+        };
+        if (200..300).contains(&status) {
+            Reply::Ok((status, json))
+        } else {
+            classify(status, &json)
+        }
+    }
+
+    /// `POST /v1/sessions`: the new session's id.
+    pub async fn open_session(&self, node: u64, ttl_ms: u64, owner: &str) -> Reply<String> {
+        let req = self
+            .http
+            .post(self.url(node, "/v1/sessions"))
+            .json(&json!({"ttl_ms": ttl_ms, "owner": owner}));
+        self.send(req, self.timeout).await.and_then(|(_, body)| {
+            body.get("session_id")
+                .and_then(Json::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| ApiError::new("bad_response", format!("no session_id in {body}")))
+        })
+    }
+
+    /// `POST /v1/sessions/{id}/keepalive`.
+    pub async fn keepalive(&self, node: u64, session: &str) -> Reply<()> {
+        let req = self
+            .http
+            .post(self.url(node, &format!("/v1/sessions/{session}/keepalive")));
+        self.send(req, self.timeout).await.map(|_| ())
+    }
+
+    /// `DELETE /v1/sessions/{id}`; `Ok(true)` when closed now, `Ok(false)`
+    /// when it was already gone (`session_not_found`).
+    pub async fn close_session(&self, node: u64, session: &str) -> Reply<bool> {
+        let req = self
+            .http
+            .delete(self.url(node, &format!("/v1/sessions/{session}")));
+        match self.send(req, self.timeout).await {
+            Reply::Ok(_) => Reply::Ok(true),
+            Reply::Fail(e) if e.code == "session_not_found" => Reply::Ok(false),
+            Reply::Fail(e) => Reply::Fail(e),
+            Reply::Info(e) => Reply::Info(e),
+        }
+    }
+
+    /// `POST /v1/locks/{name}/acquire`, long-polling up to `wait_ms`: the
+    /// fencing token when granted.
+    pub async fn acquire(&self, node: u64, lock: &str, session: &str, wait_ms: u64) -> Reply<u64> {
+        let req = self
+            .http
+            .post(self.url(node, &format!("/v1/locks/{lock}/acquire")))
+            .json(&json!({"session_id": session, "wait_ms": wait_ms}));
+        let timeout = self.timeout + Duration::from_millis(wait_ms);
+        self.send(req, timeout).await.and_then(|(_, body)| {
+            body.get("fencing_token")
+                .and_then(Json::as_u64)
+                .ok_or_else(|| ApiError::new("bad_response", format!("no fencing_token in {body}")))
+        })
+    }
+
+    /// `POST /v1/locks/{name}/release`.
+    pub async fn release(&self, node: u64, lock: &str, session: &str) -> Reply<()> {
+        let req = self
+            .http
+            .post(self.url(node, &format!("/v1/locks/{lock}/release")))
+            .json(&json!({"session_id": session}));
+        self.send(req, self.timeout).await.map(|_| ())
+    }
+
+    /// `GET /v1/locks/{name}`: the holder's session id and the number of
+    /// waiters.
+    pub async fn lock_state(&self, node: u64, lock: &str) -> Reply<(Option<String>, usize)> {
+        let req = self.http.get(self.url(node, &format!("/v1/locks/{lock}")));
+        self.send(req, self.timeout).await.map(|(_, body)| {
+            let holder = body
+                .get("holder")
+                .and_then(|h| h.get("session_id"))
+                .and_then(Json::as_str)
+                .map(str::to_string);
+            let waiters = body
+                .get("waiters")
+                .and_then(Json::as_array)
+                .map_or(0, Vec::len);
+            (holder, waiters)
+        })
+    }
+
+    /// `GET /v1/nodes/{path}` (linearizable): `None` when it does not exist.
+    pub async fn get_node(&self, node: u64, path: &str) -> Reply<Option<NodeData>> {
+        let req = self.http.get(self.url(node, &format!("/v1/nodes/{path}")));
+        match self.send(req, self.timeout).await {
+            Reply::Ok((_, body)) => match parse_node(&body) {
+                Some(n) => Reply::Ok(Some(n)),
+                None => Reply::Info(ApiError::new("bad_response", format!("bad node {body}"))),
+            },
+            Reply::Fail(e) if e.code == "not_found" => Reply::Ok(None),
+            Reply::Fail(e) => Reply::Fail(e),
+            Reply::Info(e) => Reply::Info(e),
+        }
+    }
+
+    /// `PUT /v1/nodes/{path}` with `data`, optionally only at
+    /// `expected_version` (0 = create if absent).
+    pub async fn put_node(
+        &self,
+        node: u64,
+        path: &str,
+        data: &[u8],
+        expected_version: Option<u64>,
+    ) -> Reply<()> {
+        let mut body = json!({"data": base64::engine::general_purpose::STANDARD.encode(data)});
+        if let Some(v) = expected_version {
+            body["expected_version"] = json!(v);
+        }
+        let req = self
+            .http
+            .put(self.url(node, &format!("/v1/nodes/{path}")))
+            .json(&body);
+        self.send(req, self.timeout).await.map(|_| ())
+    }
+
+    /// `GET /v1/cluster`.
+    pub async fn cluster(&self, node: u64) -> Reply<ClusterView> {
+        let req = self.http.get(self.url(node, "/v1/cluster"));
+        self.send(req, self.timeout)
+            .await
+            .map(|(_, body)| ClusterView {
+                leader: body.get("leader_id").and_then(Json::as_u64),
+                term: body.get("term").and_then(Json::as_u64).unwrap_or(0),
+            })
+    }
+
+    /// `GET /v1/health`: true on 200.
+    pub async fn healthy(&self, node: u64) -> bool {
+        let req = self.http.get(self.url(node, "/v1/health"));
+        matches!(self.send(req, self.timeout).await, Reply::Ok(_))
+    }
+}
+
+impl<T> Reply<T> {
+    fn from_transport(e: &reqwest::Error) -> Reply<T> {
+        if e.is_connect() {
+            // Never reached the server: certainly not applied.
+            Reply::Fail(ApiError::new("connect", e.to_string()))
+        } else if e.is_timeout() {
+            Reply::Info(ApiError::new("http_timeout", e.to_string()))
+        } else {
+            Reply::Info(ApiError::new("transport", e.to_string()))
+        }
+    }
+
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Reply<U> {
+        match self {
+            Reply::Ok(t) => Reply::Ok(f(t)),
+            Reply::Fail(e) => Reply::Fail(e),
+            Reply::Info(e) => Reply::Info(e),
+        }
+    }
+
+    /// Maps an ok answer; an answer that cannot be read is `Info` (the
+    /// request did take effect, but we cannot say with what result).
+    fn and_then<U>(self, f: impl FnOnce(T) -> Result<U, ApiError>) -> Reply<U> {
+        match self {
+            Reply::Ok(t) => match f(t) {
+                Ok(u) => Reply::Ok(u),
+                Err(e) => Reply::Info(e),
+            },
+            Reply::Fail(e) => Reply::Fail(e),
+            Reply::Info(e) => Reply::Info(e),
+        }
+    }
+}
+
+/// Error codes that mean the request was not applied.
+const DEFINITE: &[&str] = &[
+    "no_leader",
+    "bad_request",
+    "session_not_found",
+    "not_found",
+    "not_owner",
+    "lock_held",
+    "timeout",
+    "too_large",
+    "version_mismatch",
+    "not_leader",
+    "unsupported_media_type",
+    "method_not_allowed",
+];
+
+/// An error answer: `Fail` for codes that mean "not applied", `Info` for
+/// `outcome_unknown` and anything the contract does not promise about.
+fn classify<T>(status: u16, body: &Json) -> Reply<T> {
+    let code = body
+        .get("error")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_string();
+    let message = body
+        .get("message")
+        .and_then(Json::as_str)
+        .map_or_else(|| format!("HTTP {status}"), str::to_string);
+    let err = ApiError { code, message };
+    if DEFINITE.contains(&err.code.as_str()) {
+        Reply::Fail(err)
+    } else if err.code.is_empty() && (400..500).contains(&status) {
+        // An error without the contract's body: still a refusal.
+        Reply::Fail(ApiError::new(&format!("http_{status}"), err.message))
+    } else {
+        Reply::Info(err)
+    }
+}
+
+fn parse_node(body: &Json) -> Option<NodeData> {
+    let data = body.get("data").and_then(Json::as_str)?;
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
+    let version = body.get("version").and_then(Json::as_u64)?;
+    Some(NodeData { data, version })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_follows_the_contract() {
+        let r: Reply<()> = classify(503, &json!({"error": "no_leader", "message": "m"}));
+        assert!(matches!(r, Reply::Fail(_)));
+        let r: Reply<()> = classify(503, &json!({"error": "outcome_unknown", "message": "m"}));
+        assert!(matches!(r, Reply::Info(_)));
+        let r: Reply<()> = classify(500, &json!({"error": "internal", "message": "m"}));
+        assert!(matches!(r, Reply::Info(_)));
+        let r: Reply<()> = classify(404, &Json::Null);
+        assert_eq!(r.code(), Some("http_404"));
+        assert!(matches!(r, Reply::Fail(_)));
+    }
+
+    #[test]
+    fn node_bodies_decode() {
+        let n = parse_node(&json!({"path": "/x", "data": "MTI=", "version": 3})).unwrap();
+        assert_eq!(n.data, b"12");
+        assert_eq!(n.version, 3);
+        assert!(parse_node(&json!({"data": "!!", "version": 1})).is_none());
+    }
+}

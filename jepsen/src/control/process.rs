@@ -1,0 +1,168 @@
+//! One `raftlock serve` process: start, kill -9, pause, resume, stop.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+
+/// Everything needed to (re)start one member with the same arguments.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    /// Member id (1-based).
+    pub id: u64,
+    /// The `raftlock` binary.
+    pub bin: PathBuf,
+    /// The cluster TOML.
+    pub config: PathBuf,
+    /// `--peer ID=ADDR` overrides: every peer is dialled through a proxy.
+    pub peers: Vec<(u64, String)>,
+    /// stdout and stderr of every incarnation are appended here.
+    pub log: PathBuf,
+}
+
+/// A member and its current incarnation, if it runs.
+#[derive(Debug)]
+pub struct NodeProcess {
+    /// How to start it.
+    pub spec: NodeSpec,
+    /// The running child; `None` while killed.
+    child: Option<Child>,
+    /// True between SIGSTOP and SIGCONT.
+    paused: bool,
+    /// Incarnations started so far (1 after the first start).
+    pub starts: u32,
+    /// Exits the harness did not cause (a crash is a finding).
+    pub crashes: Vec<String>,
+}
+
+impl NodeProcess {
+    /// A member that has not been started yet.
+    pub fn new(spec: NodeSpec) -> Self {
+        NodeProcess {
+            spec,
+            child: None,
+            paused: false,
+            starts: 0,
+            crashes: Vec::new(),
+        }
+    }
+
+    /// Starts a new incarnation (no-op when one is running).
+    pub fn start(&mut self) -> std::io::Result<()> {
+        self.note_crash();
+        if self.child.is_some() {
+            return Ok(());
+        }
+        let log = open_append(&self.spec.log)?;
+        let mut cmd = Command::new(&self.spec.bin);
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(&self.spec.config)
+            .arg("--id")
+            .arg(self.spec.id.to_string());
+        for (peer, addr) in &self.spec.peers {
+            cmd.arg("--peer").arg(format!("{peer}={addr}"));
+        }
+        let child = cmd
+            .env(
+                "RUST_LOG",
+                std::env::var("RAFTLOCK_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // A harness that panics must not leave nodes behind.
+            .kill_on_drop(true)
+            .spawn()?;
+        self.child = Some(child);
+        self.paused = false;
+        self.starts += 1;
+        Ok(())
+    }
+
+    /// True while an incarnation runs (paused or not).
+    pub fn is_running(&mut self) -> bool {
+        match &mut self.child {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// True between [`Self::pause`] and [`Self::resume`].
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// If the incarnation exited on its own, records it in `crashes` and
+    /// forgets it (so it can be started again).
+    pub fn note_crash(&mut self) {
+        let exited = self
+            .child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten());
+        if let Some(status) = exited {
+            self.crashes
+                .push(format!("incarnation {} exited: {status}", self.starts));
+            self.child = None;
+            self.paused = false;
+        }
+    }
+
+    /// kill -9 and reap: no shutdown code runs, nothing is flushed.
+    pub async fn kill9(&mut self) {
+        self.note_crash();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+        self.paused = false;
+    }
+
+    /// SIGSTOP: the process freezes with its sockets open.
+    pub fn pause(&mut self) -> nix::Result<()> {
+        self.signal(Signal::SIGSTOP)?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// SIGCONT.
+    pub fn resume(&mut self) -> nix::Result<()> {
+        self.signal(Signal::SIGCONT)?;
+        self.paused = false;
+        Ok(())
+    }
+
+    /// Graceful stop (SIGCONT, SIGTERM), then kill -9 after `grace`.
+    pub async fn stop(&mut self, grace: Duration) {
+        if self.child.is_none() {
+            return;
+        }
+        let _ = self.signal(Signal::SIGCONT);
+        let _ = self.signal(Signal::SIGTERM);
+        if let Some(child) = self.child.as_mut() {
+            if tokio::time::timeout(grace, child.wait()).await.is_ok() {
+                self.child = None;
+            }
+        }
+        self.kill9().await;
+    }
+
+    fn signal(&self, signal: Signal) -> nix::Result<()> {
+        let pid = self
+            .child
+            .as_ref()
+            .and_then(Child::id)
+            .ok_or(nix::errno::Errno::ESRCH)?;
+        let pid = i32::try_from(pid).map_err(|_| nix::errno::Errno::ESRCH)?;
+        kill(Pid::from_raw(pid), signal)
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}

@@ -1,0 +1,129 @@
+//! Before a cluster starts: the binary, free ports, the cluster TOML.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Timing of the cluster under test. Shorter than the production defaults
+/// so that faults turn into elections and expiries within a short run, but
+/// loose enough for a loaded two-core machine.
+#[derive(Debug, Clone)]
+pub struct ClusterTiming {
+    /// `[cluster] heartbeat_interval_ms`.
+    pub heartbeat_ms: u64,
+    /// `[cluster] election_timeout_min_ms` (max is twice this).
+    pub election_min_ms: u64,
+    /// `[cluster] leader_wait_ms`: how long a node waits for a leader
+    /// before answering `no_leader`.
+    pub leader_wait_ms: u64,
+    /// `[cluster] snapshot_every_entries`: small, so runs exercise
+    /// snapshots and log purges (and restarts load snapshots).
+    pub snapshot_every: u64,
+}
+
+impl Default for ClusterTiming {
+    fn default() -> Self {
+        ClusterTiming {
+            heartbeat_ms: 50,
+            election_min_ms: 300,
+            leader_wait_ms: 2_000,
+            snapshot_every: 500,
+        }
+    }
+}
+
+/// The cluster TOML for `members` (id → (api, raft) address), with data
+/// under `data_dir` (relative to the file).
+pub fn cluster_toml(
+    members: &BTreeMap<u64, (SocketAddr, SocketAddr)>,
+    data_dir: &str,
+    timing: &ClusterTiming,
+) -> String {
+    let mut s = String::from("# Written by raftlock-jepsen for one test run.\n[cluster]\n");
+    let _ = writeln!(s, "heartbeat_interval_ms = {}", timing.heartbeat_ms);
+    let _ = writeln!(s, "election_timeout_min_ms = {}", timing.election_min_ms);
+    let _ = writeln!(
+        s,
+        "election_timeout_max_ms = {}",
+        2 * timing.election_min_ms
+    );
+    let _ = writeln!(s, "snapshot_every_entries = {}", timing.snapshot_every);
+    let _ = writeln!(s, "session_ttl_min_ms = 1000");
+    let _ = writeln!(s, "session_ttl_max_ms = 600000");
+    let _ = writeln!(s, "data_dir = {data_dir:?}");
+    let _ = writeln!(s, "sled_cache_mb = 16");
+    let _ = writeln!(s, "fsync = true");
+    let _ = writeln!(s, "leader_wait_ms = {}", timing.leader_wait_ms);
+    for (id, (api, raft)) in members {
+        let _ = write!(
+            s,
+            "\n[[members]]\nid = {id}\napi_addr = \"{api}\"\nraft_addr = \"{raft}\"\n"
+        );
+    }
+    s
+}
+
+/// `n` distinct free loopback ports, found by binding port 0.
+///
+/// The listeners are closed before the nodes bind the ports, so another
+/// process could take one in between; the nodes then fail to start and the
+/// run says so (it never silently talks to something else, since every
+/// node's identity is checked through `/v1/cluster`).
+pub fn free_addrs(n: usize) -> std::io::Result<Vec<SocketAddr>> {
+    let listeners = (0..n)
+        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    listeners.iter().map(|l| l.local_addr()).collect()
+}
+
+/// Where the `raftlock` binary is when none is given: `RAFTLOCK_BIN`, else
+/// next to this executable (`target/debug/raftlock` for
+/// `target/debug/raftlock-jepsen`, also from `target/debug/deps/` for test
+/// binaries), else `target/debug/raftlock` of this workspace.
+pub fn default_raftlock_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("RAFTLOCK_BIN") {
+        return PathBuf::from(path);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(2) {
+            let candidate = dir.join("raftlock");
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    workspace_root().join("target/debug/raftlock")
+}
+
+/// The workspace this crate was built in.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_lists_members_and_timing() {
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:2".parse().unwrap();
+        let members = BTreeMap::from([(1, (a, b))]);
+        let text = cluster_toml(&members, "data", &ClusterTiming::default());
+        assert!(text.contains("election_timeout_max_ms = 600"));
+        assert!(text.contains("api_addr = \"127.0.0.1:1\""));
+        assert!(text.contains("data_dir = \"data\""));
+    }
+
+    #[test]
+    fn free_addrs_are_distinct() {
+        let addrs = free_addrs(4).unwrap();
+        let mut ports: Vec<u16> = addrs.iter().map(SocketAddr::port).collect();
+        ports.sort();
+        ports.dedup();
+        assert_eq!(ports.len(), 4);
+    }
+}

@@ -1,0 +1,221 @@
+//! The nemesis: runs the seeded fault [`schedule()`] against the cluster and
+//! the clients, recording each fault as `start`/`stop` events named after
+//! what was done (`kill n2`, `partition-leader n1 | n2 n3 (drop)`, …), and
+//! heals everything when the run ends.
+//!
+//! One fault at a time: each step waits, applies its fault, holds it, and
+//! undoes it. Faults aimed at "the leader" ask the members who leads when
+//! the step runs (a random node if nobody knows).
+
+pub mod schedule;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use tokio::sync::watch;
+
+use crate::control::net::grouped;
+use crate::control::Cluster;
+use crate::history::F;
+use crate::proxy::LinkState;
+use crate::workload::Ctx;
+pub use schedule::{schedule, Fault, Pacing, Step};
+
+/// How an applied fault is undone.
+#[derive(Debug, Clone, Copy)]
+enum Undo {
+    /// Start the killed node again.
+    Restart(u64),
+    /// SIGCONT the paused node.
+    Resume(u64),
+    /// Restore every link.
+    Heal,
+    /// Let the paused client go.
+    Unpause(usize),
+}
+
+/// Runs `steps` until they are done or `stop` turns true, then heals the
+/// cluster (links, paused and killed nodes, paused clients). Returns the
+/// number of faults injected.
+pub async fn run(
+    cluster: Arc<Cluster>,
+    ctx: Arc<Ctx>,
+    steps: Vec<Step>,
+    mut stop: watch::Receiver<bool>,
+) -> usize {
+    let mut injected = 0;
+    for step in steps {
+        if wait_or_stop(step.wait, &mut stop).await {
+            break;
+        }
+        let Some((name, undo, hold)) = apply(&cluster, &ctx, &step).await else {
+            continue;
+        };
+        injected += 1;
+        ctx.log.nemesis(F::Start, &name);
+        let stopped = wait_or_stop(hold, &mut stop).await;
+        undo_fault(&cluster, &ctx, undo).await;
+        ctx.log.nemesis(F::Stop, &name);
+        if stopped {
+            break;
+        }
+    }
+    heal(&cluster, &ctx).await;
+    injected
+}
+
+/// Undoes every fault there could be.
+pub async fn heal(cluster: &Cluster, ctx: &Ctx) {
+    cluster.net.heal();
+    for client in &ctx.clients {
+        client.pause.send_replace(false);
+    }
+    if let Err(e) = cluster.heal_processes().await {
+        eprintln!("nemesis: restarting a node failed: {e}");
+    }
+}
+
+/// True when stopped before `d` elapsed.
+async fn wait_or_stop(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+    if *stop.borrow() {
+        return true;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(d) => false,
+        _ = stop.wait_for(|s| *s) => true,
+    }
+}
+
+fn node_name(ids: &[u64]) -> String {
+    ids.iter()
+        .map(|i| format!("n{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Applies a step's fault; its name, how to undo it, and how long to hold
+/// it. `None` when the fault does not apply (a client pause in a workload
+/// without sessions).
+async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<(String, Undo, Duration)> {
+    let ids = &cluster.ids;
+    let random_node = ids[(step.pick % ids.len() as u64) as usize];
+    let leader = match step.fault {
+        Fault::KillLeader | Fault::PauseLeader | Fault::PartitionLeader => {
+            Some(cluster.leader().await.unwrap_or(random_node))
+        }
+        _ => None,
+    };
+    let target = leader.unwrap_or(random_node);
+    let fault = step.fault;
+    let mut rng = StdRng::seed_from_u64(step.pick);
+    let mode = if step.pick % 4 == 0 {
+        (LinkState::Refuse, "refuse")
+    } else {
+        (LinkState::Drop, "drop")
+    };
+    let partition = |groups: Vec<Vec<u64>>, sep: &str| {
+        cluster.net.apply(grouped(&groups), mode.0);
+        let shape = groups
+            .iter()
+            .map(|g| node_name(g))
+            .collect::<Vec<_>>()
+            .join(sep);
+        (
+            format!("{fault} {shape} ({})", mode.1),
+            Undo::Heal,
+            step.hold,
+        )
+    };
+    let applied = match fault {
+        Fault::Kill | Fault::KillLeader => {
+            cluster.kill(target).await;
+            (
+                format!("{fault} n{target}"),
+                Undo::Restart(target),
+                step.hold,
+            )
+        }
+        Fault::Pause | Fault::PauseLeader => {
+            if let Err(e) = cluster.pause(target).await {
+                eprintln!("nemesis: SIGSTOP n{target} failed: {e}");
+                return None;
+            }
+            (
+                format!("{fault} n{target}"),
+                Undo::Resume(target),
+                step.hold,
+            )
+        }
+        Fault::PartitionOne | Fault::PartitionLeader => {
+            let rest: Vec<u64> = ids.iter().copied().filter(|&i| i != target).collect();
+            partition(vec![vec![target], rest], " | ")
+        }
+        Fault::PartitionHalves => {
+            let mut shuffled = ids.clone();
+            shuffled.shuffle(&mut rng);
+            let (minority, majority) = shuffled.split_at(ids.len() / 2);
+            partition(vec![minority.to_vec(), majority.to_vec()], " | ")
+        }
+        Fault::PartitionBridge => {
+            let mut shuffled = ids.clone();
+            shuffled.shuffle(&mut rng);
+            let mid = ids.len() / 2;
+            partition(
+                vec![shuffled[..=mid].to_vec(), shuffled[mid..].to_vec()],
+                " ~ ",
+            )
+        }
+        Fault::Delay => {
+            let delay = Duration::from_millis(20 + step.pick % 180);
+            cluster.net.set_all(LinkState::Up { delay });
+            (
+                format!("delay {}ms", delay.as_millis()),
+                Undo::Heal,
+                step.hold,
+            )
+        }
+        Fault::ClientPause => {
+            if ctx.clients.is_empty() || !ctx.settings.sessions {
+                return None;
+            }
+            let holding: Vec<usize> = (0..ctx.clients.len())
+                .filter(|&i| ctx.clients[i].holding.load(Ordering::Relaxed))
+                .collect();
+            let idx = if holding.is_empty() {
+                (step.pick % ctx.clients.len() as u64) as usize
+            } else {
+                holding[(step.pick % holding.len() as u64) as usize]
+            };
+            ctx.clients[idx].pause.send_replace(true);
+            // Long enough for the session to expire.
+            let hold = step
+                .hold
+                .max(Duration::from_millis(ctx.settings.ttl_ms + 1_500));
+            (format!("client-pause c{idx}"), Undo::Unpause(idx), hold)
+        }
+    };
+    Some(applied)
+}
+
+async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
+    match undo {
+        Undo::Restart(id) => {
+            if let Err(e) = cluster.restart(id).await {
+                eprintln!("nemesis: restarting n{id} failed: {e}");
+            }
+        }
+        Undo::Resume(id) => {
+            if let Err(e) = cluster.resume(id).await {
+                eprintln!("nemesis: SIGCONT n{id} failed: {e}");
+            }
+        }
+        Undo::Heal => cluster.net.heal(),
+        Undo::Unpause(idx) => {
+            ctx.clients[idx].pause.send_replace(false);
+        }
+    }
+}

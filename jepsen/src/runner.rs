@@ -1,0 +1,316 @@
+//! One test run, start to finish: start the cluster, run the clients and
+//! the nemesis for the time limit, heal, check that the cluster recovers
+//! (quiet phase with final reads), check the history, write the report.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use tokio::sync::watch;
+
+use crate::checker::linear::LinearConfig;
+use crate::checker::{check_history, CheckOptions, CheckResult, Verdict, Workload};
+use crate::control::{log_tail, Cluster, ClusterOptions, ClusterTiming};
+use crate::nemesis::{self, Fault, Pacing};
+use crate::report::results::overall;
+use crate::report::{write_run_report, RunResults};
+use crate::runlog::RunLog;
+use crate::workload::{spawn_clients, Ctx, Settings};
+
+mod quiet;
+
+/// How long clients get to finish their last op and end their sessions
+/// after the time limit, before they are cut off (their open ops then
+/// count as `info`).
+const WIND_DOWN: Duration = Duration::from_secs(60);
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct TestOptions {
+    /// What the clients do.
+    pub workload: Workload,
+    /// Faults the nemesis may inject.
+    pub faults: Vec<Fault>,
+    /// Length of the fault phase.
+    pub time_limit: Duration,
+    /// Client tasks.
+    pub concurrency: usize,
+    /// Seeds the op mix and the fault schedule.
+    pub seed: u64,
+    /// Cluster members.
+    pub nodes: usize,
+    /// The `raftlock` binary.
+    pub raftlock_bin: PathBuf,
+    /// Runs go to `<store>/<workload>-<time>-s<seed>/`.
+    pub store: PathBuf,
+    /// Client knobs.
+    pub settings: Settings,
+    /// Fault pacing.
+    pub pacing: Pacing,
+    /// Cluster timing.
+    pub timing: ClusterTiming,
+    /// Linearizability search budget.
+    pub linear: LinearConfig,
+}
+
+impl TestOptions {
+    /// Defaults for `workload`: 3 nodes, 10 clients, 60 s, seed 0, no
+    /// faults, the binary next to this one, runs under `jepsen/store`.
+    pub fn new(workload: Workload) -> TestOptions {
+        TestOptions {
+            workload,
+            faults: Vec::new(),
+            time_limit: Duration::from_secs(60),
+            concurrency: 10,
+            seed: 0,
+            nodes: 3,
+            raftlock_bin: crate::control::default_raftlock_bin(),
+            store: crate::control::setup::workspace_root().join("jepsen/store"),
+            settings: Settings {
+                sessions: workload != Workload::Register,
+                ..Settings::default()
+            },
+            pacing: Pacing::default(),
+            timing: ClusterTiming::default(),
+            linear: LinearConfig::default(),
+        }
+    }
+
+    /// The command line that replays this run.
+    pub fn replay_command(&self) -> String {
+        let nemesis = if self.faults.is_empty() {
+            "none".to_string()
+        } else {
+            self.faults
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        format!(
+            "raftlock-jepsen test --workload {} --nemesis {nemesis} --time-limit {} \
+             --concurrency {} --nodes {} --seed {}",
+            workload_name(self.workload),
+            self.time_limit.as_secs(),
+            self.concurrency,
+            self.nodes,
+            self.seed
+        )
+    }
+}
+
+/// The name of a workload on the command line.
+pub fn workload_name(w: Workload) -> &'static str {
+    match w {
+        Workload::Register => "register",
+        Workload::Mutex => "mutex",
+        Workload::Fenced => "fenced",
+    }
+}
+
+/// What a run found.
+#[derive(Debug, Clone)]
+pub struct TestOutcome {
+    /// The run's directory (report, history, node logs).
+    pub dir: PathBuf,
+    /// Every checker valid → valid.
+    pub verdict: Verdict,
+    /// Each checker's result, the recovery check last.
+    pub results: Vec<CheckResult>,
+    /// Client operations in the history.
+    pub operations: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// The one-screen summary.
+    pub summary: String,
+}
+
+/// Runs one test.
+pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
+    anyhow::ensure!(opts.nodes >= 1, "--nodes must be at least 1");
+    anyhow::ensure!(opts.concurrency >= 1, "--concurrency must be at least 1");
+    let dir = run_dir(&opts.store, opts.workload, opts.seed)?;
+    let cluster = Arc::new(
+        Cluster::start(&ClusterOptions {
+            nodes: opts.nodes,
+            bin: opts.raftlock_bin.clone(),
+            log_dir: dir.clone(),
+            timing: opts.timing.clone(),
+        })
+        .await?,
+    );
+    if let Err(problem) = cluster.wait_healthy(Duration::from_secs(60)).await {
+        cluster.shutdown().await;
+        let tails: String = cluster
+            .ids
+            .iter()
+            .map(|&id| format!("\n--- node-{id}.log (tail)\n{}", log_tail(&dir, id, 15)))
+            .collect();
+        anyhow::bail!("the cluster did not become healthy: {problem}{tails}");
+    }
+
+    let log = Arc::new(RunLog::new());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let ctx = Arc::new(Ctx::new(
+        Arc::clone(&log),
+        cluster.api.clone(),
+        cluster.ids.clone(),
+        opts.settings.clone(),
+        opts.concurrency,
+        stop_rx.clone(),
+    ));
+    let clients = spawn_clients(opts.workload, &ctx, opts.seed);
+    let steps = nemesis::schedule(&opts.faults, opts.seed, &opts.pacing, opts.time_limit);
+    let nemesis_task = tokio::spawn(nemesis::run(
+        Arc::clone(&cluster),
+        Arc::clone(&ctx),
+        steps,
+        stop_rx,
+    ));
+
+    tokio::time::sleep(opts.time_limit).await;
+    stop_tx.send_replace(true);
+    let injected = nemesis_task.await.unwrap_or(0);
+    // Belt and braces: the nemesis healed, unless its task failed.
+    nemesis::heal(&cluster, &ctx).await;
+    let healed = std::time::Instant::now();
+    let deadline = tokio::time::Instant::now() + WIND_DOWN;
+    for mut client in clients {
+        if tokio::time::timeout_at(deadline, &mut client)
+            .await
+            .is_err()
+        {
+            client.abort();
+        }
+    }
+
+    let recovery = quiet::phase(&cluster, &ctx, opts.workload, healed).await;
+    cluster.shutdown().await;
+
+    let history = log.history().context("building the history")?;
+    let mut results = check_history(
+        &history,
+        &CheckOptions {
+            workload: Some(opts.workload),
+            linear: opts.linear.clone(),
+        },
+    )
+    .context("the recorded history is malformed (a harness bug)")?;
+    results.push(recovery);
+    let files = write_run_report(&dir, &history, &results).context("writing the report")?;
+    link_latest(&opts.store, &dir);
+
+    let ops = history.operations().context("pairing operations")?;
+    let run = RunResults::new(&history, &ops, &results);
+    let starts = cluster.starts().await;
+    let restarts: u32 = starts.values().map(|s| s.saturating_sub(1)).sum();
+    let summary = format!(
+        "raftlock-jepsen test: workload {}, {} nodes, {} clients, {} s, seed {}\n\
+         nemesis: {}\n\
+         replay: {}\n\
+         processes: {}, faults injected: {injected}, node restarts: {restarts}\n\
+         {}report: {}\n",
+        workload_name(opts.workload),
+        opts.nodes,
+        opts.concurrency,
+        opts.time_limit.as_secs(),
+        opts.seed,
+        if opts.faults.is_empty() {
+            "none".to_string()
+        } else {
+            opts.faults
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        opts.replay_command(),
+        ctx.pids_used(),
+        run.summary(),
+        files.timeline.display()
+    );
+    Ok(TestOutcome {
+        dir,
+        verdict: overall(&results),
+        results,
+        operations: ops.len(),
+        faults: injected,
+        summary,
+    })
+}
+
+/// A fresh directory `<store>/<workload>-<UTC time>-s<seed>[-n]`.
+fn run_dir(store: &Path, workload: Workload, seed: u64) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(store).with_context(|| format!("creating {}", store.display()))?;
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let base = format!("{}-{}-s{seed}", workload_name(workload), utc_stamp(secs));
+    for n in 0..1000 {
+        let name = if n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let dir = store.join(name);
+        if std::fs::create_dir(&dir).is_ok() {
+            return Ok(dir);
+        }
+    }
+    anyhow::bail!("could not create a run directory under {}", store.display())
+}
+
+/// `store/latest` → the newest run (best effort, like Jepsen's).
+fn link_latest(store: &Path, dir: &Path) {
+    let latest = store.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    if let Some(name) = dir.file_name() {
+        let _ = std::os::unix::fs::symlink(name, &latest);
+    }
+}
+
+/// `YYYYMMDDTHHMMSS` in UTC for seconds since the epoch.
+fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101T000000");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000");
+        assert_eq!(utc_stamp(1_735_689_599), "20241231T235959");
+    }
+
+    #[test]
+    fn replay_names_everything() {
+        let mut o = TestOptions::new(Workload::Fenced);
+        o.faults = Fault::parse_list("kill").unwrap_or_default();
+        o.seed = 7;
+        let cmd = o.replay_command();
+        assert!(cmd.contains("--workload fenced"), "{cmd}");
+        assert!(cmd.contains("--nemesis kill,kill-leader"), "{cmd}");
+        assert!(cmd.contains("--seed 7"), "{cmd}");
+    }
+}

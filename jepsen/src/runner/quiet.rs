@@ -1,0 +1,139 @@
+//! The quiet phase after the faults: the cluster must recover on its own.
+//!
+//! Every fault is healed first; then every member must answer
+//! `/v1/health` and agree on a leader, the final reads must succeed
+//! (`register`: every key used, linearizably; `fenced`: the counter), and
+//! for the lock workloads the lock must come free once every session is
+//! closed or expired. No member may have exited on its own during the
+//! run. The outcome is a `recovery` checker result in the report.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::api::Reply;
+use crate::checker::{CheckResult, Verdict, Workload};
+use crate::control::Cluster;
+use crate::history::{Value, F};
+use crate::runlog::Call;
+use crate::workload::register::{self, Outcome};
+use crate::workload::Ctx;
+
+/// How long the healed cluster gets to become healthy.
+const RECOVERY: Duration = Duration::from_secs(45);
+/// How long the lock gets to come free after the clients are done.
+const LOCK_FREE: Duration = Duration::from_secs(15);
+/// Attempts per final read.
+const READ_ATTEMPTS: usize = 20;
+
+/// Runs the quiet phase (everything was healed at `healed`) and judges it.
+pub async fn phase(
+    cluster: &Cluster,
+    ctx: &Ctx,
+    workload: Workload,
+    healed: Instant,
+) -> CheckResult {
+    let mut notes = Vec::new();
+    let mut problems = Vec::new();
+    match cluster.wait_healthy(RECOVERY).await {
+        Ok(leader) => notes.push(format!(
+            "{} nodes healthy {:.1} s after healing, leader n{leader}",
+            cluster.ids.len(),
+            healed.elapsed().as_secs_f64()
+        )),
+        Err(p) => problems.push(format!(
+            "not recovered {} s after healing: {p}",
+            RECOVERY.as_secs()
+        )),
+    }
+    match workload {
+        Workload::Register => {
+            let keys = ctx.keys.used();
+            let mut ok = 0;
+            for key in &keys {
+                if final_read(cluster, ctx, key).await {
+                    ok += 1;
+                } else {
+                    problems.push(format!("final read of {key} failed {READ_ATTEMPTS} times"));
+                }
+            }
+            notes.push(format!("final reads {ok}/{}", keys.len()));
+        }
+        Workload::Fenced | Workload::Mutex => {
+            if workload == Workload::Fenced {
+                let call = Call {
+                    pid: ctx.next_pid(),
+                    f: F::Read,
+                    key: ctx.settings.counter.clone(),
+                    value: Value::Nil,
+                    token: None,
+                };
+                ctx.log.invoke(&call);
+                let value = ctx.store.value();
+                ctx.log.ok(&call, value);
+                notes.push(format!("final counter {value}"));
+            }
+            match lock_comes_free(cluster, ctx).await {
+                Ok(()) => notes.push("lock free at the end".into()),
+                Err(p) => problems.push(p),
+            }
+        }
+    }
+    for (id, crash) in cluster.crashed().await {
+        problems.push(format!("node {id} exited on its own: {crash}"));
+    }
+    let verdict = if problems.is_empty() {
+        Verdict::Valid
+    } else {
+        Verdict::Invalid
+    };
+    let mut summary = notes.join("; ");
+    if !problems.is_empty() {
+        summary = format!("{} problem(s); {summary}", problems.len());
+    }
+    CheckResult {
+        checker: "recovery".into(),
+        verdict,
+        summary,
+        explanation: (!problems.is_empty()).then(|| problems.join("\n")),
+        highlight: Vec::new(),
+        details: json!({ "notes": notes, "problems": problems }),
+    }
+}
+
+/// A recorded linearizable read of `key`, retried on other nodes (each
+/// attempt by a fresh process) until one is ok.
+async fn final_read(cluster: &Cluster, ctx: &Ctx, key: &str) -> bool {
+    for attempt in 0..READ_ATTEMPTS {
+        let node = cluster.ids[attempt % cluster.ids.len()];
+        if register::read(ctx, ctx.next_pid(), node, key).await == Outcome::Ok {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+/// Waits until the lock has neither holder nor waiters.
+async fn lock_comes_free(cluster: &Cluster, ctx: &Ctx) -> Result<(), String> {
+    let deadline = Instant::now() + LOCK_FREE;
+    let mut last = String::from("no answer");
+    let mut attempt = 0;
+    while Instant::now() < deadline {
+        let node = cluster.ids[attempt % cluster.ids.len()];
+        attempt += 1;
+        match ctx.api.lock_state(node, &ctx.settings.lock).await {
+            Reply::Ok((None, 0)) => return Ok(()),
+            Reply::Ok((holder, waiters)) => {
+                last = format!("holder {holder:?}, {waiters} waiter(s)");
+            }
+            Reply::Fail(e) | Reply::Info(e) => last = e.text(),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(format!(
+        "lock {} not free {} s after every session ended: {last}",
+        ctx.settings.lock,
+        LOCK_FREE.as_secs()
+    ))
+}

@@ -1,0 +1,155 @@
+//! End to end: real `raftlock` processes, real faults, real verdicts.
+//!
+//! These tests need the binaries built first, so they are `#[ignore]`d
+//! for a plain `cargo test --workspace` and run by `jepsen/ci.sh`, which
+//! builds them and then runs
+//! `cargo test -p raftlock-jepsen --test cluster -- --ignored --test-threads=1`.
+//! A missing binary is a failure, not a skip.
+//!
+//! - each workload under mixed faults for ~15 s must be valid;
+//! - the injected-bug build (linearizable reads without a read index,
+//!   `target/injected/debug/raftlock`) must be caught by the register
+//!   workload with the leader-isolating partition, within 2 × 20 s.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use raftlock_jepsen::control::default_raftlock_bin;
+use raftlock_jepsen::control::setup::workspace_root;
+use raftlock_jepsen::nemesis::Fault;
+use raftlock_jepsen::runner::{self, TestOptions, TestOutcome};
+use raftlock_jepsen::{Verdict, Workload};
+
+/// One cluster at a time: the machine has two cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn store() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jepsen-store")
+}
+
+fn binary(path: PathBuf, build: &str) -> PathBuf {
+    assert!(
+        path.is_file(),
+        "{} is missing: build it first with `{build}` (jepsen/ci.sh does)",
+        path.display()
+    );
+    path
+}
+
+fn run(workload: Workload, nemesis: &str, seed: u64) -> TestOutcome {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut opts = TestOptions::new(workload);
+    opts.raftlock_bin = binary(default_raftlock_bin(), "cargo build -p raftlock-cli");
+    opts.faults = Fault::parse_list(nemesis).unwrap();
+    opts.time_limit = Duration::from_secs(15);
+    opts.concurrency = 8;
+    opts.seed = seed;
+    opts.store = store();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome = runtime
+        .block_on(runner::run(&opts))
+        .unwrap_or_else(|e| panic!("{} failed to run: {e:#}", opts.replay_command()));
+    println!("{}", outcome.summary);
+    outcome
+}
+
+fn assert_valid(outcome: &TestOutcome) {
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Valid,
+        "expected a valid run:\n{}",
+        outcome.summary
+    );
+    assert!(outcome.operations > 50, "too few ops:\n{}", outcome.summary);
+    assert!(
+        outcome.faults >= 1,
+        "no fault injected:\n{}",
+        outcome.summary
+    );
+}
+
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn mutex_under_mixed_faults_is_valid() {
+    assert_valid(&run(
+        Workload::Mutex,
+        "partition,kill,pause,client-pause",
+        11,
+    ));
+}
+
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn fenced_under_mixed_faults_is_valid() {
+    let outcome = run(Workload::Fenced, "client-pause,partition,kill,pause", 12);
+    assert_valid(&outcome);
+    assert!(outcome.summary.contains("fenced"), "{}", outcome.summary);
+}
+
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn register_under_mixed_faults_is_valid() {
+    assert_valid(&run(Workload::Register, "partition,kill,pause,delay", 13));
+}
+
+/// Through the CLI, so its exit code is checked too: 1 = invalid.
+#[test]
+#[ignore = "needs target/injected/debug/raftlock: run jepsen/ci.sh"]
+fn stale_reads_of_the_injected_build_are_caught() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let injected = std::env::var_os("RAFTLOCK_INJECTED_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/injected/debug/raftlock"));
+    let injected = binary(
+        injected,
+        "cargo build -p raftlock-cli --features raftlock-node/inject-stale-reads \
+         --target-dir target/injected",
+    );
+    let mut outputs = Vec::new();
+    // Two bounded tries (each 20 s of faults); one must find the bug.
+    for seed in [21, 22] {
+        let out = Command::new(env!("CARGO_BIN_EXE_raftlock-jepsen"))
+            .args([
+                "test",
+                "--workload",
+                "register",
+                "--nemesis",
+                "partition-leader",
+            ])
+            .args(["--time-limit", "20", "--concurrency", "10"])
+            .args(["--seed", &seed.to_string()])
+            .arg("--raftlock-bin")
+            .arg(&injected)
+            .arg("--store")
+            .arg(store())
+            .output()
+            .expect("run raftlock-jepsen");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        println!("{stdout}");
+        match out.status.code() {
+            Some(1) => {
+                assert!(stdout.contains("verdict: INVALID"), "{stdout}");
+                assert!(
+                    stdout.contains("linearizable(register)   INVALID"),
+                    "the linearizability checker should be the one to object:\n{stdout}"
+                );
+                return;
+            }
+            Some(0) | Some(3) => outputs.push(stdout),
+            other => panic!(
+                "raftlock-jepsen failed ({other:?}):\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+    panic!(
+        "the injected stale-read bug was not caught in two runs:\n{}",
+        outputs.join("\n")
+    );
+}
