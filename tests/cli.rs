@@ -235,3 +235,79 @@ fn nix_kill(pid: u32, signal: &str) -> std::io::Result<std::process::ExitStatus>
         .args([&format!("-{signal}"), &pid.to_string()])
         .status()
 }
+
+/// Waits until `path` exists (the locked command's "I am running" flag).
+async fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_forwards_signals_and_releases_on_the_way_out() {
+    let cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let flag = cluster.dir.path().join("running");
+    let script = format!(
+        "trap 'exit 42' TERM; touch {}; while true; do sleep 0.05; done",
+        flag.display()
+    );
+    let mut child = raftlock(&cluster, &["lock", "sig", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn");
+    wait_for_file(&flag).await;
+    nix_kill(child.id(), "TERM").expect("kill");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(42), "the command's own exit code");
+    let after = run(&mut raftlock(
+        &cluster,
+        &["lock", "sig", "--wait", "0", "--", "true"],
+    ));
+    assert!(
+        after.status.success(),
+        "released after the signal: {after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_stops_the_command_when_the_session_is_lost() {
+    let mut cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let flag = cluster.dir.path().join("running");
+    let script = format!("touch {}; sleep 60", flag.display());
+    let child = raftlock(
+        &cluster,
+        &[
+            "lock", "lost", "--ttl", "2s", "--grace", "1s", "--", "sh", "-c", &script,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    wait_for_file(&flag).await;
+    // The whole cluster dies: keepalives fail, the lock can no longer be
+    // trusted, and the command must be stopped before the TTL runs out.
+    let stopped_at = Instant::now();
+    for id in 1..=3 {
+        cluster.kill9(id);
+    }
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("join")
+        .expect("wait");
+    let took = stopped_at.elapsed();
+    assert_eq!(output.status.code(), Some(74), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("lost"),
+        "{output:?}"
+    );
+    // lost() fires by last keepalive + ttl − margin; plus the 1 s grace.
+    assert!(took < Duration::from_secs(4), "stopped after {took:?}");
+}

@@ -6,6 +6,12 @@
 //! path. If the session is lost (keepalives failing for long enough that
 //! the cluster may grant the lock to someone else) the command is stopped:
 //! SIGTERM, then SIGKILL after a grace period.
+//!
+//! The command runs in its own process group and signals go to the whole
+//! group, so a shell script's children stop with it (a `sleep` left behind
+//! would go on working without the lock). The price: a command that reads
+//! the terminal interactively is not supported (it is not in the
+//! terminal's foreground group).
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -129,12 +135,14 @@ async fn run_command(args: &LockArgs, session: &Session, token: u64) -> anyhow::
         .env("RAFTLOCK_LOCK", &args.name)
         .env("RAFTLOCK_SESSION_ID", session.id().to_string())
         .stdin(Stdio::inherit())
+        .process_group(0)
         .spawn()
         .with_context(|| format!("cannot start {program:?}"))?;
-    let pid = child.id().map(|p| Pid::from_raw(p as i32));
+    // The child leads its own process group: a negative pid signals it all.
+    let group = child.id().map(|p| Pid::from_raw(-(p as i32)));
     let forward = |sig: Signal| {
-        if let Some(pid) = pid {
-            let _ = kill(pid, sig);
+        if let Some(group) = group {
+            let _ = kill(group, sig);
         }
     };
     let mut term = signal(SignalKind::terminate())?;
@@ -152,7 +160,8 @@ async fn run_command(args: &LockArgs, session: &Session, token: u64) -> anyhow::
                 eprintln!("raftlock: lock {:?} lost ({reason:?}); stopping the command", args.name);
                 forward(Signal::SIGTERM);
                 if tokio::time::timeout(args.grace, child.wait()).await.is_err() {
-                    let _ = child.kill().await;
+                    forward(Signal::SIGKILL);
+                    let _ = child.wait().await;
                 }
                 return Ok(EXIT_LOCK_LOST);
             }
