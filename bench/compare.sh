@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: raftlock vs etcd 3.4 vs ZooKeeper 3.8, each a
+# three-member cluster on 127.0.0.1 with default durability (fsync on),
+# the same workloads and client code for all three (crates/raftlock-bench).
+# Writes docs/benchmarks.md (the generated section), docs/bench/*.png and
+# docs/bench/results.json. Not part of CI.
+#
+#   bench/compare.sh                 # default run, about ten minutes
+#   bench/compare.sh --long          # 100,000 sessions, 1,000,000-node restart, longer phases
+#   bench/compare.sh --skip-install  # etcd and ZooKeeper already installed
+#   bench/compare.sh -- --systems raftlock --workloads uncontended   # extra flags for raftlock-bench
+#   KEEP_SCRATCH=1 bench/compare.sh  # keep the clusters' data and logs
+#
+# Needs root for apt-get (installs etcd-server, etcd-client, zookeeper).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+COMMAND="bench/compare.sh${*:+ $*}"
+
+INSTALL=1
+LONG=0
+EXTRA=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --skip-install) INSTALL=0 ;;
+        --long) LONG=1 ;;
+        --) shift; EXTRA+=("$@"); break ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "compare.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+say() { printf '\n== %s\n' "$*" >&2; }
+
+if [ "$INSTALL" = 1 ]; then
+    if ! command -v etcd >/dev/null || ! [ -f /usr/share/java/zookeeper.jar ]; then
+        say "installing etcd 3.4 and ZooKeeper 3.8 from Debian packages"
+        apt-get update
+        DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server etcd-client zookeeper
+    fi
+fi
+command -v etcd >/dev/null || { echo "compare.sh: etcd not found (drop --skip-install)" >&2; exit 1; }
+[ -f /usr/share/java/zookeeper.jar ] || { echo "compare.sh: ZooKeeper not found (drop --skip-install)" >&2; exit 1; }
+command -v java >/dev/null || { echo "compare.sh: java not found" >&2; exit 1; }
+
+say "building raftlock and the load generator (release)"
+cargo build --release -p raftlock-cli -p raftlock-bench
+
+say "machine"
+echo "nproc: $(nproc)" >&2
+grep -m1 'model name' /proc/cpuinfo >&2 || true
+echo "load: $(cat /proc/loadavg)" >&2
+
+# 10,000 ZooKeeper sessions are 10,000 sockets (the bench raises its soft
+# limit to the hard one; servers inherit it).
+ulimit -n 1048576 2>/dev/null || ulimit -n 65536 2>/dev/null || true
+
+SCRATCH=$(mktemp -d /tmp/raftlock-bench.XXXXXX)
+PIDFILE="$SCRATCH/pids"
+BENCH_PID=""
+
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    if [ -n "$BENCH_PID" ] && kill -0 "$BENCH_PID" 2>/dev/null; then
+        kill -TERM "$BENCH_PID" 2>/dev/null || true
+        for _ in $(seq 1 30); do kill -0 "$BENCH_PID" 2>/dev/null || break; sleep 1; done
+        kill -KILL "$BENCH_PID" 2>/dev/null || true
+    fi
+    # Every server the bench started, if still running (pids checked
+    # against their command line, so a reused pid is left alone).
+    if [ -f "$PIDFILE" ]; then
+        while read -r pid _; do
+            if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$SCRATCH"; then
+                kill -KILL "$pid" 2>/dev/null || true
+            fi
+        done <"$PIDFILE"
+    fi
+    if [ "${KEEP_SCRATCH:-0}" = 1 ]; then
+        echo "compare.sh: data and logs kept in $SCRATCH" >&2
+    else
+        rm -rf "$SCRATCH"
+    fi
+    exit "$status"
+}
+trap cleanup EXIT INT TERM
+
+ARGS=(
+    compare
+    --raftlock-bin "$ROOT/target/release/raftlock"
+    --etcd-bin "$(command -v etcd)"
+    --java "$(command -v java)"
+    --zk-classpath "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+    --scratch "$SCRATCH"
+    --pidfile "$PIDFILE"
+    --out-dir "$ROOT/docs/bench"
+    --doc "$ROOT/docs/benchmarks.md"
+    --record-command "$COMMAND"
+)
+if [ "$LONG" = 1 ]; then
+    ARGS+=(
+        --uncontended-secs 15 --contended-secs 20
+        --failover-secs 30 --failover-kill-at-secs 10
+        --sessions 10000,100000 --sessions-window-secs 30
+        --herd-rounds 50 --restart-nodes 1000000
+    )
+fi
+ARGS+=("${EXTRA[@]}")
+
+say "running: raftlock-bench ${ARGS[*]}"
+"$ROOT/target/release/raftlock-bench" "${ARGS[@]}" >"$SCRATCH/report.md" &
+BENCH_PID=$!
+wait "$BENCH_PID"
+BENCH_PID=""
+cat "$SCRATCH/report.md"
+say "wrote docs/benchmarks.md, docs/bench/results.json and docs/bench/*.png"

@@ -1,0 +1,253 @@
+//! The whole comparison: for each system, fresh clusters for each group
+//! of workloads (latency, sessions, failover, restart), the same workload
+//! code through that system's backend; results saved after every system.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::etcd::Etcd;
+use crate::backend::raftlock::Raftlock;
+use crate::backend::zookeeper::Zookeeper;
+use crate::backend::Backend;
+use crate::cluster::{Cluster, System, Tools};
+use crate::progress::say;
+use crate::report::{self, Report, SystemReport};
+use crate::workload::{contended, failover, herd, restart, sessions, uncontended, Params};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+pub enum Workload {
+    Uncontended,
+    Contended,
+    Herd,
+    Sessions,
+    Failover,
+    Restart,
+}
+
+/// ZooKeeper sessions are TCP connections: above this many, one client
+/// machine runs out of ephemeral ports towards three servers.
+const ZK_MAX_SESSIONS: usize = 20_000;
+/// Unrecorded load on every fresh cluster.
+const WARM_UP_CLIENTS: usize = 8;
+const WARM_UP_SECS: f64 = 3.0;
+
+pub struct Run {
+    pub tools: Tools,
+    pub params: Params,
+    pub systems: Vec<System>,
+    pub workloads: Vec<Workload>,
+    pub scratch: PathBuf,
+    pub pidfile: PathBuf,
+    pub out_dir: PathBuf,
+    pub command: String,
+    pub keep_data: bool,
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+pub async fn compare(run: Run) -> anyhow::Result<Report> {
+    std::fs::create_dir_all(&run.scratch)?;
+    let mut report = Report {
+        started_unix: now_unix(),
+        finished_unix: 0,
+        command: run.command.clone(),
+        machine: crate::machine::describe(&run.scratch),
+        params: run.params.clone(),
+        systems: Vec::new(),
+    };
+    say(format!(
+        "machine: {} cores, {}; fsync p50 {:.2} ms",
+        report.machine.nproc, report.machine.cpu_model, report.machine.fsync_p50_ms
+    ));
+    for &system in &run.systems {
+        say(format!("== {}", system.name()));
+        let sr = match system {
+            System::Raftlock => run_system(system, Raftlock::new, &run).await,
+            System::Etcd => run_system(system, Etcd::new, &run).await,
+            System::Zookeeper => run_system(system, |a| Ok(Zookeeper::new(a)), &run).await,
+        };
+        report.systems.push(sr);
+        report.finished_unix = now_unix();
+        report.machine.loadavg_end = crate::procfs::loadavg1();
+        report::save_json(&report, &run.out_dir)?;
+    }
+    Ok(report)
+}
+
+async fn run_system<B: Backend>(
+    system: System,
+    make: impl Fn(&[String]) -> anyhow::Result<B>,
+    run: &Run,
+) -> SystemReport {
+    let mut sr = SystemReport {
+        system: system.name().to_string(),
+        ..Default::default()
+    };
+    let wants = |w: Workload| run.workloads.contains(&w);
+    let p = &run.params;
+
+    if wants(Workload::Uncontended) || wants(Workload::Contended) || wants(Workload::Herd) {
+        if let Some((mut cluster, b)) = start(system, "latency", &make, run, &mut sr).await {
+            latency_group(&b, &cluster, run, &mut sr).await;
+            finish(b, &mut cluster, run).await;
+        }
+    }
+    if wants(Workload::Sessions) {
+        for &n in &p.sessions {
+            if system == System::Zookeeper && n > ZK_MAX_SESSIONS {
+                sr.notes.push(format!(
+                    "sessions {n}: skipped; a ZooKeeper session is a TCP connection and one \
+                     load generator on 127.0.0.1 has ~28k ephemeral ports per server"
+                ));
+                continue;
+            }
+            if let Some((mut cluster, b)) =
+                start(system, &format!("sessions-{n}"), &make, run, &mut sr).await
+            {
+                match sessions::run(&b, &cluster, n, p.sessions_window_secs, p.setup_concurrency)
+                    .await
+                {
+                    Ok(x) => sr.sessions.push(x),
+                    Err(e) => sr.notes.push(format!("sessions {n}: {e:#}")),
+                }
+                finish(b, &mut cluster, run).await;
+            }
+        }
+    }
+    if wants(Workload::Failover) {
+        if let Some((mut cluster, b)) = start(system, "failover", &make, run, &mut sr).await {
+            match failover::run(
+                &b,
+                &mut cluster,
+                p.contended_clients,
+                p.failover_secs,
+                p.failover_kill_at_secs,
+            )
+            .await
+            {
+                Ok(x) => sr.failover = Some(x),
+                Err(e) => sr.notes.push(format!("failover: {e:#}")),
+            }
+            finish(b, &mut cluster, run).await;
+        }
+    }
+    if wants(Workload::Restart) {
+        if let Some((mut cluster, b)) = start(system, "restart", &make, run, &mut sr).await {
+            match restart::run(&b, &mut cluster, p.restart_nodes).await {
+                Ok(x) => sr.restart = Some(x),
+                Err(e) => sr.notes.push(format!("restart: {e:#}")),
+            }
+            finish(b, &mut cluster, run).await;
+        }
+    }
+    sr
+}
+
+async fn latency_group<B: Backend>(b: &B, cluster: &Cluster, run: &Run, sr: &mut SystemReport) {
+    let p = &run.params;
+    let wants = |w: Workload| run.workloads.contains(&w);
+    let pids = cluster.pids();
+    let members = cluster.members.len();
+    if wants(Workload::Uncontended) {
+        for &c in &p.clients {
+            let leader = match cluster.leader().await {
+                Ok(l) => l,
+                Err(e) => {
+                    sr.notes.push(format!("uncontended {c}: {e:#}"));
+                    continue;
+                }
+            };
+            match uncontended::run(b, &pids, leader, members, c, p.uncontended_secs).await {
+                Ok(x) => sr.uncontended.push(x),
+                Err(e) => sr.notes.push(format!("uncontended {c}: {e:#}")),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    if wants(Workload::Contended) {
+        match contended::run(b, &pids, members, p.contended_clients, p.contended_secs).await {
+            Ok(x) => sr.contended = Some(x),
+            Err(e) => sr.notes.push(format!("contended: {e:#}")),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    if wants(Workload::Herd) {
+        for &w in &p.herd_waiters {
+            match herd::run(b, &pids, members, w, p.herd_rounds).await {
+                Ok(x) => sr.herd.push(x),
+                Err(e) => sr.notes.push(format!("herd {w}: {e:#}")),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+async fn start<B: Backend>(
+    system: System,
+    phase: &str,
+    make: &impl Fn(&[String]) -> anyhow::Result<B>,
+    run: &Run,
+    sr: &mut SystemReport,
+) -> Option<(Cluster, B)> {
+    let dir = run.scratch.join(format!("{}-{phase}", system.name()));
+    let _ = std::fs::remove_dir_all(&dir);
+    say(format!(
+        "  starting a {} cluster for {phase} in {}",
+        system.name(),
+        dir.display()
+    ));
+    let cluster = match Cluster::start(system, &run.tools, &dir, &run.pidfile).await {
+        Ok(c) => c,
+        Err(e) => {
+            sr.notes
+                .push(format!("{phase}: cluster did not start: {e:#}"));
+            return None;
+        }
+    };
+    if sr.version.is_empty() {
+        sr.version = cluster.version().await;
+    }
+    match make(&cluster.addrs()) {
+        Ok(b) => {
+            warm_up(&b, &cluster).await;
+            Some((cluster, b))
+        }
+        Err(e) => {
+            sr.notes.push(format!("{phase}: client: {e:#}"));
+            let mut cluster = cluster;
+            cluster.stop().await;
+            None
+        }
+    }
+}
+
+/// A fresh cluster serves a few seconds of unrecorded load first: the
+/// JVM's JIT (ZooKeeper) and every system's caches and connections warm
+/// up, as they would be in a cluster that has been running.
+async fn warm_up<B: Backend>(b: &B, cluster: &Cluster) {
+    let Ok(leader) = cluster.leader().await else {
+        return;
+    };
+    let pids = cluster.pids();
+    let members = cluster.members.len();
+    let _ = uncontended::run(b, &pids, leader, members, WARM_UP_CLIENTS, WARM_UP_SECS).await;
+}
+
+/// Drops the clients first (a ZooKeeper client whose server went away
+/// would keep reconnecting), then stops the cluster.
+async fn finish<B: Backend>(b: B, cluster: &mut Cluster, run: &Run) {
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    cluster.stop().await;
+    if !run.keep_data {
+        let _ = std::fs::remove_dir_all(&cluster.dir);
+    }
+    // Let the machine settle between phases.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+}

@@ -1,0 +1,218 @@
+//! `raftlock-bench`: the same lock workloads against raftlock, etcd 3.4
+//! and ZooKeeper 3.8, each a three-member cluster on 127.0.0.1 started by
+//! this program. See docs/benchmarks.md and bench/compare.sh.
+
+mod backend;
+mod cluster;
+mod compare;
+mod machine;
+mod procfs;
+mod progress;
+mod report;
+mod stats;
+mod workload;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::cluster::{System, Tools};
+use crate::compare::{Run, Workload};
+use crate::workload::Params;
+
+#[derive(Parser)]
+#[command(
+    name = "raftlock-bench",
+    version,
+    about = "Lock-service benchmark: raftlock vs etcd 3.4 vs ZooKeeper 3.8, three members each on 127.0.0.1"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start each system, run the workloads, write results.json, plots and
+    /// the Markdown section of the report.
+    Compare(Box<CompareArgs>),
+    /// Redraw plots and the Markdown section from a results.json.
+    Report(ReportArgs),
+    /// Describe this machine (cores, CPU, fsync latency) as JSON.
+    Machine {
+        /// Where to measure fsync.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// The raftlock binary (release build).
+    #[arg(long, default_value = "target/release/raftlock")]
+    raftlock_bin: PathBuf,
+    /// Extra line for the `[cluster]` section of raftlock's generated
+    /// config, e.g. `election_timeout_min_ms = 120` (repeatable; to try a
+    /// tuning; the report records the command line).
+    #[arg(long = "raftlock-option", value_name = "KEY = VALUE")]
+    raftlock_options: Vec<String>,
+    #[arg(long, default_value = "etcd")]
+    etcd_bin: PathBuf,
+    #[arg(long, default_value = "java")]
+    java: PathBuf,
+    /// ZooKeeper's classpath (Debian's zkEnv.sh value).
+    #[arg(
+        long,
+        default_value = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+    )]
+    zk_classpath: String,
+    #[arg(long, value_delimiter = ',', default_value = "raftlock,etcd,zookeeper")]
+    systems: Vec<System>,
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "uncontended,contended,herd,sessions,failover,restart"
+    )]
+    workloads: Vec<Workload>,
+    /// Scratch directory for the clusters' data and logs (default: a new
+    /// directory under /tmp).
+    #[arg(long)]
+    scratch: Option<PathBuf>,
+    /// Where results.json and the plots go.
+    #[arg(long, default_value = "docs/bench")]
+    out_dir: PathBuf,
+    /// Markdown document whose generated section is (re)written.
+    #[arg(long)]
+    doc: Option<PathBuf>,
+    /// File that gets one "PID DIR" line per server process started.
+    #[arg(long)]
+    pidfile: Option<PathBuf>,
+    /// The command line to record in the report (the calling script's).
+    #[arg(long)]
+    record_command: Option<String>,
+    /// Keep the clusters' data directories.
+    #[arg(long)]
+    keep_data: bool,
+    #[command(flatten)]
+    params: Params,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    #[arg(long, default_value = "docs/bench/results.json")]
+    json: PathBuf,
+    #[arg(long, default_value = "docs/bench")]
+    out_dir: PathBuf,
+    #[arg(long)]
+    doc: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    raise_fd_limit();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("raftlock-bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        tokio::select! {
+            r = run(cli) => r,
+            _ = interrupted() => Err(anyhow::anyhow!("interrupted; stopping every server started")),
+        }
+    });
+    // Dropping the runtime drops the clusters (kill_on_drop) if interrupted.
+    drop(rt);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("raftlock-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Compare(a) => {
+            let a = *a;
+            let scratch = a.scratch.unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("raftlock-bench-{}", std::process::id()))
+            });
+            std::fs::create_dir_all(&scratch)
+                .with_context(|| format!("cannot create {}", scratch.display()))?;
+            let raftlock = std::fs::canonicalize(&a.raftlock_bin).with_context(|| {
+                format!(
+                    "no raftlock binary at {} (cargo build --release -p raftlock-cli)",
+                    a.raftlock_bin.display()
+                )
+            })?;
+            let command = a
+                .record_command
+                .unwrap_or_else(|| std::env::args().collect::<Vec<_>>().join(" "));
+            let run = Run {
+                tools: Tools {
+                    raftlock,
+                    raftlock_options: a.raftlock_options,
+                    etcd: a.etcd_bin,
+                    java: a.java,
+                    zk_classpath: a.zk_classpath,
+                },
+                params: a.params,
+                systems: a.systems,
+                workloads: a.workloads,
+                pidfile: a.pidfile.unwrap_or_else(|| scratch.join("pids")),
+                scratch,
+                out_dir: a.out_dir.clone(),
+                command,
+                keep_data: a.keep_data,
+            };
+            let report = compare::compare(run).await?;
+            let section = report::render(&report, &a.out_dir, a.doc.as_deref())?;
+            println!("{section}");
+            Ok(())
+        }
+        Command::Report(a) => {
+            let report = report::load_json(&a.json)?;
+            let section = report::render(&report, &a.out_dir, a.doc.as_deref())?;
+            println!("{section}");
+            Ok(())
+        }
+        Command::Machine { dir } => {
+            let m = machine::describe(&dir);
+            println!("{}", serde_json::to_string_pretty(&m)?);
+            Ok(())
+        }
+    }
+}
+
+/// 10,000 ZooKeeper sessions are 10,000 sockets here and thousands in
+/// each server (which inherit the limit).
+fn raise_fd_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}

@@ -1,0 +1,531 @@
+//! The Markdown section: targets first, then one table per workload, the
+//! plots, the machine and the command.
+
+use std::fmt::Write;
+
+use super::plots::Plot;
+use super::{Report, SystemReport};
+
+const PEERS: [&str; 2] = ["etcd", "zookeeper"];
+
+fn ms(v: f64) -> String {
+    if !v.is_finite() {
+        "–".into()
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 0.1 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn num(v: f64) -> String {
+    if !v.is_finite() {
+        "–".into()
+    } else if v >= 100.0 {
+        int(v.round() as usize)
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A count with thousands separators.
+fn int(v: usize) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn secs(v: Option<f64>) -> String {
+    v.map_or("never".into(), |s| format!("{s:.2} s"))
+}
+
+fn bytes(v: f64) -> String {
+    if v.abs() >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", v / 1024.0 / 1024.0)
+    } else if v.abs() >= 1024.0 {
+        format!("{:.2} KiB", v / 1024.0)
+    } else {
+        format!("{v:.0} B")
+    }
+}
+
+/// UTC "YYYY-MM-DD HH:MM" from Unix seconds.
+pub fn utc(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let rem = unix % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// One row of the targets table.
+pub struct Target {
+    pub what: String,
+    pub raftlock: String,
+    pub best_peer: String,
+    pub ratio: String,
+    pub goal: String,
+    pub met: Option<bool>,
+}
+
+/// raftlock's value and the best peer's (by `better`), with the peer name.
+fn versus(
+    r: &Report,
+    value: impl Fn(&SystemReport) -> Option<f64>,
+    lower_is_better: bool,
+) -> (Option<f64>, Option<(String, f64)>) {
+    let mine = r.system("raftlock").and_then(&value);
+    let best = PEERS
+        .iter()
+        .filter_map(|p| Some((p.to_string(), value(r.system(p)?)?)))
+        .fold(None::<(String, f64)>, |acc, (p, v)| match acc {
+            Some((_, b)) if (lower_is_better && b <= v) || (!lower_is_better && b >= v) => acc,
+            _ => Some((p, v)),
+        });
+    (mine, best)
+}
+
+pub fn targets(r: &Report) -> Vec<Target> {
+    let mut out = Vec::new();
+    let mut ratio_row = |what: &str,
+                         value: &dyn Fn(&SystemReport) -> Option<f64>,
+                         lower: bool,
+                         goal: f64,
+                         fmt: &dyn Fn(f64) -> String| {
+        let (mine, best) = versus(r, value, lower);
+        let ratio = match (mine, &best) {
+            (Some(m), Some((_, b))) if *b > 0.0 => Some(m / b),
+            _ => None,
+        };
+        out.push(Target {
+            what: what.to_string(),
+            raftlock: mine.map_or("–".into(), fmt),
+            best_peer: best
+                .as_ref()
+                .map_or("–".into(), |(p, v)| format!("{} ({p})", fmt(*v))),
+            ratio: ratio.map_or("–".into(), |x| format!("{x:.2}×")),
+            goal: if lower {
+                format!("≤ {goal}×")
+            } else {
+                format!("≥ {goal}×")
+            },
+            met: ratio.map(|x| if lower { x <= goal } else { x >= goal }),
+        });
+    };
+    ratio_row(
+        "uncontended cycles/s, 64 clients",
+        &|s| {
+            Some(
+                s.uncontended
+                    .iter()
+                    .find(|u| u.clients == 64)?
+                    .cycles_per_sec,
+            )
+        },
+        false,
+        3.0,
+        &|v| format!("{}/s", num(v)),
+    );
+    ratio_row(
+        "acquire p50, 1 client",
+        &|s| {
+            Some(
+                s.uncontended
+                    .iter()
+                    .find(|u| u.clients == 1)?
+                    .acquire
+                    .p50_ms,
+            )
+        },
+        true,
+        0.5,
+        &|v| format!("{} ms", ms(v)),
+    );
+    ratio_row(
+        "contended handoff p99",
+        &|s| Some(s.contended.as_ref()?.handoff.p99_ms),
+        true,
+        0.5,
+        &|v| format!("{} ms", ms(v)),
+    );
+    // Absolute goals.
+    let gap = |s: &SystemReport| Some(s.failover.as_ref()?.largest_gap_s);
+    let (mine, best) = versus(r, gap, true);
+    out.push(Target {
+        what: "largest grant gap after leader kill -9".into(),
+        raftlock: mine.map_or("–".into(), |v| format!("{v:.2} s")),
+        best_peer: best
+            .as_ref()
+            .map_or("–".into(), |(p, v)| format!("{v:.2} s ({p})")),
+        ratio: "–".into(),
+        goal: "≤ 0.5 s".into(),
+        met: mine.map(|v| v <= 0.5),
+    });
+    let rss = |s: &SystemReport| {
+        let x = s.sessions.iter().max_by_key(|x| x.sessions)?;
+        Some(x.rss_per_session_bytes)
+    };
+    let (mine, best) = versus(r, rss, true);
+    out.push(Target {
+        what: "RSS per session holding one lock".into(),
+        raftlock: mine.map_or("–".into(), bytes),
+        best_peer: best
+            .as_ref()
+            .map_or("–".into(), |(p, v)| format!("{} ({p})", bytes(*v))),
+        ratio: "–".into(),
+        goal: "≤ 1 KiB".into(),
+        met: mine.map(|v| v <= 1024.0),
+    });
+    let herd = |s: &SystemReport, w: usize| {
+        s.herd
+            .iter()
+            .find(|h| h.waiters == w)
+            .map(|h| h.server_cpu_ms_per_release)
+    };
+    let one = r.system("raftlock").and_then(|s| herd(s, 1));
+    let many = r.system("raftlock").and_then(|s| herd(s, 1000));
+    let rounds = r.params.herd_rounds.max(1) as f64;
+    // CPU times come in 10 ms ticks per process and sample: 3 members.
+    let resolution = 30.0 / rounds;
+    let met = match (one, many) {
+        (Some(a), Some(b)) => Some(b <= a * 1.25 + resolution),
+        _ => None,
+    };
+    let peer_ratio: Vec<String> = PEERS
+        .iter()
+        .filter_map(|p| {
+            let s = r.system(p)?;
+            Some(format!(
+                "{} → {} ms ({p})",
+                ms(herd(s, 1)?),
+                ms(herd(s, 1000)?)
+            ))
+        })
+        .collect();
+    out.push(Target {
+        what: "server CPU per release, 1 → 1,000 waiters".into(),
+        raftlock: match (one, many) {
+            (Some(a), Some(b)) => format!("{} → {} ms", ms(a), ms(b)),
+            _ => "–".into(),
+        },
+        best_peer: if peer_ratio.is_empty() {
+            "–".into()
+        } else {
+            peer_ratio.join("; ")
+        },
+        ratio: match (one, many) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}×", b / a),
+            _ => "–".into(),
+        },
+        goal: format!("same (±25% or ±{} ms)", ms(resolution)),
+        met,
+    });
+    out
+}
+
+pub fn render(r: &Report, plots: &[Plot], plot_dir: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "## Results\n");
+    let _ = writeln!(
+        o,
+        "Run {} → {}, on the machine described below. Command:\n\n```sh\n{}\n```\n",
+        utc(r.started_unix),
+        utc(r.finished_unix),
+        r.command
+    );
+    let versions: Vec<String> = r
+        .systems
+        .iter()
+        .map(|s| format!("{}: {}", s.system, s.version))
+        .collect();
+    let _ = writeln!(o, "Versions: {}.\n", versions.join("; "));
+
+    let _ = writeln!(
+        o,
+        "### Against the targets (raftlock ÷ best of etcd and ZooKeeper, same run)\n"
+    );
+    let _ = writeln!(
+        o,
+        "| metric | raftlock | best peer | ratio | target | met |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
+    for t in targets(r) {
+        let met = match t.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "–",
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            t.what, t.raftlock, t.best_peer, t.ratio, t.goal, met
+        );
+    }
+
+    uncontended(&mut o, r);
+    contended(&mut o, r);
+    failover(&mut o, r);
+    sessions(&mut o, r);
+    herd(&mut o, r);
+    restart(&mut o, r);
+
+    if !plots.is_empty() {
+        let _ = writeln!(o, "\n### Plots\n");
+        for p in plots {
+            let _ = writeln!(o, "![{}]({}/{})\n", p.title, plot_dir, p.file);
+        }
+    }
+    let notes: Vec<String> = r
+        .systems
+        .iter()
+        .flat_map(|s| s.notes.iter().map(move |n| format!("- {}: {n}", s.system)))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(o, "\n### Skipped or failed\n\n{}", notes.join("\n"));
+    }
+    let m = &r.machine;
+    let _ = writeln!(
+        o,
+        "\n### Machine\n\n\
+         | | |\n|---|---|\n\
+         | cores (nproc) | {} |\n| CPU | {} |\n| memory | {:.1} GiB |\n| kernel | {} |\n\
+         | data directories | {} |\n\
+         | fsync (4 KiB append + fsync, 300×) | p50 {} ms, p99 {} ms, mean {} ms |\n\
+         | 1-min load average at start / end | {:.2} / {:.2} |\n",
+        m.nproc,
+        m.cpu_model,
+        m.mem_total_gib,
+        m.kernel,
+        m.filesystem,
+        ms(m.fsync_p50_ms),
+        ms(m.fsync_p99_ms),
+        ms(m.fsync_mean_ms),
+        m.loadavg_start,
+        m.loadavg_end
+    );
+    let _ = writeln!(
+        o,
+        "Load generator, servers and other people's work share these cores; every\n\
+         table has an *others* column: CPU used by processes that are neither the\n\
+         servers nor the load generator during that measurement (in cores).\n\
+         The raw numbers, CDF points included, are in `{plot_dir}/results.json`."
+    );
+    o
+}
+
+fn lat(s: &crate::stats::LatencySummary) -> String {
+    format!("{} / {} / {}", ms(s.p50_ms), ms(s.p99_ms), ms(s.max_ms))
+}
+
+fn uncontended(o: &mut String, r: &Report) {
+    let _ = writeln!(
+        o,
+        "\n### Uncontended: each client its own session and lock, acquire → release loop\n"
+    );
+    let _ = writeln!(o, "| system | clients | cycles/s | acquire p50 / p99 / max, ms | release p50 / p99 / max, ms | errors | others, cores |");
+    let _ = writeln!(o, "|---|---:|---:|---|---|---:|---:|");
+    for s in &r.systems {
+        for u in &s.uncontended {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {:.2} |",
+                s.system,
+                u.clients,
+                num(u.cycles_per_sec),
+                lat(&u.acquire),
+                lat(&u.release),
+                u.errors,
+                u.cpu.other_cores()
+            );
+        }
+    }
+}
+
+fn contended(o: &mut String, r: &Report) {
+    if r.systems.iter().all(|s| s.contended.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n### Contended: {} clients, one lock\n",
+        r.params.contended_clients
+    );
+    let _ = writeln!(
+        o,
+        "Handoff = the previous holder's release answered → the next holder's acquire answered \
+         (0 when the grant arrived first; *grant first* counts those).\n"
+    );
+    let _ = writeln!(o, "| system | grants/s | handoff p50 / p99 / max, ms | grant first | acquire wait p50 / p99, ms | mutual exclusion violations | token regressions | errors | others, cores |");
+    let _ = writeln!(o, "|---|---:|---|---:|---|---:|---:|---:|---:|");
+    for s in &r.systems {
+        if let Some(c) = &s.contended {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {:.0}% | {} / {} | {} | {} | {} | {:.2} |",
+                s.system,
+                num(c.grants_per_sec),
+                lat(&c.handoff),
+                100.0 * c.grant_before_release_answer as f64 / c.handoff.count.max(1) as f64,
+                ms(c.acquire.p50_ms),
+                ms(c.acquire.p99_ms),
+                c.mutual_exclusion_violations,
+                c.token_regressions,
+                c.errors,
+                c.cpu.other_cores()
+            );
+        }
+    }
+}
+
+fn failover(o: &mut String, r: &Report) {
+    if r.systems.iter().all(|s| s.failover.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n### Failover: {} contending clients, leader killed with SIGKILL at {:.0} s\n",
+        r.params.contended_clients, r.params.failover_kill_at_secs
+    );
+    let _ = writeln!(o, "| system | grants/s before | new leader seen after | first grant after kill | largest gap between grants | largest gap before kill | back to half rate | violations | errors |");
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for s in &r.systems {
+        if let Some(f) = &s.failover {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {:.2} s | {:.3} s | {} | {} | {} |",
+                s.system,
+                num(f.pre_kill_grants_per_sec),
+                secs(f.new_leader_after_s),
+                secs(f.first_grant_after_kill_s),
+                f.largest_gap_s,
+                f.largest_gap_before_kill_s,
+                secs(f.back_to_half_rate_s),
+                f.mutual_exclusion_violations,
+                f.errors
+            );
+        }
+    }
+}
+
+fn sessions(o: &mut String, r: &Report) {
+    if r.systems.iter().all(|s| s.sessions.is_empty()) {
+        return;
+    }
+    let _ = writeln!(o, "\n### Sessions: each holding one lock, kept alive\n");
+    let _ = writeln!(o, "RSS growth of each member (VmRSS after − before) ÷ sessions; keepalive CPU = all members' CPU in the window minus idle, ÷ keepalives received.\n");
+    let _ = writeln!(o, "| system | sessions | RSS/session, mean of members (max) | keepalive period | keepalives/s | server CPU per keepalive | servers' CPU in window (idle) | set-up | errors | others, cores |");
+    let _ = writeln!(o, "|---|---:|---|---:|---:|---:|---|---:|---:|---:|");
+    for s in &r.systems {
+        for x in &s.sessions {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} ({}) | {:.0} s{} | {} | {:.1} µs | {:.1}% ({:.1}%) | {:.1} s | {} | {:.2} |",
+                s.system,
+                int(x.sessions),
+                bytes(x.rss_per_session_bytes),
+                bytes(x.rss_per_session_max_member_bytes),
+                x.keepalive_period_s,
+                if x.keepalives_counted_by_server { " (library pings)" } else { "" },
+                num(x.keepalives_per_sec),
+                x.server_cpu_us_per_keepalive,
+                x.server_cpu_pct,
+                x.idle_cpu_pct,
+                x.setup_secs,
+                x.errors,
+                x.window_cpu.other_cores()
+            );
+        }
+    }
+}
+
+fn herd(o: &mut String, r: &Report) {
+    if r.systems.iter().all(|s| s.herd.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n### Herd: one holder, W waiters on one lock, {} releases\n",
+        r.params.herd_rounds
+    );
+    let _ = writeln!(o, "Each round: the holder releases, the next waiter is granted, the old holder queues again. CPU = all members, net of idle with the waiters parked.\n");
+    let _ = writeln!(o, "| system | waiters | release sent → next grant p50 / p99 / max, ms | server CPU per release | queue set-up | others, cores |");
+    let _ = writeln!(o, "|---|---:|---|---:|---:|---:|");
+    for s in &r.systems {
+        for h in &s.herd {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} ms | {:.1} s | {:.2} |",
+                s.system,
+                int(h.waiters),
+                lat(&h.handoff),
+                ms(h.server_cpu_ms_per_release),
+                h.setup_secs,
+                h.rounds_cpu.other_cores()
+            );
+        }
+    }
+}
+
+fn restart(o: &mut String, r: &Report) {
+    if r.systems.iter().all(|s| s.restart.is_none()) {
+        return;
+    }
+    let _ = writeln!(o, "\n### Restart: a follower with N held lock nodes, kill -9, start, until it serves a read of the last lock\n");
+    let _ = writeln!(o, "| system | lock nodes | its data on disk | restart → serving | RSS after | load time (set-up) |");
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|");
+    for s in &r.systems {
+        if let Some(x) = &s.restart {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {:.2} s | {} | {:.1} s |",
+                s.system,
+                int(x.nodes),
+                bytes(x.data_bytes as f64),
+                x.restart_to_serve_s,
+                bytes(x.rss_after_restart as f64),
+                x.load_secs
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_700_000_000), "2023-11-14 22:13 UTC");
+        assert_eq!(num(1234567.0), "1,234,567");
+        assert_eq!(num(123.4), "123");
+        assert_eq!(bytes(2048.0), "2.00 KiB");
+        assert_eq!(int(1), "1");
+        assert_eq!(int(50), "50");
+        assert_eq!(int(1000), "1,000");
+    }
+}
