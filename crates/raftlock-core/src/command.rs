@@ -82,6 +82,22 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// True when applying the command twice has the same effect as once,
+    /// so a proposal whose answer was lost may be sent again: open (same
+    /// id), acquire (the session's existing node is returned, with
+    /// `created: false`), and the leader's checkpoint/renew bookkeeping.
+    pub fn is_idempotent(&self) -> bool {
+        matches!(
+            self,
+            Command::OpenSession { .. }
+                | Command::Acquire { .. }
+                | Command::CheckpointSessions { .. }
+                | Command::RenewSessions { .. }
+        )
+    }
+}
+
 /// What a successful command produced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {

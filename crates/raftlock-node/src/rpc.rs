@@ -59,6 +59,13 @@ impl Inner {
                 Err(NodeError::NoLeader) if Instant::now() < deadline => {
                     self.await_leader_change(deadline).await?
                 }
+                // A lost answer (e.g. a pooled connection that closed under
+                // the request) is resent only when applying twice is harmless.
+                Err(NodeError::OutcomeUnknown(_))
+                    if command.is_idempotent() && Instant::now() < deadline =>
+                {
+                    self.await_leader_change(deadline).await?
+                }
                 Err(e) => return Err(e),
             }
         }
