@@ -101,8 +101,11 @@ struct CompareArgs {
 
 #[derive(Args)]
 struct ReportArgs {
+    /// Results to render; with several, each later file's workloads
+    /// replace the earlier ones' (re-run one workload, keep the rest),
+    /// and the merged results are saved to OUT_DIR/results.json.
     #[arg(long, default_value = "docs/bench/results.json")]
-    json: PathBuf,
+    json: Vec<PathBuf>,
     #[arg(long, default_value = "docs/bench")]
     out_dir: PathBuf,
     #[arg(long)]
@@ -195,7 +198,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Report(a) => {
-            let report = report::load_json(&a.json)?;
+            let mut report: Option<report::Report> = None;
+            for path in &a.json {
+                let next = report::load_json(path)?;
+                report = Some(match report {
+                    Some(base) => report::merge(base, next),
+                    None => next,
+                });
+            }
+            let report = report.ok_or_else(|| anyhow::anyhow!("no --json given"))?;
+            if a.json.len() > 1 {
+                report::save_json(&report, &a.out_dir)?;
+            }
             let section = report::render(&report, &a.out_dir, a.doc.as_deref())?;
             println!("{section}");
             Ok(())

@@ -63,7 +63,17 @@ fn random_tag() -> String {
     format!("{:016x}", rand::random::<u64>())
 }
 
-/// Retries `op` over connection losses (the client reconnects by itself).
+/// Errors after which the request may or may not have applied and the
+/// client reconnects by itself: a lost connection, an I/O error on it
+/// (reset by a killed server), a timeout.
+fn transient(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::ConnectionLoss | zk::Error::Custom(_) | zk::Error::Timeout
+    )
+}
+
+/// Retries `op` over transient errors.
 async fn again<T, F, Fut>(mut op: F) -> Result<T, zk::Error>
 where
     F: FnMut() -> Fut,
@@ -72,7 +82,7 @@ where
     let deadline = Instant::now() + RETRY_FOR;
     loop {
         match op().await {
-            Err(zk::Error::ConnectionLoss) if Instant::now() < deadline => {
+            Err(e) if transient(&e) && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             other => return other,
@@ -145,7 +155,7 @@ impl Zookeeper {
         loop {
             match s.client.create(&prefix, &[], &ephemeral_seq()).await {
                 Ok((_, seq)) => return Ok(format!("{prefix}{seq}")),
-                Err(zk::Error::ConnectionLoss) if Instant::now() < deadline => {
+                Err(e) if transient(&e) && Instant::now() < deadline => {
                     let mine = Self::lockers(&s.client, dir)
                         .await?
                         .into_iter()
@@ -189,7 +199,13 @@ impl Backend for Zookeeper {
         let deadline = Instant::now() + wait;
         let dir = dir_of(lock);
         self.ensure_dir(&s.client, &dir).await?;
-        let me = self.create_node(s, &dir).await?;
+        // A node this session still has (its release failed): the same
+        // node again, as raftlock and etcd do for a repeated acquire.
+        let kept = s.held.lock().ok().and_then(|h| h.get(lock).cloned());
+        let me = match kept {
+            Some(path) => path,
+            None => self.create_node(s, &dir).await?,
+        };
         let my_name = me.rsplit('/').next().unwrap_or_default().to_string();
         loop {
             let lockers = Self::lockers(&s.client, &dir).await?;
@@ -209,7 +225,7 @@ impl Backend for Zookeeper {
             let watcher = match s.client.check_and_watch_stat(&pred).await {
                 Ok((None, _)) => continue,
                 Ok((Some(_), watcher)) => watcher,
-                Err(zk::Error::ConnectionLoss) => {
+                Err(e) if transient(&e) => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
@@ -226,11 +242,12 @@ impl Backend for Zookeeper {
     }
 
     async fn release(&self, s: &Session, lock: &str) -> anyhow::Result<()> {
+        // Forgotten only once the delete is known to have happened.
         let path = s
             .held
             .lock()
             .ok()
-            .and_then(|mut h| h.remove(lock))
+            .and_then(|h| h.get(lock).cloned())
             .ok_or_else(|| anyhow!("release {lock}: not held by this session"))?;
         let mut first = true;
         let r = again(|| {
@@ -247,6 +264,11 @@ impl Backend for Zookeeper {
             }
         })
         .await;
+        if r.is_ok() {
+            if let Ok(mut held) = s.held.lock() {
+                held.remove(lock);
+            }
+        }
         r.with_context(|| format!("delete {path}"))
     }
 

@@ -72,6 +72,38 @@ pub fn load_json(path: &Path) -> anyhow::Result<Report> {
     serde_json::from_str(&text).with_context(|| format!("{} is not a results file", path.display()))
 }
 
+/// Folds `later` into `base`: for each system, every workload `later`
+/// measured replaces `base`'s (to re-run one workload without the rest);
+/// the commands are both kept.
+pub fn merge(mut base: Report, later: Report) -> Report {
+    base.command = format!(
+        "{}\n# then, replacing the workloads it ran:\n{}",
+        base.command, later.command
+    );
+    base.finished_unix = base.finished_unix.max(later.finished_unix);
+    base.machine.loadavg_end = later.machine.loadavg_end;
+    for l in later.systems {
+        let Some(b) = base.systems.iter_mut().find(|b| b.system == l.system) else {
+            base.systems.push(l);
+            continue;
+        };
+        if !l.uncontended.is_empty() {
+            b.uncontended = l.uncontended;
+        }
+        if !l.sessions.is_empty() {
+            b.sessions = l.sessions;
+        }
+        if !l.herd.is_empty() {
+            b.herd = l.herd;
+        }
+        b.contended = l.contended.or(b.contended.take());
+        b.failover = l.failover.or(b.failover.take());
+        b.restart = l.restart.or(b.restart.take());
+        b.notes.extend(l.notes);
+    }
+    base
+}
+
 /// Plots into `out_dir`, then the Markdown section (plots linked relative
 /// to the document) into `doc` between the markers, keeping the rest of
 /// the document. Returns the section.
@@ -119,6 +151,35 @@ fn update_doc(doc: &Path, section: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn report(system: &str, herd: usize, command: &str) -> Report {
+        Report {
+            started_unix: 0,
+            finished_unix: 0,
+            command: command.into(),
+            machine: Machine::default(),
+            params: crate::workload::Params::parse_defaults(),
+            systems: vec![SystemReport {
+                system: system.into(),
+                herd: vec![crate::workload::herd::Herd {
+                    waiters: herd,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn merge_replaces_only_what_was_rerun() {
+        let mut a = report("etcd", 1, "first");
+        a.systems[0].contended = Some(Default::default());
+        let m = merge(a, report("etcd", 1000, "second"));
+        assert_eq!(m.systems.len(), 1);
+        assert_eq!(m.systems[0].herd[0].waiters, 1000);
+        assert!(m.systems[0].contended.is_some());
+        assert!(m.command.contains("first") && m.command.contains("second"));
+    }
 
     #[test]
     fn doc_block_is_replaced_and_the_rest_kept() {

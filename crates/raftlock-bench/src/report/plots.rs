@@ -128,7 +128,7 @@ fn cdf(path: &Path, title: &str, series: &[(String, &LatencySummary)]) -> anyhow
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_labels(12)
+        .x_labels(8)
         .x_desc("latency, ms (log scale)")
         .y_desc("fraction of operations ≤ x")
         .x_label_formatter(&|v| format_ms(*v))
@@ -137,7 +137,7 @@ fn cdf(path: &Path, title: &str, series: &[(String, &LatencySummary)]) -> anyhow
     for (name, s) in series {
         let color = color_of(name);
         let label = format!(
-            "{name} (p50 {}, p99 {})",
+            "{name} (p50 {} ms, p99 {} ms)",
             format_ms(s.p50_ms),
             format_ms(s.p99_ms)
         );

@@ -152,11 +152,9 @@ fn metrics(times: &[f64], warmup: f64, kill: f64, end: f64) -> Metrics {
     let first_after = after.first().map(|t| t - kill);
     let steady: Vec<f64> = times.iter().copied().filter(|&t| t >= warmup).collect();
     let gaps = |v: &[f64]| v.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
-    let mut largest_gap = gaps(&steady);
-    // No grant at all after the kill: the gap runs to the end.
-    if after.is_empty() {
-        largest_gap = largest_gap.max(end - pre.last().copied().unwrap_or(warmup));
-    }
+    // Including the silence from the last grant to the end of the run.
+    let last = steady.last().copied().unwrap_or(warmup);
+    let largest_gap = gaps(&steady).max(end - last);
     let half = 0.5 * pre_rate;
     let back_to_half = after.iter().enumerate().find_map(|(i, &t)| {
         let in_window = after[i..].iter().take_while(|&&u| u < t + 1.0).count();
@@ -200,6 +198,14 @@ mod tests {
         assert!((m.largest_gap - 0.81).abs() < 1e-6);
         assert!((m.back_to_half.unwrap_or(0.0) - 0.8).abs() < 1e-9);
         assert!(m.largest_gap_before < 0.011);
+    }
+
+    #[test]
+    fn silence_after_a_last_grant_counts() {
+        let mut t: Vec<f64> = (0..500).map(|i| i as f64 * 0.01).collect();
+        t.push(5.001);
+        let m = metrics(&t, 1.0, 5.0, 10.0);
+        assert!(m.largest_gap > 4.9, "{}", m.largest_gap);
     }
 
     #[test]

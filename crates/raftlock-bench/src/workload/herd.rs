@@ -23,11 +23,14 @@ use crate::stats::{Latency, LatencySummary};
 /// A waiter's long poll; re-issued when it passes.
 const WAIT: Duration = Duration::from_secs(60);
 /// After each handoff, time for the old holder to queue again.
-const SETTLE: Duration = Duration::from_millis(300);
-/// Idle baseline with the waiters parked.
+const SETTLE: Duration = Duration::from_millis(100);
+/// Idle baseline with the waiters parked, measured before and after the
+/// rounds (a Go or JVM server's idle CPU with 1,000 parked waiters is
+/// bursty: GC).
 const IDLE: Duration = Duration::from_secs(3);
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Herd {
     pub waiters: usize,
     pub rounds: usize,
@@ -38,6 +41,11 @@ pub struct Herd {
     pub handoff: LatencySummary,
     /// Server CPU per round, net of idle, in milliseconds.
     pub server_cpu_ms_per_release: f64,
+    /// Server CPU per round before subtracting idle.
+    pub server_cpu_ms_per_release_gross: f64,
+    /// Idle server CPU (waiters parked), percent of one core, mean of the
+    /// windows before and after the rounds.
+    pub idle_cpu_pct: f64,
     pub rounds_cpu: CpuUsage,
     pub idle_cpu: CpuUsage,
 }
@@ -155,7 +163,11 @@ async fn measure<B: Backend>(
         tokio::time::sleep(SETTLE).await;
     }
     let rounds_cpu = cpu0.until(&CpuSample::take(pids));
-    let idle_rate = idle_cpu.servers_s / idle_cpu.wall_s.max(1e-9);
+    let idle1 = CpuSample::take(pids);
+    tokio::time::sleep(IDLE).await;
+    let idle_after = idle1.until(&CpuSample::take(pids));
+    let rate = |c: &CpuUsage| c.servers_s / c.wall_s.max(1e-9);
+    let idle_rate = (rate(&idle_cpu) + rate(&idle_after)) / 2.0;
     let net = rounds_cpu.servers_s - idle_rate * rounds_cpu.wall_s;
     Ok(Herd {
         waiters: n - 1,
@@ -163,6 +175,8 @@ async fn measure<B: Backend>(
         setup_secs,
         handoff: handoff.summary(),
         server_cpu_ms_per_release: net * 1000.0 / rounds.max(1) as f64,
+        server_cpu_ms_per_release_gross: rounds_cpu.servers_s * 1000.0 / rounds.max(1) as f64,
+        idle_cpu_pct: 100.0 * idle_rate,
         rounds_cpu,
         idle_cpu,
     })

@@ -53,7 +53,7 @@ pub struct Params {
     #[arg(long, value_delimiter = ',', default_value = "1,1000")]
     pub herd_waiters: Vec<usize>,
     /// Releases measured per herd case.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 40)]
     pub herd_rounds: usize,
     /// Lock nodes loaded before the restart measurement (1000000 for the full one).
     #[arg(long, default_value_t = 50_000)]
@@ -61,6 +61,19 @@ pub struct Params {
     /// Requests in flight while setting up sessions and locks.
     #[arg(long, default_value_t = 64)]
     pub setup_concurrency: usize,
+}
+
+#[cfg(test)]
+impl Params {
+    /// The defaults, as the command line gives them.
+    pub fn parse_defaults() -> Params {
+        #[derive(clap::Parser)]
+        struct P {
+            #[command(flatten)]
+            p: Params,
+        }
+        <P as clap::Parser>::parse_from(["p"]).p
+    }
 }
 
 /// Opens `n` sessions, `member_of(i)` first for session i, at most
