@@ -6,13 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::ServerState;
-use raftlock_core::Command;
+use raftlock_core::{Command, SessionId};
 
 use crate::node::Inner;
+use crate::typ::{Proposal, Reply};
 
 /// Largest checkpoint entry (sessions per command), so a leader of 100,000
 /// sessions does not write one multi-megabyte entry.
 const CHECKPOINT_CHUNK: usize = 5_000;
+/// Expiries per log entry (each may delete many nodes).
+const EXPIRE_CHUNK: usize = 1_000;
 
 pub(crate) async fn watch_leadership(inner: Arc<Inner>) {
     let mut metrics = inner.raft.metrics();
@@ -63,7 +66,7 @@ async fn take_over_sessions(inner: &Inner) -> Result<(), String> {
     );
     for chunk in to_checkpoint.chunks(CHECKPOINT_CHUNK) {
         inner
-            .write_here(Command::CheckpointSessions {
+            .write_one_here(Command::CheckpointSessions {
                 sessions: chunk.to_vec(),
             })
             .await
@@ -76,13 +79,9 @@ pub(crate) async fn expire_sessions(inner: Arc<Inner>) {
     let tracker = inner.shared.tracker.clone();
     loop {
         let (due, next) = tracker.take_due();
-        for id in &due {
-            match inner.write_here(Command::ExpireSession { id: *id }).await {
-                Ok(_) => {
-                    tracing::info!(session = %id, "session expired (no keepalive within its TTL)")
-                }
-                Err(e) => tracing::warn!(session = %id, "could not expire session: {e}"),
-            }
+        // Sessions due together expire in one log entry.
+        for chunk in due.chunks(EXPIRE_CHUNK) {
+            expire(&inner, chunk).await;
         }
         if !due.is_empty() {
             continue;
@@ -96,5 +95,27 @@ pub(crate) async fn expire_sessions(inner: Arc<Inner>) {
             _ = tracker.changed() => {}
             _ = inner.stopped() => return,
         }
+    }
+}
+
+async fn expire(inner: &Inner, ids: &[SessionId]) {
+    let proposal = Proposal(
+        ids.iter()
+            .map(|id| Command::ExpireSession { id: *id })
+            .collect(),
+    );
+    match inner.write_here(proposal).await {
+        Ok((_, Reply(results))) => {
+            for (id, applied) in ids.iter().zip(results) {
+                match applied.result {
+                    Ok(_) => tracing::info!(
+                        session = %id,
+                        "session expired (no keepalive within its TTL)"
+                    ),
+                    Err(e) => tracing::warn!(session = %id, "could not expire session: {e}"),
+                }
+            }
+        }
+        Err(e) => tracing::warn!(sessions = ids.len(), "could not expire sessions: {e}"),
     }
 }

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::{ConfigError, NodeConfig};
 use crate::network::{route, Network, PeerClient};
+use crate::proposer::Proposer;
 use crate::state_machine::{Shared, StateMachineStore};
 use crate::tracker::{SessionTracker, TokioClock};
 use crate::typ::{NodeId, Raft};
@@ -33,6 +34,8 @@ pub(crate) struct Inner {
     /// Flips to true once, on shutdown; every task watches it.
     pub stopping: watch::Sender<bool>,
     pub raft_addr: SocketAddr,
+    /// Coalesces this node's writes into proposals.
+    pub proposer: Proposer,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -118,6 +121,7 @@ impl Node {
             addr: config.me().raft_addr.clone(),
             source,
         })?;
+        let (proposer, proposals) = Proposer::new();
         let node = Node {
             inner: Arc::new(Inner {
                 id: config.id,
@@ -127,12 +131,14 @@ impl Node {
                 peers,
                 stopping: watch::channel(false).0,
                 raft_addr,
+                proposer,
                 tasks: Mutex::new(Vec::new()),
             }),
         };
         node.spawn(crate::routes::serve(node.inner.clone(), listener));
         node.spawn(crate::leader::watch_leadership(node.inner.clone()));
         node.spawn(crate::leader::expire_sessions(node.inner.clone()));
+        node.spawn(crate::proposer::run(node.inner.clone(), proposals));
         node.bootstrap().await?;
         tracing::info!(id = config.id, raft = %raft_addr, "node started");
         Ok(node)

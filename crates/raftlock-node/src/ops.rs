@@ -75,6 +75,11 @@ pub struct NodeCounters {
     pub waiter_registrations: usize,
     /// Sessions with a deadline (non-zero on the leader only).
     pub tracked_sessions: usize,
+    /// Proposals this node sent to the leader (or proposed as leader)
+    /// for its clients' writes, and the commands they carried:
+    /// `proposed_commands / proposals` is the batching factor.
+    pub proposals: u64,
+    pub proposed_commands: u64,
 }
 
 fn unexpected(response: Response) -> NodeError {
@@ -367,6 +372,8 @@ impl Node {
             wakeups: shared.waiters.wakeups(),
             waiter_registrations: shared.waiters.registered(),
             tracked_sessions: shared.tracker.tracked(),
+            proposals: self.inner.proposer.proposals(),
+            proposed_commands: self.inner.proposer.commands(),
         }
     }
 

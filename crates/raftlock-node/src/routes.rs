@@ -11,14 +11,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
-use raftlock_core::{Command, SessionId};
+use raftlock_core::SessionId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::net::TcpListener;
 
 use crate::network::route;
 use crate::node::Inner;
-use crate::typ::TypeConfig;
+use crate::typ::{Proposal, TypeConfig};
 
 type Shared = State<Arc<Inner>>;
 
@@ -59,8 +59,8 @@ async fn snapshot(State(inner): Shared, body: Bytes) -> Response {
 }
 
 async fn write(State(inner): Shared, body: Bytes) -> Response {
-    match decode::<Command>(&body) {
-        Ok(command) => encode(&inner.write_here(command).await),
+    match decode::<Proposal>(&body) {
+        Ok(proposal) => encode(&inner.write_here(proposal).await),
         Err(message) => bad_request(message),
     }
 }

@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use openraft::error::{ClientWriteError, RaftError};
-use raftlock_core::{Applied, Command, SessionId};
+use raftlock_core::{Applied, Command, Effects, SessionId};
 use tokio::time::Instant;
 
 use crate::error::NodeError;
 use crate::network::{route, CallError};
 use crate::node::Inner;
-use crate::typ::{NodeId, Reply};
+use crate::typ::{NodeId, Proposal, Reply};
 
 /// Pause between attempts while a known leader cannot be reached, so a
 /// dead leader is not hammered until the election settles.
@@ -23,12 +23,20 @@ impl Inner {
         self.raft.metrics().borrow().current_leader
     }
 
-    /// Proposes `command` on this node, which must be the leader.
+    /// Proposes `proposal` on this node, which must be the leader.
     /// `NoLeader` means it certainly was not applied (openraft answers
     /// ForwardToLeader only for entries it never appended or truncated).
-    pub async fn write_here(&self, command: Command) -> Result<(u64, Reply), NodeError> {
-        match self.raft.client_write(command).await {
-            Ok(response) => Ok((response.log_id.index, response.data)),
+    pub async fn write_here(&self, proposal: Proposal) -> Result<(u64, Reply), NodeError> {
+        match self.raft.client_write(proposal).await {
+            Ok(response) => {
+                let mut reply = response.data;
+                // Effects are for this replica's waiters, already told;
+                // a forwarding follower applies the entry itself.
+                for applied in &mut reply.0 {
+                    applied.effects = Effects::default();
+                }
+                Ok((response.log_id.index, reply))
+            }
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_))) => {
                 Err(NodeError::NoLeader)
             }
@@ -43,19 +51,22 @@ impl Inner {
         }
     }
 
-    /// Commits `command` through whichever node leads, waiting up to the
-    /// configured leader wait for one. Returns the log index and outcome.
+    /// Proposes one command here (leader only) and returns its outcome.
+    pub async fn write_one_here(&self, command: Command) -> Result<Applied, NodeError> {
+        let (_, Reply(mut results)) = self.write_here(Proposal::one(command)).await?;
+        results
+            .pop()
+            .ok_or_else(|| NodeError::internal("a command had no result"))
+    }
+
+    /// Commits `command` through whichever node leads (in the next
+    /// proposal of this node's proposer), waiting up to the configured
+    /// leader wait for one. Returns the log index and outcome.
     pub async fn write(&self, command: Command) -> Result<(u64, Applied), NodeError> {
         let deadline = Instant::now() + self.config.leader_wait();
         loop {
-            let outcome = match self.leader() {
-                Some(leader) if leader == self.id => self.write_here(command.clone()).await,
-                Some(leader) => self.forward(leader, route::WRITE, &command).await,
-                None => Err(NodeError::NoLeader),
-            };
-            match outcome {
-                Ok((index, Reply(Some(applied)))) => return Ok((index, applied)),
-                Ok((_, Reply(None))) => return Err(NodeError::internal("command had no reply")),
+            match self.proposer.propose(command.clone()).await {
+                Ok(done) => return Ok(done),
                 Err(NodeError::NoLeader) if Instant::now() < deadline => {
                     self.await_leader_change(deadline).await?
                 }
@@ -121,12 +132,9 @@ impl Inner {
             raftlock_core::CoreError::SessionNotFound(id),
         ))?;
         if lease.checkpoint_remaining_ms.is_some() {
-            let (_, reply) = self
-                .write_here(Command::RenewSessions { ids: vec![id] })
-                .await?;
-            if let Some(Applied { result: Err(e), .. }) = reply.0 {
-                return Err(e.into());
-            }
+            self.write_one_here(Command::RenewSessions { ids: vec![id] })
+                .await?
+                .result?;
         }
         self.shared.tracker.keepalive(id, lease.ttl_ms);
         Ok(lease.ttl_ms)

@@ -14,7 +14,9 @@ use tokio::sync::{broadcast, watch};
 
 use crate::snapshot_file::{self, StoredSnapshot};
 use crate::tracker::SessionTracker;
-use crate::typ::{LogId, Reply, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use crate::typ::{
+    LogId, Proposal, Reply, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
 use crate::waiters::WaiterRegistry;
 
 /// What the rest of the node reads or is told about.
@@ -193,23 +195,28 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let mut last_index = None;
         for entry in entries {
             let reply = match entry.payload {
-                EntryPayload::Blank => Reply(None),
+                EntryPayload::Blank => Reply::default(),
                 EntryPayload::Membership(membership) => {
                     self.shared.applied().membership =
                         StoredMembership::new(Some(entry.log_id), membership);
-                    Reply(None)
+                    Reply::default()
                 }
-                EntryPayload::Normal(command) => {
-                    let mut applied = {
+                EntryPayload::Normal(Proposal(commands)) => {
+                    // One write lock for the whole proposal; waiters and
+                    // watchers are told after it is released, in order.
+                    let applied: Vec<raftlock_core::Applied> = {
                         let mut state =
                             self.shared.state.write().unwrap_or_else(|e| e.into_inner());
-                        state.apply(&command)
+                        commands.iter().map(|c| state.apply(c)).collect()
                     };
-                    let effects = std::mem::take(&mut applied.effects);
-                    self.shared
-                        .publish(&command, effects.clone(), applied.result.is_ok());
-                    applied.effects = effects;
-                    Reply(Some(applied))
+                    for (command, applied) in commands.iter().zip(&applied) {
+                        self.shared.publish(
+                            command,
+                            applied.effects.clone(),
+                            applied.result.is_ok(),
+                        );
+                    }
+                    Reply(applied)
                 }
             };
             self.shared.applied().last_applied = Some(entry.log_id);

@@ -20,15 +20,34 @@ impl std::fmt::Display for Member {
     }
 }
 
-/// What applying one log entry returned: the state machine's outcome for
-/// a command, `None` for Raft's own entries (blank, membership).
+/// One log entry's payload: commands proposed together (concurrent
+/// writes coalesced by a node's proposer, see `proposer`), applied in
+/// order, each on its own: one failing leaves the others standing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reply(pub Option<Applied>);
+pub struct Proposal(pub Vec<Command>);
+
+impl Proposal {
+    pub fn one(command: Command) -> Self {
+        Proposal(vec![command])
+    }
+}
+
+impl std::fmt::Display for Proposal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} command(s)", self.0.len())
+    }
+}
+
+/// What applying one log entry returned: the state machine's outcome for
+/// each command of its proposal, in order; empty for Raft's own entries
+/// (blank, membership).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply(pub Vec<Applied>);
 
 openraft::declare_raft_types!(
     /// raftlock's Raft types.
     pub TypeConfig:
-        D = Command,
+        D = Proposal,
         R = Reply,
         NodeId = u64,
         Node = Member,

@@ -120,6 +120,16 @@ async fn a_release_with_many_waiters_wakes_exactly_one() {
         "only {} registrations",
         follower.counters().waiter_registrations
     );
+    // The follower forwarded those 2,000 writes in far fewer proposals
+    // (the first ones go out alone; the rest queue behind them).
+    let counters = follower.counters();
+    assert!(counters.proposed_commands >= 2 * WAITERS as u64);
+    assert!(
+        counters.proposals * 4 <= counters.proposed_commands,
+        "{} proposals for {} commands",
+        counters.proposals,
+        counters.proposed_commands
+    );
     let before = follower.counters().wakeups;
     follower
         .release(QueueKind::Lock, "herd", holder.id)
@@ -137,6 +147,66 @@ async fn a_release_with_many_waiters_wakes_exactly_one() {
     assert_eq!(follower.counters().waiter_registrations, 2 * (WAITERS - 1));
     for t in &tasks {
         t.abort();
+    }
+    cluster.shutdown().await;
+}
+
+/// Concurrent writes share proposals (log entries); each caller must still
+/// get its own command's outcome, and a failing command must not take the
+/// others in its proposal down with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_write_in_a_shared_proposal_gets_its_own_outcome() {
+    const CLIENTS: usize = 64;
+    let cluster = Cluster::start(3, settings()).await;
+    let leader = cluster.leader().await;
+    for node in [
+        cluster.node(leader).clone(),
+        cluster
+            .running()
+            .find(|n| n.id() != leader)
+            .expect("follower")
+            .clone(),
+    ] {
+        let before = node.counters();
+        let mut tasks = Vec::new();
+        for i in 0..CLIENTS {
+            let node = node.clone();
+            tasks.push(tokio::spawn(async move {
+                let s = node
+                    .open_session(&format!("c{i}"), Duration::from_secs(30))
+                    .await
+                    .expect("open");
+                let lock = format!("own/{}/{i}", node.id());
+                // Ride along with the acquires: a release that must fail.
+                let stranger = raftlock_node::core::SessionId(u128::from(i as u64) + 1);
+                let (grant, refused) = tokio::join!(
+                    node.acquire(QueueKind::Lock, &lock, s.id, vec![], Duration::ZERO),
+                    node.release(QueueKind::Lock, &lock, stranger)
+                );
+                (s.id, lock, grant.expect("granted"), refused)
+            }));
+        }
+        let mut tokens = std::collections::BTreeSet::new();
+        for task in tasks {
+            let (session, lock, grant, refused) = task.await.expect("task");
+            assert!(refused.is_err(), "a stranger released {lock}");
+            assert_eq!(grant.session, session, "someone else's grant");
+            assert!(tokens.insert(grant.fencing_token), "token given twice");
+            let holder = node
+                .read(Consistency::Linearizable, |s| {
+                    s.queue(QueueKind::Lock, &lock).holder
+                })
+                .await
+                .expect("read")
+                .expect("held");
+            assert_eq!(holder.session, session);
+            assert_eq!(holder.fencing_token, grant.fencing_token);
+        }
+        let after = node.counters();
+        assert!(
+            after.proposals - before.proposals < after.proposed_commands - before.proposed_commands,
+            "no two writes shared a proposal"
+        );
     }
     cluster.shutdown().await;
 }
