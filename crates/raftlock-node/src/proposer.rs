@@ -8,10 +8,11 @@
 //! one connection) per write; 1,000 concurrent acquires on a follower
 //! opened hundreds of connections to the leader.
 //!
-//! How: one task per node drains the queue of pending writes. At most
-//! [`IN_FLIGHT`] proposals are outstanding; while they are, new writes
-//! queue up and the next proposal takes all of them (up to the caps). A
-//! lone write goes out at once, so an idle node adds no delay.
+//! How: at most [`IN_FLIGHT`] proposals per node are outstanding. A write
+//! that finds a free slot goes out at once, by itself, from the caller's
+//! task (an idle node adds no delay). Otherwise it queues, and one task
+//! per node turns the queue into proposals: whenever a slot frees, the
+//! next proposal takes everything queued (up to the caps).
 //!
 //! Each command still gets its own result and its own retry decision (in
 //! `Inner::write`): a proposal is transport, not a transaction.
@@ -46,6 +47,8 @@ struct Pending {
 /// The queue side, held by `Inner`.
 pub(crate) struct Proposer {
     queue: mpsc::UnboundedSender<Pending>,
+    /// Outstanding proposals; shared with the task.
+    slots: Arc<Semaphore>,
     counters: Arc<Counters>,
 }
 
@@ -55,9 +58,17 @@ struct Counters {
     commands: AtomicU64,
 }
 
+impl Counters {
+    fn count(&self, commands: usize) {
+        self.proposals.fetch_add(1, Ordering::Relaxed);
+        self.commands.fetch_add(commands as u64, Ordering::Relaxed);
+    }
+}
+
 /// The task side, run by [`run`].
 pub(crate) struct ProposerQueue {
     queue: mpsc::UnboundedReceiver<Pending>,
+    slots: Arc<Semaphore>,
     counters: Arc<Counters>,
 }
 
@@ -65,11 +76,18 @@ impl Proposer {
     pub(crate) fn new() -> (Proposer, ProposerQueue) {
         let (queue, rx) = mpsc::unbounded_channel();
         let counters = Arc::new(Counters::default());
+        let slots = Arc::new(Semaphore::new(IN_FLIGHT));
         let task_side = ProposerQueue {
             queue: rx,
+            slots: slots.clone(),
             counters: counters.clone(),
         };
-        (Proposer { queue, counters }, task_side)
+        let proposer = Proposer {
+            queue,
+            slots,
+            counters,
+        };
+        (proposer, task_side)
     }
 
     /// Proposals sent so far.
@@ -85,7 +103,20 @@ impl Proposer {
     /// Sends `command` to the current leader in the next proposal: one
     /// attempt, with no retry (`NoLeader` and `OutcomeUnknown` are the
     /// caller's to handle).
-    pub(crate) async fn propose(&self, command: Command) -> Attempt {
+    pub(crate) async fn propose(&self, inner: &Inner, command: Command) -> Attempt {
+        // Nothing outstanding: no proposal to ride along with, so skip the
+        // queue (and the hop to the proposer task).
+        if let Ok(_slot) = self.slots.try_acquire() {
+            self.counters.count(1);
+            return match attempt(inner, vec![command]).await {
+                Ok((index, results)) => results
+                    .into_iter()
+                    .next()
+                    .map(|applied| (index, applied))
+                    .ok_or_else(|| NodeError::internal("a command had no result")),
+                Err(e) => Err(e),
+            };
+        }
         let (answer, rx) = oneshot::channel();
         self.queue
             .send(Pending { command, answer })
@@ -98,9 +129,9 @@ impl Proposer {
 pub(crate) async fn run(inner: Arc<Inner>, side: ProposerQueue) {
     let ProposerQueue {
         mut queue,
+        slots,
         counters,
     } = side;
-    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     loop {
         let first = tokio::select! {
             next = queue.recv() => match next {
@@ -115,10 +146,7 @@ pub(crate) async fn run(inner: Arc<Inner>, side: ProposerQueue) {
             return;
         };
         let batch = drain(first, &mut queue);
-        counters.proposals.fetch_add(1, Ordering::Relaxed);
-        counters
-            .commands
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        counters.count(batch.len());
         let inner = inner.clone();
         tokio::spawn(async move {
             submit(&inner, batch).await;
@@ -152,32 +180,16 @@ fn weight(command: &Command) -> usize {
     payload + 128
 }
 
-/// One attempt for the whole batch through the leader as this node sees
-/// it; every pending write gets its own command's outcome.
+/// One attempt for the whole batch; every pending write gets its own
+/// command's outcome.
 async fn submit(inner: &Inner, batch: Vec<Pending>) {
     let (commands, answers): (Vec<Command>, Vec<oneshot::Sender<Attempt>>) =
         batch.into_iter().map(|p| (p.command, p.answer)).unzip();
-    let expected = commands.len();
-    let proposal = Proposal(commands);
-    let outcome: Result<(u64, Reply), NodeError> = match inner.leader() {
-        Some(leader) if leader == inner.id => inner.write_here(proposal).await,
-        Some(leader) => inner.forward(leader, route::WRITE, &proposal).await,
-        None => Err(NodeError::NoLeader),
-    };
-    match outcome {
-        Ok((index, Reply(results))) if results.len() == expected => {
+    match attempt(inner, commands).await {
+        Ok((index, results)) => {
             for (answer, applied) in answers.into_iter().zip(results) {
                 // A caller that gave up is fine.
                 let _ = answer.send(Ok((index, applied)));
-            }
-        }
-        Ok((_, Reply(results))) => {
-            let e = NodeError::internal(format!(
-                "a proposal of {expected} commands had {} results",
-                results.len()
-            ));
-            for answer in answers {
-                let _ = answer.send(Err(e.clone()));
             }
         }
         Err(e) => {
@@ -186,4 +198,23 @@ async fn submit(inner: &Inner, batch: Vec<Pending>) {
             }
         }
     }
+}
+
+/// Proposes `commands` as one entry through the leader as this node sees
+/// it. Returns the entry's index and one result per command, in order.
+async fn attempt(inner: &Inner, commands: Vec<Command>) -> Result<(u64, Vec<Applied>), NodeError> {
+    let expected = commands.len();
+    let proposal = Proposal(commands);
+    let (index, Reply(results)) = match inner.leader() {
+        Some(leader) if leader == inner.id => inner.write_here(proposal).await?,
+        Some(leader) => inner.forward(leader, route::WRITE, &proposal).await?,
+        None => return Err(NodeError::NoLeader),
+    };
+    if results.len() != expected {
+        return Err(NodeError::internal(format!(
+            "a proposal of {expected} commands had {} results",
+            results.len()
+        )));
+    }
+    Ok((index, results))
 }

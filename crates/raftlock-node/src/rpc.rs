@@ -65,7 +65,7 @@ impl Inner {
     pub async fn write(&self, command: Command) -> Result<(u64, Applied), NodeError> {
         let deadline = Instant::now() + self.config.leader_wait();
         loop {
-            match self.proposer.propose(command.clone()).await {
+            match self.proposer.propose(self, command.clone()).await {
                 Ok(done) => return Ok(done),
                 Err(NodeError::NoLeader) if Instant::now() < deadline => {
                     self.await_leader_change(deadline).await?
