@@ -300,9 +300,8 @@ async fn read_leader(
     consistency: Consistency,
 ) -> Result<Option<Leader>> {
     let read = || {
-        let holder = |sm: &raftlock_core::StateMachine| {
-            sm.queue(QueueKind::Election, name).holder.map(leader_of)
-        };
+        let holder =
+            |sm: &raftlock_core::StateMachine| sm.holder(QueueKind::Election, name).map(leader_of);
         client.node.read(consistency, holder)
     };
     client.retrying(None, read).await

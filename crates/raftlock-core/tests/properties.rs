@@ -213,6 +213,8 @@ fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
                     name,
                     command
                 );
+                // The cheap holder lookup agrees with the full view.
+                prop_assert_eq!(&sm.holder(kind, name), &view.holder);
                 // The holder is the lowest sequence; waiters in order.
                 let nodes = queue_nodes(&sm, kind, name);
                 let listed: Vec<String> = view

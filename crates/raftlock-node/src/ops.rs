@@ -159,7 +159,7 @@ impl Node {
             .await_applied(index, Instant::now() + self.inner.config.leader_wait())
             .await?;
         if try_only && !acquisition.held {
-            let holder = self.inner.shared.read().queue(kind, name).holder;
+            let holder = self.inner.shared.read().holder(kind, name);
             return Err(CoreError::LockHeld {
                 lock: name.to_string(),
                 holder: holder.map_or(session, |h| h.session),
@@ -390,8 +390,7 @@ fn grant_of(
     session: SessionId,
 ) -> Result<Grant, NodeError> {
     let holder = state
-        .queue(kind, name)
-        .holder
+        .holder(kind, name)
         .filter(|h| h.session == session)
         .ok_or(NodeError::Withdrawn)?;
     Ok(Grant {

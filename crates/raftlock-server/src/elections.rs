@@ -86,10 +86,7 @@ impl ElectionBody {
     pub fn of(state: &raftlock_core::StateMachine, name: &str) -> Self {
         ElectionBody {
             election: name.to_string(),
-            leader: state
-                .queue(QueueKind::Election, name)
-                .holder
-                .map(Leader::from),
+            leader: state.holder(QueueKind::Election, name).map(Leader::from),
         }
     }
 }
