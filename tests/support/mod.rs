@@ -11,16 +11,13 @@ use serde_json::{json, Value};
 
 pub const RAFTLOCK: &str = env!("CARGO_BIN_EXE_raftlock");
 
-/// Ports the OS hands out for port 0, released for the members to bind.
-/// (A port could be taken in between; nothing else on a CI box binds this
-/// fast, and the start-up fails loudly if it happens.)
+/// Free loopback ports below the ephemeral range (see
+/// `raftlock_jepsen::control::setup::free_addrs` for why not port 0).
 fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0"))
-        .collect();
-    listeners
+    raftlock_jepsen::control::setup::free_addrs(n)
+        .expect("free loopback ports")
         .iter()
-        .map(|l| l.local_addr().expect("addr").port())
+        .map(|a| a.port())
         .collect()
 }
 

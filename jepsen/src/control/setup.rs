@@ -64,17 +64,53 @@ pub fn cluster_toml(
     s
 }
 
-/// `n` distinct free loopback ports, found by binding port 0.
+/// `n` distinct free loopback addresses, on ports below the kernel's
+/// ephemeral range, for members that bind them later.
 ///
-/// The listeners are closed before the nodes bind the ports, so another
-/// process could take one in between; the nodes then fail to start and the
-/// run says so (it never silently talks to something else, since every
-/// node's identity is checked through `/v1/cluster`).
+/// Not port 0: the OS hands those out from the ephemeral range, and the
+/// port is free again between this call and the member's bind (and while
+/// a killed member is down). That same range serves every outgoing
+/// connection's source port and every proxy's port-0 listener, so a
+/// socket of this very run could take it: CI once saw a link proxy get a
+/// member's API port, and the member never started. Below the range only
+/// an explicit bind can take a port.
 pub fn free_addrs(n: usize) -> std::io::Result<Vec<SocketAddr>> {
-    let listeners = (0..n)
-        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
-        .collect::<std::io::Result<Vec<_>>>()?;
+    const LOWEST: u16 = 10_000;
+    let below = ephemeral_range_start().unwrap_or(32_768);
+    if below <= LOWEST + 1_000 {
+        // An unusual port range: fall back to what the OS hands out.
+        let listeners = (0..n)
+            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        return listeners.iter().map(|l| l.local_addr()).collect();
+    }
+    // Held until all are found, so no port is picked twice.
+    let mut listeners = Vec::with_capacity(n);
+    for _ in 0..(100 * n + 100) {
+        if listeners.len() == n {
+            break;
+        }
+        let port = rand::random_range(LOWEST..below);
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            listeners.push(l);
+        }
+    }
+    if listeners.len() < n {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!(
+                "found only {} free ports in {LOWEST}..{below}",
+                listeners.len()
+            ),
+        ));
+    }
     listeners.iter().map(|l| l.local_addr()).collect()
+}
+
+/// First port of the kernel's ephemeral range (Linux), if readable.
+fn ephemeral_range_start() -> Option<u16> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 /// Where the `raftlock` binary is when none is given: `RAFTLOCK_BIN`, else
@@ -125,5 +161,9 @@ mod tests {
         ports.sort();
         ports.dedup();
         assert_eq!(ports.len(), 4);
+        // Outside the range that port 0 and outgoing connections use.
+        if let Some(below) = ephemeral_range_start().filter(|b| *b > 11_000) {
+            assert!(ports.iter().all(|p| *p < below), "{ports:?} vs {below}");
+        }
     }
 }
