@@ -81,6 +81,10 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{text:?} is too long"))
 }
 
+/// How long a command whose lock was lost waits to release and close the
+/// session before exiting.
+const LOST_CLEAN_UP: Duration = Duration::from_millis(500);
+
 pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
     crate::init_logging("warn");
     let client: Arc<dyn LockClient> = Arc::new(HttpClient::new(&args.endpoints.endpoints)?);
@@ -113,13 +117,25 @@ pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
     tracing::info!(lock = %args.name, token, "lock acquired");
 
     let outcome = run_command(&args, &session, token).await;
+    let lost = session.lost_reason().is_some();
     // Release on every path: the command ended, failed to start, or was
     // stopped because the lock was lost.
-    if let Err(e) = guard.unlock().await {
-        tracing::warn!("release failed (the session close below releases it too): {e}");
-    }
-    if let Err(e) = session.close().await {
-        tracing::warn!("session close failed (it expires after its TTL): {e}");
+    let clean_up = async move {
+        if let Err(e) = guard.unlock().await {
+            tracing::warn!("release failed (the session close below releases it too): {e}");
+        }
+        if let Err(e) = session.close().await {
+            tracing::warn!("session close failed (it expires after its TTL): {e}");
+        }
+    };
+    if !lost {
+        clean_up.await;
+    } else if tokio::time::timeout(LOST_CLEAN_UP, clean_up).await.is_err() {
+        // Lost usually means the cluster is unreachable; retrying there
+        // would only delay the exit status a caller is waiting for.
+        tracing::warn!(
+            "lost session not closed within {LOST_CLEAN_UP:?}; it expires after its TTL"
+        );
     }
     outcome
 }
