@@ -1,8 +1,12 @@
 //! Memory and snapshot figures for the state machine (not a test).
 //!
-//! Loads 100,000 sessions and 1,000,000 lock nodes (100,000 locks, each
-//! with one holder and nine waiters) and prints heap bytes per session and
-//! per node, the snapshot size, and encode/restore times.
+//! Two loads, each in a fresh state machine:
+//! - the server benchmark's shape: 100,000 sessions, each holding one lock
+//!   on its own lock name (one-entry queues); prints heap bytes per
+//!   session including its lock;
+//! - deep queues: 100,000 sessions and 1,000,000 lock nodes (100,000
+//!   locks, each with one holder and nine waiters); prints heap bytes per
+//!   session and per node, the snapshot size, and encode/restore times.
 //!
 //! Run: `cargo bench -p raftlock-core --bench memory`
 
@@ -35,14 +39,55 @@ const SESSIONS: u128 = 100_000;
 const NODES_PER_SESSION: u128 = 10;
 const LOCKS: u128 = 100_000;
 
+/// Spreads session ids like random ones would be.
+fn session_id(i: u128) -> SessionId {
+    SessionId(i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835))
+}
+
 fn main() {
+    one_lock_per_session();
+    deep_queues();
+}
+
+/// Every session holds one lock of its own, as in the server benchmark.
+fn one_lock_per_session() {
+    let base = LIVE.load(Ordering::Relaxed);
+    let mut sm = StateMachine::new();
+    for i in 0..SESSIONS {
+        let open = Command::OpenSession {
+            id: session_id(i),
+            owner: format!("worker-{i}"),
+            ttl_ms: 10_000,
+        };
+        assert!(sm.apply(&open).result.is_ok());
+        let acquire = Command::Acquire {
+            kind: QueueKind::Lock,
+            name: format!("bench/{i}"),
+            session: session_id(i),
+            data: Vec::new(),
+            wait: true,
+        };
+        assert!(sm.apply(&acquire).result.is_ok());
+    }
+    let after = LIVE.load(Ordering::Relaxed);
+    println!(
+        "raftlock-core memory figures ({SESSIONS} sessions, each holding one lock of its own)"
+    );
+    println!(
+        "  heap per session + lock:      {} bytes",
+        (after - base) as u128 / SESSIONS
+    );
+    drop(sm);
+}
+
+/// Ten-entry queues: one holder and nine waiters per lock.
+fn deep_queues() {
     let base = LIVE.load(Ordering::Relaxed);
     let mut sm = StateMachine::new();
     let start = Instant::now();
     for i in 0..SESSIONS {
         let open = Command::OpenSession {
-            // Spread ids like random ones would be.
-            id: SessionId(i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)),
+            id: session_id(i),
             owner: format!("worker-{i}"),
             ttl_ms: 10_000,
         };
@@ -54,7 +99,7 @@ fn main() {
             let acquire = Command::Acquire {
                 kind: QueueKind::Lock,
                 name: format!("orders/{}", (i * NODES_PER_SESSION + j) % LOCKS),
-                session: SessionId(i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)),
+                session: session_id(i),
                 data: Vec::new(),
                 wait: true,
             };

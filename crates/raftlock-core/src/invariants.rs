@@ -26,7 +26,7 @@ impl StateMachine {
             }
             if is_reserved(path) {
                 let queued = parse_node_path(path).and_then(|(q, seq)| {
-                    let entry = self.queues.get(q)?.entries.get(&seq)?;
+                    let entry = self.queues.get(q)?.get(seq)?;
                     Some(Some(entry.session) == node.ephemeral_owner)
                 });
                 if queued != Some(true) {
@@ -37,7 +37,7 @@ impl StateMachine {
             }
         }
         for (id, session) in &self.sessions {
-            for path in &session.nodes {
+            for path in session.nodes.iter() {
                 let ok = self
                     .nodes
                     .get(path)
@@ -51,18 +51,15 @@ impl StateMachine {
             if queue.is_empty() {
                 return Err(format!("queue {queue_path} is empty but kept"));
             }
-            if queue.entries.len() != queue.by_session.len() {
-                return Err(format!("queue {queue_path} has a session twice"));
+            if let Err(broken) = queue.check() {
+                return Err(format!("queue {queue_path} {broken}"));
             }
-            for (i, (seq, entry)) in queue.entries.iter().enumerate() {
-                if queue.by_session.get(&entry.session) != Some(seq) {
-                    return Err(format!("queue {queue_path} index disagrees at {seq}"));
-                }
+            for (i, (seq, entry)) in queue.iter().enumerate() {
                 if (i == 0) != entry.granted_revision.is_some() {
                     return Err(format!("queue {queue_path}: only the head is granted"));
                 }
-                let node = self.nodes.get(&node_path(queue_path, *seq));
-                if node.map(|n| n.create_revision) != Some(*seq) {
+                let node = self.nodes.get(node_path(queue_path, seq).as_str());
+                if node.map(|n| n.create_revision) != Some(seq) {
                     return Err(format!(
                         "queue {queue_path} entry {seq} has no node of that revision"
                     ));

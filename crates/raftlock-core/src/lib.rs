@@ -35,6 +35,7 @@ mod command;
 mod error;
 mod invariants;
 mod locks;
+mod node_set;
 pub mod path;
 mod query;
 mod queue;

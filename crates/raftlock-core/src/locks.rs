@@ -26,11 +26,14 @@ impl StateMachine {
         self.require_session(session)?;
         validate_lock_name(name)?;
         let queue_path = kind.queue_path(name);
-        if let Some(queue) = self.queues.get(&queue_path) {
+        if let Some(queue) = self.queues.get(queue_path.as_str()) {
             if let Some(seq) = queue.sequence_of(session) {
                 // Idempotent: a retried acquire finds its own node.
                 let node = node_path(&queue_path, seq);
-                let fencing_token = self.nodes.get(&node).map_or(0, |n| n.create_revision);
+                let fencing_token = self
+                    .nodes
+                    .get(node.as_str())
+                    .map_or(0, |n| n.create_revision);
                 let held = queue.head().is_some_and(|(h, _)| h == seq);
                 return Ok(Outcome::unchanged(Response::Acquired(Acquisition {
                     node,
@@ -48,17 +51,11 @@ impl StateMachine {
         }
         let (seq, held) = self
             .queues
-            .entry(queue_path.clone())
+            .entry(queue_path.as_str().into())
             .or_default()
             .push(session, revision);
         let node = node_path(&queue_path, seq);
-        self.insert_node(
-            node.clone(),
-            data.to_vec(),
-            Some(session),
-            revision,
-            effects,
-        );
+        self.insert_node(node.clone(), data, Some(session), revision, effects);
         if held {
             effects.granted.push(node.clone());
         }
@@ -82,7 +79,7 @@ impl StateMachine {
         self.require_session(session)?;
         validate_lock_name(name)?;
         let queue_path = kind.queue_path(name);
-        let queue = self.queues.get(&queue_path);
+        let queue = self.queues.get(queue_path.as_str());
         let Some(seq) = queue.and_then(|q| q.sequence_of(session)) else {
             return Err(match queue {
                 Some(_) => CoreError::NotOwner {
@@ -121,15 +118,15 @@ impl StateMachine {
         };
         let (seq, head) = self
             .queues
-            .get(&queue_path)
+            .get(queue_path.as_str())
             .and_then(|q| q.head())
             .ok_or_else(not_leader)?;
         if head.session != session {
             return Err(not_leader());
         }
         let path = node_path(&queue_path, seq);
-        let node = self.nodes.get_mut(&path).ok_or_else(not_leader)?;
-        node.data = value.to_vec();
+        let node = self.nodes.get_mut(path.as_str()).ok_or_else(not_leader)?;
+        node.data = value.into();
         node.version += 1;
         node.mod_revision = revision;
         effects.written.push(path.clone());

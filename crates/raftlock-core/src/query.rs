@@ -113,7 +113,7 @@ impl StateMachine {
                 // its subtree, so step to the very next key.
                 None => {
                     names.push(rest.to_string());
-                    from = Bound::Excluded(key.clone());
+                    from = Bound::Excluded(key.to_string());
                 }
                 // Inside a child's subtree ('0' is the byte after '/').
                 Some((child, _)) => {
@@ -133,9 +133,9 @@ impl StateMachine {
     pub fn session(&self, id: SessionId) -> Option<SessionView> {
         self.sessions.get(&id).map(|s| SessionView {
             id,
-            owner: s.owner.clone(),
+            owner: s.owner.to_string(),
             ttl_ms: s.ttl_ms,
-            nodes: s.nodes.iter().cloned().collect(),
+            nodes: s.nodes.iter().map(|p| p.to_string()).collect(),
         })
     }
 
@@ -160,16 +160,15 @@ impl StateMachine {
     /// The holder and waiters of a queue; empty when nobody is queued.
     pub fn queue(&self, kind: QueueKind, name: &str) -> QueueView {
         let queue_path = kind.queue_path(name);
-        let Some(queue) = self.queues.get(&queue_path) else {
+        let Some(queue) = self.queues.get(queue_path.as_str()) else {
             return QueueView {
                 holder: None,
                 waiters: Vec::new(),
             };
         };
         let mut entries = queue
-            .entries
             .iter()
-            .map(|(seq, e)| self.entry_view(&queue_path, *seq, e));
+            .map(|(seq, e)| self.entry_view(&queue_path, seq, e));
         QueueView {
             holder: entries.next(),
             waiters: entries.collect(),
@@ -180,9 +179,9 @@ impl StateMachine {
     /// views every waiter. For the paths that run on every grant.
     pub fn holder(&self, kind: QueueKind, name: &str) -> Option<QueueEntryView> {
         let queue_path = kind.queue_path(name);
-        let queue = self.queues.get(&queue_path)?;
-        let (seq, entry) = queue.entries.iter().next()?;
-        Some(self.entry_view(&queue_path, *seq, entry))
+        let queue = self.queues.get(queue_path.as_str())?;
+        let (seq, entry) = queue.head()?;
+        Some(self.entry_view(&queue_path, seq, entry))
     }
 
     /// Queues whose name starts with `prefix`, in name order.
@@ -190,12 +189,12 @@ impl StateMachine {
         let start = kind.queue_path(prefix);
         let strip = format!("{}/", kind.prefix());
         self.queues
-            .range(start.clone()..)
+            .range::<str, _>((Bound::Included(start.as_str()), Bound::Unbounded))
             .take_while(|(path, _)| path.starts_with(&start))
             .map(|(path, queue)| QueueSummary {
                 name: path.strip_prefix(&strip).unwrap_or(path).to_string(),
                 holder: queue.head().map(|(seq, e)| self.entry_view(path, seq, e)),
-                waiters: queue.entries.len().saturating_sub(1),
+                waiters: queue.len().saturating_sub(1),
             })
             .collect()
     }
@@ -206,7 +205,7 @@ impl StateMachine {
         let not_found = || CoreError::NotFound(node.to_string());
         let (queue_path, seq) = parse_node_path(node).ok_or_else(not_found)?;
         let queue = self.queues.get(queue_path).ok_or_else(not_found)?;
-        if !queue.entries.contains_key(&seq) {
+        if queue.get(seq).is_none() {
             return Err(not_found());
         }
         Ok(match queue.predecessor(seq) {
@@ -227,22 +226,22 @@ impl StateMachine {
             sessions: self.sessions.len(),
             nodes: self.nodes.len() - 1,
             held: self.queues.len(),
-            waiters: self.queues.values().map(|q| q.entries.len() - 1).sum(),
+            waiters: self.queues.values().map(|q| q.len() - 1).sum(),
         }
     }
 
     fn entry_view(&self, queue_path: &str, seq: u64, entry: &QueueEntry) -> QueueEntryView {
         let node = node_path(queue_path, seq);
-        let stored = self.nodes.get(&node);
+        let stored = self.nodes.get(node.as_str());
         QueueEntryView {
             session: entry.session,
             owner: self
                 .sessions
                 .get(&entry.session)
-                .map(|s| s.owner.clone())
+                .map(|s| s.owner.to_string())
                 .unwrap_or_default(),
             fencing_token: stored.map_or(0, |n| n.create_revision),
-            data: stored.map(|n| n.data.clone()).unwrap_or_default(),
+            data: stored.map(|n| n.data.to_vec()).unwrap_or_default(),
             granted_revision: entry.granted_revision,
             node,
         }

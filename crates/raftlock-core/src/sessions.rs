@@ -18,7 +18,7 @@ impl StateMachine {
         let opened = Response::SessionOpened { id, ttl_ms };
         if let Some(existing) = self.sessions.get(&id) {
             // A retried proposal: same id and parameters is the same open.
-            return if existing.owner == owner && existing.ttl_ms == ttl_ms {
+            return if *existing.owner == *owner && existing.ttl_ms == ttl_ms {
                 Ok(Outcome::unchanged(opened))
             } else {
                 Err(CoreError::SessionConflict(id))
@@ -27,7 +27,7 @@ impl StateMachine {
         self.sessions.insert(
             id,
             Session {
-                owner: owner.to_string(),
+                owner: owner.into(),
                 ttl_ms,
                 nodes: Default::default(),
                 checkpoint_remaining_ms: None,
@@ -44,7 +44,12 @@ impl StateMachine {
         revision: u64,
         effects: &mut Effects,
     ) -> Result<Outcome, CoreError> {
-        let owned: Vec<String> = self.require_session(id)?.nodes.iter().cloned().collect();
+        let owned: Vec<String> = self
+            .require_session(id)?
+            .nodes
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
         for path in &owned {
             self.remove_node(path, revision, effects);
         }

@@ -20,11 +20,13 @@ use crate::types::{Node, Session, SessionId};
 pub struct StateMachine {
     /// Global revision: +1 per command that changed anything.
     pub(crate) revision: u64,
-    /// Every node by canonical path; the root `/` always exists.
-    pub(crate) nodes: BTreeMap<String, Node>,
+    /// Every node by canonical path; the root `/` always exists. Keys
+    /// (here and below) are `Box<str>`: they never grow, and a `String`'s
+    /// capacity word costs a slot in every B-tree leaf.
+    pub(crate) nodes: BTreeMap<Box<str>, Node>,
     pub(crate) sessions: BTreeMap<SessionId, Session>,
     /// Lock and election queues by queue path (`/locks/orders`).
-    pub(crate) queues: BTreeMap<String, LockQueue>,
+    pub(crate) queues: BTreeMap<Box<str>, LockQueue>,
 }
 
 impl Default for StateMachine {
@@ -59,7 +61,7 @@ impl StateMachine {
     /// An empty tree holding only the root.
     pub fn new() -> Self {
         let root = Node {
-            data: Vec::new(),
+            data: Box::default(),
             version: 1,
             create_revision: 0,
             mod_revision: 0,
@@ -68,7 +70,7 @@ impl StateMachine {
         };
         StateMachine {
             revision: 0,
-            nodes: BTreeMap::from([("/".to_string(), root)]),
+            nodes: BTreeMap::from([("/".into(), root)]),
             sessions: BTreeMap::new(),
             queues: BTreeMap::new(),
         }
@@ -200,19 +202,19 @@ impl StateMachine {
     pub(crate) fn insert_node(
         &mut self,
         path: String,
-        data: Vec<u8>,
+        data: &[u8],
         owner: Option<SessionId>,
         revision: u64,
         effects: &mut Effects,
     ) {
         if let Some(session) = owner.and_then(|id| self.sessions.get_mut(&id)) {
-            session.nodes.insert(path.clone());
+            session.nodes.insert(path.as_str().into());
         }
         effects.written.push(path.clone());
         self.nodes.insert(
-            path,
+            path.into_boxed_str(),
             Node {
-                data,
+                data: data.into(),
                 version: 1,
                 create_revision: revision,
                 mod_revision: revision,

@@ -4,6 +4,8 @@
 //! a queue's nodes change only through acquire/release, so no generic
 //! write can orphan or reorder a waiter.
 
+use std::ops::Bound;
+
 use crate::command::{Effects, Response};
 use crate::error::CoreError;
 use crate::path::{ancestors, is_reserved, parent_of, validate_node_path, with_sequence};
@@ -42,7 +44,7 @@ impl StateMachine {
         }
         if let Some(node) = self.nodes.get_mut(path) {
             check_version(path, expected_version, node.version)?;
-            node.data = data.to_vec();
+            node.data = data.into();
             node.version += 1;
             node.mod_revision = revision;
             effects.written.push(path.to_string());
@@ -104,9 +106,9 @@ impl StateMachine {
             .map(str::to_string)
             .collect();
         for ancestor in missing {
-            self.insert_node(ancestor, Vec::new(), None, revision, effects);
+            self.insert_node(ancestor, &[], None, revision, effects);
         }
-        self.insert_node(path.clone(), data.to_vec(), owner, revision, effects);
+        self.insert_node(path.clone(), data, owner, revision, effects);
         Ok(Outcome::changed(Response::Put {
             path,
             created: true,
@@ -128,7 +130,7 @@ impl StateMachine {
             let next = seq
                 .checked_add(1)
                 .ok_or_else(|| CoreError::SequenceExhausted(parent.to_string()))?;
-            if !self.nodes.contains_key(&candidate) {
+            if !self.nodes.contains_key(candidate.as_str()) {
                 return Ok((candidate, next));
             }
             seq = next;
@@ -138,7 +140,7 @@ impl StateMachine {
     pub(crate) fn has_children(&self, path: &str) -> bool {
         let prefix = format!("{path}/");
         self.nodes
-            .range(prefix.clone()..)
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
             .next()
             .is_some_and(|(k, _)| k.starts_with(&prefix))
     }

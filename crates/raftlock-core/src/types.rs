@@ -1,10 +1,11 @@
 //! Values stored in the state machine.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+
+use crate::node_set::NodeSet;
 
 /// A session's identity: 128 random bits chosen by the proposer, so the
 /// state machine stays deterministic and ids stay unguessable. Printed as
@@ -45,8 +46,11 @@ impl FromStr for SessionId {
 /// One node of the tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Node {
-    /// Opaque payload (an election's value, a recipe's data).
-    pub data: Vec<u8>,
+    /// Opaque payload (an election's value, a recipe's data). Boxed, not a
+    /// `Vec`: it is replaced, never grown, and the spare capacity word is
+    /// what rounds a node up from 80 to 96 bytes (a session id aligns it
+    /// to 16).
+    pub data: Box<[u8]>,
     /// 1 on create, +1 per data change; 0 means "absent" in a CAS.
     pub version: u64,
     /// Revision of the command that created the node; a lock node's
@@ -64,13 +68,14 @@ pub struct Node {
 /// deadlines in memory and ends sessions through an explicit command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
-    /// Free label shown in listings (e.g. "worker-7").
-    pub owner: String,
+    /// Free label shown in listings (e.g. "worker-7"). Never changes, so
+    /// a `Box<str>`: one word less per session in the sessions map.
+    pub owner: Box<str>,
     /// Time to live without a keepalive, in milliseconds.
     pub ttl_ms: u64,
     /// Every ephemeral node the session owns, lock nodes included, so
     /// ending it deletes exactly these.
-    pub nodes: BTreeSet<String>,
+    pub(crate) nodes: NodeSet,
     /// Remaining TTL recorded by a leader's checkpoint and not renewed
     /// since; counted from when each replica applied that checkpoint.
     pub checkpoint_remaining_ms: Option<u64>,

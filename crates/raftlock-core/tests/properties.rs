@@ -9,6 +9,9 @@ use proptest::prelude::*;
 use raftlock_core::{Command, Position, QueueKind, Response, SessionId, StateMachine};
 
 const SESSIONS: u128 = 5;
+/// Sessions in a crowded history: more than a queue or a session's node
+/// set holds in its small form.
+const CROWD: u128 = 40;
 const LOCKS: [&str; 3] = ["a", "b", "a/b"];
 const PATHS: [&str; 4] = ["/x", "/x/y", "/z", "/x/y/w"];
 
@@ -63,6 +66,33 @@ fn command() -> impl Strategy<Value = Command> {
         1 => Just(Command::Put {
             path: "/locks/a/lock-0000000000".into(), data: vec![], session: None,
             sequential: false, expected_version: None,
+        }),
+    ]
+}
+
+/// Many sessions on one lock and one session creating many ephemeral
+/// nodes, so queues and node sets cross their small/large limits both
+/// ways (the histories above never queue more than five).
+fn crowded_command() -> impl Strategy<Value = Command> {
+    let session = (1..=CROWD).prop_map(SessionId);
+    let open = |id: SessionId| Command::OpenSession {
+        id,
+        owner: format!("o{}", id.0),
+        ttl_ms: 1000,
+    };
+    prop_oneof![
+        4 => session.clone().prop_map(open),
+        1 => session.clone().prop_map(|id| Command::CloseSession { id }),
+        8 => (kind(), session.clone()).prop_map(|(kind, session)| Command::Acquire {
+            kind, name: "a".into(), session, data: vec![1], wait: true,
+        }),
+        4 => (kind(), session).prop_map(|(kind, session)| Command::Release {
+            kind, name: "a".into(), session, withdraw: None,
+        }),
+        1 => Just(open(SessionId(1))),
+        3 => Just(Command::Put {
+            path: "/x".into(), data: vec![7], session: Some(SessionId(1)),
+            sequential: true, expected_version: None,
         }),
     ]
 }
@@ -254,7 +284,7 @@ fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
             }
         }
         // No ephemeral node outlives its session.
-        for id in (1..=SESSIONS).map(SessionId) {
+        for id in (1..=CROWD).map(SessionId) {
             if !model.open.contains(&id) {
                 prop_assert!(sm.session(id).is_none());
             }
@@ -279,6 +309,18 @@ proptest! {
         let a = run(&commands)?.to_snapshot().map_err(|e| TestCaseError::fail(e.to_string()))?;
         let b = run(&commands)?.to_snapshot().map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn crowded_histories_keep_every_lock_safe_and_restore_exactly(
+        commands in prop::collection::vec(crowded_command(), 1..300),
+    ) {
+        let state = run(&commands)?;
+        let bytes = state.to_snapshot().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let restored = StateMachine::from_snapshot(&bytes)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&restored, &state);
+        prop_assert_eq!(restored.to_snapshot().map_err(|e| TestCaseError::fail(e.to_string()))?, bytes);
     }
 
     #[test]
