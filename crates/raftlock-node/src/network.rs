@@ -13,11 +13,12 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
+use raftlock_storage::DurableIndex;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::config::NodeConfig;
-use crate::typ::{Member, NodeId, TypeConfig};
+use crate::typ::{LogId, Member, NodeId, TypeConfig};
 
 /// Route of each RPC on the peer's internal listener.
 pub(crate) mod route {
@@ -101,6 +102,9 @@ impl PeerClient {
 #[derive(Clone)]
 pub struct Network {
     pub(crate) client: PeerClient,
+    /// This node's durable log prefix: the commit index it sends must be
+    /// covered (see [`raftlock_storage::DurableIndex`]).
+    pub(crate) durable: DurableIndex,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -110,6 +114,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         PeerConnection {
             client: self.client.clone(),
             target,
+            durable: self.durable.clone(),
         }
     }
 }
@@ -118,6 +123,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 pub struct PeerConnection {
     client: PeerClient,
     target: NodeId,
+    durable: DurableIndex,
 }
 
 impl PeerConnection {
@@ -148,12 +154,41 @@ impl PeerConnection {
     }
 }
 
+/// The commit index `rpc` may carry when this node's log is durable up to
+/// `durable`: the leader's own, or else the greatest log id in the request
+/// (its entries, or the entry before them) that is both committed and
+/// durable, or none. A lower commit index is always a valid message: a
+/// follower only ever moves its own forward.
+fn durable_commit(rpc: &AppendEntriesRequest<TypeConfig>, durable: u64) -> Option<LogId> {
+    let committed = rpc.leader_commit?;
+    if committed.index <= durable {
+        return Some(committed);
+    }
+    let limit = durable.min(committed.index);
+    rpc.entries
+        .iter()
+        .map(|e| e.log_id)
+        .chain(rpc.prev_log_id)
+        .filter(|id| id.index <= limit)
+        .max_by_key(|id| id.index)
+}
+
 impl RaftNetwork<TypeConfig> for PeerConnection {
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
+        // openraft counts the leader's own log as persisted once written
+        // (deferred durability), so its commit index can run ahead of what
+        // is on a majority's disks. Followers apply what it says, so it goes
+        // out lowered to what this node's disk covers; heartbeats are never
+        // held back for it.
+        let durable = self
+            .durable
+            .current()
+            .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
+        rpc.leader_commit = durable_commit(&rpc, durable);
         self.rpc(route::APPEND, &rpc, &option).await
     }
 
@@ -174,5 +209,51 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
         self.rpc(route::VOTE, &rpc, &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, Entry, EntryPayload, Vote};
+
+    use super::*;
+
+    fn id(term: u64, index: u64) -> LogId {
+        LogId::new(CommittedLeaderId::new(term, 1), index)
+    }
+
+    fn request(
+        prev: Option<LogId>,
+        entries: &[LogId],
+        commit: Option<LogId>,
+    ) -> AppendEntriesRequest<TypeConfig> {
+        AppendEntriesRequest {
+            vote: Vote::new_committed(2, 1),
+            prev_log_id: prev,
+            entries: entries
+                .iter()
+                .map(|&log_id| Entry {
+                    log_id,
+                    payload: EntryPayload::Blank,
+                })
+                .collect(),
+            leader_commit: commit,
+        }
+    }
+
+    #[test]
+    fn the_commit_index_sent_never_passes_the_durable_log() {
+        let rpc = request(Some(id(1, 4)), &[id(2, 5), id(2, 6)], Some(id(2, 6)));
+        assert_eq!(
+            durable_commit(&rpc, 9),
+            Some(id(2, 6)),
+            "durable: unchanged"
+        );
+        assert_eq!(durable_commit(&rpc, 5), Some(id(2, 5)));
+        assert_eq!(durable_commit(&rpc, 4), Some(id(1, 4)), "the entry before");
+        assert_eq!(durable_commit(&rpc, 3), None, "nothing known to name");
+        let heartbeat = request(Some(id(2, 6)), &[], Some(id(2, 8)));
+        assert_eq!(durable_commit(&heartbeat, 7), Some(id(2, 6)));
+        assert_eq!(durable_commit(&request(None, &[], None), 0), None);
     }
 }

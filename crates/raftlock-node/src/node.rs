@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use raftlock_storage::{Durability, SledLogConfig, SledLogStore};
+use raftlock_storage::{Durability, DurableIndex, SledLogConfig, SledLogStore, SyncStall};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -36,6 +36,10 @@ pub(crate) struct Inner {
     pub raft_addr: SocketAddr,
     /// Coalesces this node's writes into proposals.
     pub proposer: Proposer,
+    /// How far this node's log is on disk (gates append acknowledgements).
+    pub durable: DurableIndex,
+    /// Fault injection: holds this node's log syncs (a stalled disk).
+    sync_stall: SyncStall,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -85,8 +89,14 @@ impl Node {
                 Durability::Fsync
             } else {
                 Durability::FlushOnly
-            });
+            })
+            // The node gates apply, append acknowledgements and the commit
+            // index it sends on `durable` (state_machine.rs, routes.rs,
+            // network.rs), so the Raft core need not wait for each sync.
+            .with_deferred_durability(true);
         let log_store = SledLogStore::open(&log_config).map_err(|e| storage_err(e.to_string()))?;
+        let durable = log_store.durable_index();
+        let sync_stall = log_store.sync_stall();
         let waiters = Arc::new(WaiterRegistry::default());
         let tracker = Arc::new(SessionTracker::new(Box::new(TokioClock)));
         let shared =
@@ -110,9 +120,10 @@ impl Node {
             Arc::new(raft_config),
             Network {
                 client: peers.clone(),
+                durable: durable.clone(),
             },
             log_store,
-            StateMachineStore::new(shared.clone()),
+            StateMachineStore::new(shared.clone(), durable.clone()),
         )
         .await
         .map_err(|e| StartError::Raft(e.to_string()))?;
@@ -132,6 +143,8 @@ impl Node {
                 stopping: watch::channel(false).0,
                 raft_addr,
                 proposer,
+                durable,
+                sync_stall,
                 tasks: Mutex::new(Vec::new()),
             }),
         };
@@ -191,6 +204,14 @@ impl Node {
     }
 
     /// The address the internal routes are served on.
+    /// Fault injection for tests and harnesses: while `stalled`, this
+    /// node's log syncs do not complete, as if its disk hung (writes are
+    /// still accepted into the log; nothing becomes durable). Its Raft
+    /// state is otherwise untouched.
+    pub fn stall_log_sync(&self, stalled: bool) {
+        self.inner.sync_stall.set(stalled);
+    }
+
     pub fn raft_addr(&self) -> SocketAddr {
         self.inner.raft_addr
     }

@@ -10,7 +10,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest,
+};
 use raftlock_core::SessionId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -38,11 +40,42 @@ fn encode<T: Serialize>(value: &T) -> Response {
 }
 
 async fn append(State(inner): Shared, body: Bytes) -> Response {
-    match decode::<AppendEntriesRequest<TypeConfig>>(&body) {
-        Ok(request) => encode(&inner.raft.append_entries(request).await),
-        Err(message) => bad_request(message),
+    let request = match decode::<AppendEntriesRequest<TypeConfig>>(&body) {
+        Ok(request) => request,
+        Err(message) => return bad_request(message),
+    };
+    let through = request
+        .entries
+        .last()
+        .map(|e| e.log_id.index)
+        .max(request.prev_log_id.map(|l| l.index));
+    let answer = inner.raft.append_entries(request).await;
+    // The leader counts a success as these entries being on our disk, but
+    // openraft here saw them only written (deferred durability): answer
+    // once they are durable. A failure or a conflict claims nothing.
+    let acknowledged = match &answer {
+        Ok(AppendEntriesResponse::Success) => through,
+        Ok(AppendEntriesResponse::PartialSuccess(matching)) => matching.map(|l| l.index),
+        _ => None,
+    };
+    if let Some(index) = acknowledged {
+        match tokio::time::timeout(ACK_DURABLE_WAIT, inner.durable.wait_for(index)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return (StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
+            Err(_) => {
+                let message = format!("log not durable through index {index} in time");
+                return (StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+            }
+        }
     }
+    encode(&answer)
 }
+
+/// Longest an append acknowledgement waits for this node's disk before the
+/// request fails instead (the leader resends). Long enough for a slow sync;
+/// bounded because after a truncation an index may only become durable
+/// again when new entries reach it.
+const ACK_DURABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 async fn vote(State(inner): Shared, body: Bytes) -> Response {
     match decode::<VoteRequest<u64>>(&body) {

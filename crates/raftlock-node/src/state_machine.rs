@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, RaftSnapshotBuilder, StorageIOError};
 use raftlock_core::{Command, Effects, StateMachine};
+use raftlock_storage::DurableIndex;
 use tokio::sync::{broadcast, watch};
 
 use crate::snapshot_file::{self, StoredSnapshot};
@@ -128,11 +129,14 @@ fn storage_error(e: impl std::fmt::Display) -> StorageError {
 #[derive(Clone)]
 pub struct StateMachineStore {
     shared: Arc<Shared>,
+    /// Entries are applied only once on this node's disk (the log store
+    /// acknowledges appends before they are durable).
+    durable: DurableIndex,
 }
 
 impl StateMachineStore {
-    pub fn new(shared: Arc<Shared>) -> Self {
-        StateMachineStore { shared }
+    pub fn new(shared: Arc<Shared>, durable: DurableIndex) -> Self {
+        StateMachineStore { shared, durable }
     }
 }
 
@@ -191,6 +195,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I: IntoIterator<Item = openraft::Entry<TypeConfig>> + Send,
         I::IntoIter: Send,
     {
+        let entries: Vec<_> = entries.into_iter().collect();
+        if let Some(last) = entries.last() {
+            // Committed in openraft's view may still be volatile here (see
+            // `raftlock_storage::DurableIndex`): nothing is applied, so no
+            // client hears of it, before it is on this node's disk too.
+            self.durable
+                .wait_for(last.log_id.index)
+                .await
+                .map_err(storage_error)?;
+        }
         let mut replies = Vec::new();
         let mut last_index = None;
         for entry in entries {

@@ -42,6 +42,13 @@ pub struct SledLogConfig {
     pub cache_capacity_bytes: u64,
     /// What a durability barrier does. Default: [`Durability::Fsync`].
     pub durability: Durability,
+    /// When `true`, `append` reports the entries to openraft as persisted
+    /// once they are written (readable), and their durability only through
+    /// [`DurableIndex`](crate::DurableIndex), so the Raft core does not stop
+    /// for each sync. Safe only for a caller that holds back every effect
+    /// of an entry until `DurableIndex` covers it (see that type). Default:
+    /// `false` (openraft is told after the barrier).
+    pub deferred_durability: bool,
 }
 
 impl SledLogConfig {
@@ -51,6 +58,7 @@ impl SledLogConfig {
             path: path.into(),
             cache_capacity_bytes: DEFAULT_CACHE_CAPACITY_BYTES,
             durability: Durability::default(),
+            deferred_durability: false,
         }
     }
 
@@ -65,6 +73,12 @@ impl SledLogConfig {
         self.durability = durability;
         self
     }
+
+    /// Sets [`SledLogConfig::deferred_durability`].
+    pub fn with_deferred_durability(mut self, deferred: bool) -> Self {
+        self.deferred_durability = deferred;
+        self
+    }
 }
 
 #[cfg(test)]
@@ -76,5 +90,6 @@ mod tests {
         let cfg = SledLogConfig::new("/tmp/x");
         assert_eq!(cfg.cache_capacity_bytes, 64 * 1024 * 1024);
         assert_eq!(cfg.durability, Durability::Fsync);
+        assert!(!cfg.deferred_durability);
     }
 }

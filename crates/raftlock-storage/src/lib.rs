@@ -17,7 +17,9 @@
 //! [`Durability`]). An append's callback fires only after a barrier that
 //! started after the append was written; appends queued while a barrier runs
 //! share the next one (group commit). Votes, truncations and purges wait for
-//! a barrier before returning.
+//! a barrier before returning. [`DurableIndex`] follows the durable prefix
+//! of the log; with [`SledLogConfig::deferred_durability`] it, not the
+//! callback, is what says an append is on disk.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), raftlock_storage::StoreError> {
@@ -35,6 +37,7 @@ mod barrier;
 mod cell;
 mod codec;
 mod config;
+mod durable;
 mod error;
 mod log_tree;
 mod meta;
@@ -43,8 +46,9 @@ mod store;
 mod sync_worker;
 
 pub use config::{Durability, SledLogConfig, DEFAULT_CACHE_CAPACITY_BYTES};
+pub use durable::DurableIndex;
 pub use error::{EngineError, StoreError};
 pub use meta::MetaStore;
 pub use reader::SledLogReader;
 pub use store::SledLogStore;
-pub use sync_worker::SyncStats;
+pub use sync_worker::{SyncStall, SyncStats};

@@ -28,19 +28,22 @@ impl LogTree {
 
     /// Writes all `entries` atomically: after a crash either all of them are
     /// there or none, so an append never leaves a hole. Readable as soon as
-    /// this returns; durable after the next barrier.
+    /// this returns; durable after the next barrier. Returns the index of
+    /// the last entry written, if any.
     pub(crate) fn append<E, NID>(
         &self,
         entries: impl IntoIterator<Item = E>,
-    ) -> Result<(), StoreError>
+    ) -> Result<Option<u64>, StoreError>
     where
         E: Serialize + RaftLogId<NID>,
         NID: NodeId,
     {
         let mut records = Vec::new();
+        let mut last = None;
         for entry in entries {
-            let key = index_key(entry.get_log_id().index);
-            records.push((key, encode("log entry", &entry)?));
+            let index = entry.get_log_id().index;
+            last = Some(index);
+            records.push((index_key(index), encode("log entry", &entry)?));
         }
         match <[_; 1]>::try_from(records) {
             // A single insert is atomic by itself and skips what sled does
@@ -59,7 +62,7 @@ impl LogTree {
                 self.tree.apply_batch(batch)?;
             }
         }
-        Ok(())
+        Ok(last)
     }
 
     /// Entries whose index is in `range`, in index order. Missing indexes

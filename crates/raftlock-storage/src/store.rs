@@ -14,11 +14,12 @@ use openraft::{
 use crate::barrier::Barrier;
 use crate::cell::Cell;
 use crate::config::SledLogConfig;
+use crate::durable::DurableIndex;
 use crate::error::StoreError;
 use crate::log_tree::LogTree;
 use crate::meta::MetaStore;
 use crate::reader::SledLogReader;
-use crate::sync_worker::{SyncStats, SyncWorker};
+use crate::sync_worker::{SyncStall, SyncStats, SyncWorker};
 
 /// sled tree names. Part of the on-disk format: do not rename.
 mod trees {
@@ -51,6 +52,9 @@ pub struct SledLogStore<C: RaftTypeConfig> {
     purged: Cell<LogId<C::NodeId>>,
     meta: MetaStore,
     sync: Arc<SyncWorker>,
+    durable: DurableIndex,
+    /// [`SledLogConfig::deferred_durability`].
+    deferred: bool,
 }
 
 impl<C: RaftTypeConfig> SledLogStore<C> {
@@ -84,6 +88,16 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         // opening, durable.
         let barrier = Barrier::open(db, &config.path, config.durability)?;
         let sync = Arc::new(SyncWorker::spawn(barrier)?);
+        // The barrier above made everything found on disk durable. A log
+        // whose tail cannot be read is reported by `get_log_state`, the
+        // first thing openraft asks; it need not fail the open here.
+        let last = log
+            .last_log_id::<C::Entry, C::NodeId>()
+            .ok()
+            .flatten()
+            .map(|l| l.index);
+        let purged_index = purged.get().ok().flatten().map(|p| p.index);
+        let durable = DurableIndex::starting_at(last.max(purged_index).unwrap_or(0));
 
         Ok(Self {
             reader: SledLogReader::new(log.clone()),
@@ -93,6 +107,8 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
             purged,
             meta: MetaStore::new(meta_tree, Arc::clone(&sync)),
             sync,
+            durable,
+            deferred: config.deferred_durability,
         })
     }
 
@@ -100,6 +116,19 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
     /// handing the store to `openraft::Raft::new`, which consumes the store.
     pub fn meta(&self) -> MetaStore {
         self.meta.clone()
+    }
+
+    /// How far the log is durable. Take it before handing the store to
+    /// `openraft::Raft::new`; with deferred durability it is the only
+    /// durability signal for appends.
+    pub fn durable_index(&self) -> DurableIndex {
+        self.durable.clone()
+    }
+
+    /// Fault injection: stalls this store's durability barriers while set
+    /// (see [`SyncStall`]).
+    pub fn sync_stall(&self) -> SyncStall {
+        self.sync.stall()
     }
 
     /// Durability barriers run and requests served so far (for metrics).
@@ -112,10 +141,10 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         &self,
         subject: ErrorSubject<C::NodeId>,
     ) -> Result<(), StorageError<C::NodeId>> {
-        self.sync
-            .sync()
-            .await
-            .map_err(|e| e.into_storage(subject, ErrorVerb::Write))
+        self.sync.sync().await.map_err(|e| {
+            self.durable.fail();
+            e.into_storage(subject, ErrorVerb::Write)
+        })
     }
 }
 
@@ -206,16 +235,36 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
         I::IntoIter: OptionalSend,
     {
         // Readable from here on (openraft requires that when we return) ...
-        self.log
+        let last = self
+            .log
             .append::<C::Entry, C::NodeId>(entries)
             .map_err(sto(ErrorSubject::Logs, ErrorVerb::Write))?;
-        // ... and acknowledged as persisted only by the worker, after a
-        // barrier that started after the batch above was written.
+        // ... and durable only after a barrier that started after the batch
+        // above was written: the worker then advances the durable index and
+        // (unless deferred) tells openraft.
+        let durable = self.durable.clone();
+        let (late, early) = if self.deferred {
+            (None, Some(callback))
+        } else {
+            (Some(callback), None)
+        };
         self.sync
             .submit(Box::new(move |result| {
-                callback.log_io_completed(result.map_err(io::Error::other));
+                match (&result, last) {
+                    (Ok(()), Some(index)) => durable.advance(index),
+                    (Ok(()), None) => {}
+                    (Err(_), _) => durable.fail(),
+                }
+                if let Some(callback) = late {
+                    callback.log_io_completed(result.map_err(io::Error::other));
+                }
             }))
-            .map_err(sto(ErrorSubject::Logs, ErrorVerb::Write))
+            .map_err(sto(ErrorSubject::Logs, ErrorVerb::Write))?;
+        if let Some(callback) = early {
+            // Deferred durability: the caller waits on `DurableIndex`.
+            callback.log_io_completed(Ok(()));
+        }
+        Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId<C::NodeId>) -> Result<(), StorageError<C::NodeId>> {
@@ -225,7 +274,9 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
         // Durable before returning: openraft may next append entries with
         // the same indexes and must never see the old ones come back after
         // it was told they were gone.
-        self.barrier(ErrorSubject::Logs).await
+        self.barrier(ErrorSubject::Logs).await?;
+        self.durable.lower_to(log_id.index.saturating_sub(1));
+        Ok(())
     }
 
     async fn purge(&mut self, log_id: LogId<C::NodeId>) -> Result<(), StorageError<C::NodeId>> {
@@ -248,6 +299,11 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
             .map_err(sto(ErrorSubject::Logs, ErrorVerb::Delete))?;
         // Purge happens once per snapshot, so paying a barrier keeps the
         // rule simple: every completed write is durable.
-        self.barrier(ErrorSubject::Logs).await
+        self.barrier(ErrorSubject::Logs).await?;
+        // Purged entries are in a snapshot, which is durable before
+        // openraft purges; a follower that installed one answers for its
+        // last index from here on.
+        self.durable.advance(log_id.index);
+        Ok(())
     }
 }

@@ -13,7 +13,7 @@
 //!   is acknowledged in write order, as openraft requires.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::barrier::Barrier;
@@ -39,6 +39,32 @@ pub struct SyncStats {
     pub requests: u64,
 }
 
+/// Fault injection: while set, the worker holds its next barrier, as if
+/// the disk hung. For tests and fault-injection harnesses; a production
+/// node never sets it.
+#[derive(Clone, Default)]
+pub struct SyncStall {
+    stalled: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl SyncStall {
+    /// Stalls (`true`) or resumes (`false`) the durability barriers.
+    pub fn set(&self, stalled: bool) {
+        let (flag, changed) = &*self.stalled;
+        *flag.lock().unwrap_or_else(|e| e.into_inner()) = stalled;
+        changed.notify_all();
+    }
+
+    /// Blocks while stalled.
+    fn pass(&self) {
+        let (flag, changed) = &*self.stalled;
+        let mut stalled = flag.lock().unwrap_or_else(|e| e.into_inner());
+        while *stalled {
+            stalled = changed.wait(stalled).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     barriers: AtomicU64,
@@ -52,6 +78,7 @@ pub(crate) struct SyncWorker {
     tx: Option<mpsc::Sender<Waiter>>,
     thread: Option<JoinHandle<()>>,
     counters: Arc<Counters>,
+    stall: SyncStall,
 }
 
 impl SyncWorker {
@@ -59,16 +86,19 @@ impl SyncWorker {
     pub(crate) fn spawn(barrier: Barrier) -> Result<Self, StoreError> {
         let (tx, rx) = mpsc::channel();
         let counters = Arc::new(Counters::default());
+        let stall = SyncStall::default();
         let thread = std::thread::Builder::new()
             .name("raftlock-sync".into()) // <= 15 bytes: Linux truncates thread names
             .spawn({
                 let counters = Arc::clone(&counters);
-                move || run(barrier, &rx, &counters)
+                let stall = stall.clone();
+                move || run(barrier, &rx, &counters, &stall)
             })?;
         Ok(Self {
             tx: Some(tx),
             thread: Some(thread),
             counters,
+            stall,
         })
     }
 
@@ -92,6 +122,11 @@ impl SyncWorker {
             .map_err(StoreError::Barrier)
     }
 
+    /// The handle that stalls this worker's barriers (fault injection).
+    pub(crate) fn stall(&self) -> SyncStall {
+        self.stall.clone()
+    }
+
     /// Current counters.
     pub(crate) fn stats(&self) -> SyncStats {
         SyncStats {
@@ -103,7 +138,9 @@ impl SyncWorker {
 
 impl Drop for SyncWorker {
     fn drop(&mut self) {
-        // Closing the channel ends the loop after the queued waiters.
+        // Closing the channel ends the loop after the queued waiters; a
+        // stall left on would keep the thread (and the database) forever.
+        self.stall.set(false);
         drop(self.tx.take());
         if let Some(thread) = self.thread.take() {
             if thread.join().is_err() {
@@ -113,12 +150,13 @@ impl Drop for SyncWorker {
     }
 }
 
-fn run(mut barrier: Barrier, rx: &mpsc::Receiver<Waiter>, counters: &Counters) {
+fn run(mut barrier: Barrier, rx: &mpsc::Receiver<Waiter>, counters: &Counters, stall: &SyncStall) {
     // After one failed barrier every later one fails too: once fsync has
     // reported an error, Linux may have dropped the dirty pages, and a later
     // "successful" fsync would acknowledge data that is gone.
     let mut failed: Option<Arc<StoreError>> = None;
     while let Ok(first) = rx.recv() {
+        stall.pass();
         // Everything queued so far shares this barrier: each waiter's writes
         // happened before it was queued, hence before the barrier starts.
         let mut waiters = vec![first];

@@ -3,10 +3,12 @@
 
 mod common;
 
-use common::{log_id, open, put_entry};
+use common::{log_id, open, put_entry, Store};
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{LogState, RaftLogReader, Vote};
-use raftlock_storage::{Durability, SyncStats};
+use std::time::Duration;
+
+use raftlock_storage::{Durability, SledLogConfig, SyncStats};
 use tempfile::TempDir;
 
 #[tokio::test]
@@ -177,5 +179,46 @@ async fn second_open_of_a_locked_directory_fails_cleanly() -> anyhow::Result<()>
         err.to_string().contains("cannot open sled database"),
         "{err}"
     );
+    Ok(())
+}
+
+/// With deferred durability an append is reported to openraft as soon as it
+/// is written, and `DurableIndex` alone says what is on disk: it covers an
+/// append only after a barrier, drops below a truncation, rises to a purge,
+/// and starts at the last entry on reopen.
+#[tokio::test]
+async fn deferred_durability_reports_through_the_durable_index() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let config = SledLogConfig::new(dir.path()).with_deferred_durability(true);
+    let mut store = Store::open(&config)?;
+    let durable = store.durable_index();
+    let stall = store.sync_stall();
+    let bounded = Duration::from_secs(10);
+
+    store
+        .blocking_append((1..=5).map(|i| put_entry(1, i, 16)))
+        .await?;
+    tokio::time::timeout(bounded, durable.wait_for(5)).await??;
+
+    // A stalled disk: the append is acknowledged at once, not made durable.
+    stall.set(true);
+    tokio::time::timeout(bounded, store.blocking_append([put_entry(1, 6, 16)])).await??;
+    assert_eq!(durable.current()?, 5);
+    stall.set(false);
+    tokio::time::timeout(bounded, durable.wait_for(6)).await??;
+
+    store.truncate(log_id(1, 4)).await?;
+    assert_eq!(durable.current()?, 3, "indexes 4.. are gone");
+    store.blocking_append([put_entry(2, 4, 16)]).await?;
+    tokio::time::timeout(bounded, durable.wait_for(4)).await??;
+
+    store.purge(log_id(2, 4)).await?;
+    assert_eq!(durable.current()?, 4);
+    store.blocking_append([put_entry(2, 5, 16)]).await?;
+    tokio::time::timeout(bounded, durable.wait_for(5)).await??;
+    drop(store);
+
+    let reopened = Store::open(&config)?;
+    assert_eq!(reopened.durable_index().current()?, 5);
     Ok(())
 }

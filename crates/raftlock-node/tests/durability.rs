@@ -1,0 +1,149 @@
+//! Deferred durability: the log store tells openraft an append is persisted
+//! as soon as it is written, and the node holds back everything that acts
+//! on an entry until a disk has it (see `raftlock_storage::DurableIndex`).
+//! These tests stall disks (`Node::stall_log_sync`) and check that no write
+//! is committed, applied or answered on the strength of a volatile copy.
+//!
+//! Each asserts that something does *not* happen while a disk is stalled;
+//! that needs a window of time, `HELD`, long enough for a wrongly committed
+//! entry to be applied everywhere many times over (a commit round trip in
+//! this cluster takes milliseconds). The positive steps poll state.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{eventually, settings, Cluster, WAIT};
+use raftlock_node::core::QueueKind;
+use raftlock_node::Node;
+
+/// How long a stalled state is watched for a wrong commit.
+const HELD: Duration = Duration::from_millis(400);
+
+fn last_log_index(node: &Node) -> u64 {
+    node.status().last_log_index.unwrap_or(0)
+}
+
+/// Nothing may be applied, on any member, while the only durable copies are
+/// on the followers and the leader's own copy is volatile: openraft already
+/// counts the leader as having it, so one follower's answer "commits" it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_member_applies_an_entry_the_leaders_disk_does_not_have() {
+    let cluster = Cluster::start(3, settings()).await;
+    let leader_id = cluster.leader().await;
+    let leader = cluster.node(leader_id).clone();
+    let session = leader
+        .open_session("stall", Duration::from_secs(30))
+        .await
+        .expect("open");
+    let before = last_log_index(&leader);
+
+    leader.stall_log_sync(true);
+    let acquire = tokio::spawn({
+        let leader = leader.clone();
+        async move {
+            leader
+                .acquire(QueueKind::Lock, "stalled-leader", session.id, vec![], WAIT)
+                .await
+        }
+    });
+    eventually("the followers to hold the new entry", WAIT, || {
+        cluster
+            .running()
+            .filter(|n| n.id() != leader_id)
+            .all(|n| last_log_index(n) > before)
+    })
+    .await;
+    tokio::time::sleep(HELD).await;
+    assert!(
+        !acquire.is_finished(),
+        "an acquire was answered before the leader's disk had it"
+    );
+    for node in cluster.running() {
+        assert!(
+            node.status().applied_index <= before,
+            "node {} applied an entry that was durable on the followers only",
+            node.id()
+        );
+    }
+
+    leader.stall_log_sync(false);
+    acquire
+        .await
+        .expect("join")
+        .expect("granted once the leader's disk has it");
+    let written = last_log_index(&leader);
+    eventually("every member to apply it", WAIT, || {
+        cluster
+            .running()
+            .all(|n| n.status().applied_index >= written)
+    })
+    .await;
+    cluster.shutdown().await;
+}
+
+/// A follower must not acknowledge entries its disk does not have yet:
+/// with both followers' disks stalled, a write on the leader cannot commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_acknowledge_entries_only_once_durable() {
+    let cluster = Cluster::start(3, settings()).await;
+    let leader_id = cluster.leader().await;
+    let leader = cluster.node(leader_id).clone();
+    let followers: Vec<Node> = cluster
+        .running()
+        .filter(|n| n.id() != leader_id)
+        .cloned()
+        .collect();
+    let session = leader
+        .open_session("stall", Duration::from_secs(30))
+        .await
+        .expect("open");
+    let before = last_log_index(&leader);
+
+    for follower in &followers {
+        follower.stall_log_sync(true);
+    }
+    let acquire = tokio::spawn({
+        let leader = leader.clone();
+        async move {
+            leader
+                .acquire(
+                    QueueKind::Lock,
+                    "stalled-followers",
+                    session.id,
+                    vec![],
+                    WAIT,
+                )
+                .await
+        }
+    });
+    eventually("the followers to hold the new entry", WAIT, || {
+        followers.iter().all(|n| last_log_index(n) > before)
+    })
+    .await;
+    tokio::time::sleep(HELD).await;
+    assert!(
+        !acquire.is_finished(),
+        "committed with only the leader's disk holding the entry"
+    );
+    assert!(
+        leader.status().applied_index <= before,
+        "the leader applied an entry no follower had on disk"
+    );
+
+    // One follower's disk is enough for a majority.
+    followers[0].stall_log_sync(false);
+    acquire
+        .await
+        .expect("join")
+        .expect("granted once a follower's disk has it");
+    followers[1].stall_log_sync(false);
+    let written = last_log_index(&leader);
+    eventually("every member to apply it", WAIT, || {
+        cluster
+            .running()
+            .all(|n| n.status().applied_index >= written)
+    })
+    .await;
+    cluster.shutdown().await;
+}
