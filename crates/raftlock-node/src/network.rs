@@ -4,6 +4,7 @@
 //! openraft's business; a call fails fast and says why.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
@@ -54,7 +55,7 @@ impl PeerClient {
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .tcp_nodelay(true)
-            .connect_timeout(std::time::Duration::from_millis(500))
+            .connect_timeout(Duration::from_millis(500))
             .build()
             .unwrap_or_default();
         PeerClient { http, config }
@@ -66,7 +67,7 @@ impl PeerClient {
         peer: NodeId,
         route: &str,
         body: &Req,
-        timeout: std::time::Duration,
+        timeout: Duration,
     ) -> Result<Resp, CallError> {
         let addr = self
             .config
@@ -154,6 +155,11 @@ impl PeerConnection {
     }
 }
 
+/// Longest an append waits for this node's disk to cover the commit index
+/// it carries before sending a lower one (a sync takes well under 1 ms on a
+/// healthy disk).
+const COMMIT_DURABLE_WAIT: Duration = Duration::from_millis(20);
+
 /// The commit index `rpc` may carry when this node's log is durable up to
 /// `durable`: the leader's own, or else the greatest log id in the request
 /// (its entries, or the entry before them) that is both committed and
@@ -182,8 +188,14 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         // openraft counts the leader's own log as persisted once written
         // (deferred durability), so its commit index can run ahead of what
         // is on a majority's disks. Followers apply what it says, so it goes
-        // out lowered to what this node's disk covers; heartbeats are never
-        // held back for it.
+        // out only as far as this node's disk covers. A commit is normally
+        // one sync ahead: wait that long, so followers learn it now rather
+        // than with the next request; a stalled disk must not hold back
+        // heartbeats, so after the wait the index is lowered instead.
+        if let Some(committed) = &rpc.leader_commit {
+            let wait = COMMIT_DURABLE_WAIT.min(option.hard_ttl() / 2);
+            let _ = tokio::time::timeout(wait, self.durable.wait_for(committed.index)).await;
+        }
         let durable = self
             .durable
             .current()
