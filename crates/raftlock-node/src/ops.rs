@@ -80,6 +80,10 @@ pub struct NodeCounters {
     /// `proposed_commands / proposals` is the batching factor.
     pub proposals: u64,
     pub proposed_commands: u64,
+    /// Snapshots installed from the leader since start. Each replaced the
+    /// whole state without per-node effects: whoever follows
+    /// [`Node::subscribe`] must resync when this moves.
+    pub snapshots_installed: u64,
 }
 
 fn unexpected(response: Response) -> NodeError {
@@ -374,6 +378,7 @@ impl Node {
             tracked_sessions: shared.tracker.tracked(),
             proposals: self.inner.proposer.proposals(),
             proposed_commands: self.inner.proposer.commands(),
+            snapshots_installed: shared.snapshots_installed(),
         }
     }
 

@@ -27,6 +27,7 @@
 //! leaders changing every few seconds, ttl plus about one leader term.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -73,6 +74,23 @@ impl Deadlines {
             self.queue.remove(&(old, id));
         }
         self.checkpoint_applied.remove(&id);
+    }
+
+    /// After removals: memory only, never what is tracked.
+    fn shrink_if_sparse(&mut self) {
+        shrink_if_sparse(&mut self.by_session);
+        shrink_if_sparse(&mut self.checkpoint_applied);
+    }
+}
+
+/// Gives a mostly empty map's memory back. A `HashMap` keeps its capacity
+/// through removals, so without this a former leader would keep a table
+/// sized for every session, and every replica one sized for every session
+/// checkpointed at the last election (keepalives clear those soon after).
+/// Shrinking only below a quarter keeps it amortized O(1) per removal.
+fn shrink_if_sparse<K: Eq + Hash, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
     }
 }
 
@@ -128,6 +146,7 @@ impl SessionTracker {
         for id in ids {
             d.checkpoint_applied.remove(&id);
         }
+        d.shrink_if_sparse();
     }
 
     /// Apply hook: sessions closed or expired.
@@ -136,6 +155,7 @@ impl SessionTracker {
         for id in ids {
             d.forget(id);
         }
+        d.shrink_if_sparse();
     }
 
     /// This node became leader and has applied everything committed.
@@ -162,6 +182,8 @@ impl SessionTracker {
             };
             d.set(lease.id, deadline);
         }
+        // `clear()` above kept the capacity of the last term's table.
+        d.shrink_if_sparse();
         d.leading = true;
         drop(d);
         self.changed.notify_one();
@@ -173,7 +195,8 @@ impl SessionTracker {
         let mut d = self.lock();
         d.leading = false;
         d.queue.clear();
-        d.by_session.clear();
+        // Not `clear()`, which would keep the table's capacity.
+        d.by_session = HashMap::new();
         drop(d);
         self.changed.notify_one();
     }
@@ -200,15 +223,20 @@ impl SessionTracker {
             return (Vec::new(), None);
         }
         let mut due = Vec::new();
+        let mut next = None;
         while let Some(&(deadline, id)) = d.queue.first() {
             if deadline > now {
-                return (due, Some(deadline));
+                next = Some(deadline);
+                break;
             }
             d.queue.pop_first();
             d.by_session.remove(&id);
             due.push(id);
         }
-        (due, None)
+        if !due.is_empty() {
+            d.shrink_if_sparse();
+        }
+        (due, next)
     }
 
     /// Completes when deadlines or leadership changed.
@@ -266,5 +294,21 @@ mod tests {
         assert_eq!(tracker.take_due().0, vec![SessionId(1)]);
         tracker.step_down();
         assert!(!tracker.is_leading());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn emptied_tables_give_their_memory_back() {
+        let tracker = SessionTracker::new(Box::new(TokioClock));
+        let ids = (0..10_000u128).map(SessionId);
+        tracker.on_checkpointed(ids.clone());
+        tracker.become_leader(ids.clone().map(|id| lease(id.0, 1_000, Some(1_000))));
+        assert_eq!(tracker.tracked(), 10_000);
+        // Keepalives after the election clear all but one checkpoint.
+        tracker.on_renewed(ids.clone().skip(1));
+        tracker.step_down();
+        let d = tracker.lock();
+        assert!(d.by_session.capacity() == 0 && d.queue.is_empty());
+        assert_eq!(d.checkpoint_applied.len(), 1, "the rest is kept");
+        assert!(d.checkpoint_applied.capacity() <= 64, "shrunk");
     }
 }

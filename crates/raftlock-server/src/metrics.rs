@@ -8,8 +8,9 @@
 //! hold times (from the effects every replica applies, so a lock released
 //! through another node, by session close or by expiry is counted too).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
-use raftlock_core::{path::LOCKS_PREFIX, Effects};
+use raftlock_core::{path::LOCKS_PREFIX, Effects, QueueKind, StateMachine};
 use raftlock_node::Consistency;
 use tokio::sync::broadcast::{self, error::RecvError};
 
@@ -86,10 +87,38 @@ pub(crate) struct Metrics {
     grants: AtomicU64,
     /// Failed acquires and campaigns by error code.
     failures: Mutex<BTreeMap<&'static str, u64>>,
-    /// Lock node → when this replica applied its grant. Bounded by the
-    /// number of held locks; pruned at scrape time of nodes that vanished
-    /// without an effect (a snapshot install replaces the whole state).
-    held_since: Mutex<HashMap<String, Instant>>,
+    /// When this replica applied the grant of each held lock node.
+    held: Mutex<Held>,
+    /// Keys `Held::since` by node path: fixed random keys, so clients
+    /// cannot choose lock names that collide.
+    path_hasher: RandomState,
+}
+
+/// The lock nodes this replica saw granted and not yet deleted.
+#[derive(Default)]
+struct Held {
+    /// Hash of the lock node's path → when its grant was applied. A hash,
+    /// not the path: 24 bytes an entry instead of ~100 with the `String`,
+    /// one entry per held lock. Two held nodes with one 64-bit hash (about
+    /// one chance in 10^9 with 100,000 held locks) would mistime one hold,
+    /// nothing else.
+    since: HashMap<u64, Instant>,
+    /// The node's snapshot-install count when `since` was last checked
+    /// against the state: an install replaces the whole state without
+    /// effects, so held nodes may have vanished unseen.
+    installs_seen: u64,
+}
+
+impl Held {
+    /// Gives the table's memory back when released locks left it mostly
+    /// empty (a `HashMap` keeps its capacity through removals); only below
+    /// a quarter, so it stays amortized O(1) per release.
+    fn shrink_if_sparse(&mut self) {
+        let since = &mut self.since;
+        if since.capacity() > 64 && since.len() < since.capacity() / 4 {
+            since.shrink_to(since.len() * 2);
+        }
+    }
 }
 
 impl Metrics {
@@ -99,7 +128,8 @@ impl Metrics {
             hold: Histogram::new(),
             grants: AtomicU64::new(0),
             failures: Mutex::new(BTreeMap::new()),
-            held_since: Mutex::new(HashMap::new()),
+            held: Mutex::default(),
+            path_hasher: RandomState::new(),
         })
     }
 
@@ -107,8 +137,34 @@ impl Metrics {
         self.failures.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn held(&self) -> MutexGuard<'_, HashMap<String, Instant>> {
-        self.held_since.lock().unwrap_or_else(|e| e.into_inner())
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn key(&self, path: &str) -> u64 {
+        self.path_hasher.hash_one(path)
+    }
+
+    /// After a snapshot install (`installs` moved since the last call),
+    /// forgets held nodes that no longer hold in `state`: they vanished
+    /// without an effect. Costs nothing otherwise.
+    fn prune_after_install(&self, installs: u64, state: &StateMachine) {
+        let mut held = self.held();
+        if held.installs_seen == installs {
+            return;
+        }
+        held.installs_seen = installs;
+        if held.since.is_empty() {
+            return;
+        }
+        let holders: HashSet<u64> = state
+            .queues(QueueKind::Lock, "")
+            .iter()
+            .filter_map(|q| q.holder.as_ref())
+            .map(|h| self.key(&h.node))
+            .collect();
+        held.since.retain(|key, _| holders.contains(key));
+        held.shrink_if_sparse();
     }
 
     /// A granted acquire that waited `waited`.
@@ -130,13 +186,14 @@ impl Metrics {
         let now = Instant::now();
         let mut held = self.held();
         for deleted in effects.deleted.iter().filter(|d| is_lock(&d.path)) {
-            if let Some(since) = held.remove(&deleted.path) {
+            if let Some(since) = held.since.remove(&self.key(&deleted.path)) {
                 self.hold.observe(now.saturating_duration_since(since));
             }
         }
         for granted in effects.granted.iter().filter(|p| is_lock(p)) {
-            held.insert(granted.clone(), now);
+            held.since.insert(self.key(granted), now);
         }
+        held.shrink_if_sparse();
     }
 
     /// Follows the replica's applied effects to time lock holds. Ends when
@@ -156,7 +213,7 @@ impl Metrics {
                 match received {
                     Ok(effects) => metrics.on_effects(&effects),
                     // Missed grants or deletes: those holds cannot be timed.
-                    Err(RecvError::Lagged(_)) => metrics.held().clear(),
+                    Err(RecvError::Lagged(_)) => metrics.held().since.clear(),
                     Err(RecvError::Closed) => return,
                 }
             }
@@ -180,7 +237,7 @@ pub(crate) async fn scrape(State(app): State<AppState>) -> impl IntoResponse {
     let (counts, revision) = app
         .node
         .read(Consistency::Stale, |s| {
-            metrics.held().retain(|path, _| s.node(path).is_some());
+            metrics.prune_after_install(counters.snapshots_installed, s);
             (s.counts(), s.revision())
         })
         .await
@@ -361,7 +418,7 @@ mod tests {
             ],
             ..Effects::default()
         });
-        assert_eq!(m.held().len(), 1);
+        assert_eq!(m.held().since.len(), 1);
         m.on_effects(&Effects {
             deleted: vec![DeletedNode {
                 path: "/locks/a/lock-0000000001".into(),
@@ -370,6 +427,40 @@ mod tests {
             ..Effects::default()
         });
         assert_eq!(m.hold.count.load(Ordering::Relaxed), 1);
-        assert!(m.held().is_empty());
+        assert!(m.held().since.is_empty());
+    }
+
+    #[test]
+    fn holds_that_vanished_in_a_snapshot_install_are_forgotten() {
+        use raftlock_core::{Command, SessionId};
+        let mut state = StateMachine::new();
+        let session = SessionId(7);
+        state.apply(&Command::OpenSession {
+            id: session,
+            owner: "test".into(),
+            ttl_ms: 5_000,
+        });
+        let granted = state
+            .apply(&Command::Acquire {
+                kind: QueueKind::Lock,
+                name: "kept".into(),
+                session,
+                data: vec![],
+                wait: true,
+            })
+            .effects
+            .granted;
+        let m = Metrics::new();
+        m.on_effects(&Effects {
+            granted: granted
+                .into_iter()
+                .chain(["/locks/gone/lock-0000000001".to_string()])
+                .collect(),
+            ..Effects::default()
+        });
+        m.prune_after_install(0, &state);
+        assert_eq!(m.held().since.len(), 2, "no install, nothing checked");
+        m.prune_after_install(1, &state);
+        assert_eq!(m.held().since.len(), 1, "only the node still holding");
     }
 }
