@@ -6,7 +6,9 @@
 # docs/bench/results.json. Not part of CI.
 #
 #   bench/compare.sh                 # default run, about ten minutes
-#   bench/compare.sh --long          # 100,000 sessions, 1,000,000-node restart, longer phases
+#   bench/compare.sh --long          # 100,000 sessions, 1,000,000-node restart, longer phases;
+#                                    # writes docs/benchmarks-long.md and docs/bench/long/ instead
+#   bench/compare.sh --long --skip-install -- --workloads sessions,restart   # only the long-only parts
 #   bench/compare.sh --skip-install  # etcd and ZooKeeper already installed
 #   bench/compare.sh -- --systems raftlock --workloads uncontended   # extra flags for raftlock-bench
 #   KEEP_SCRATCH=1 bench/compare.sh  # keep the clusters' data and logs
@@ -95,10 +97,14 @@ ARGS=(
     --zk-classpath "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
     --scratch "$SCRATCH"
     --pidfile "$PIDFILE"
-    --out-dir "$ROOT/docs/bench"
-    --doc "$ROOT/docs/benchmarks.md"
     --record-command "$COMMAND"
 )
+# The long run has its own page, so the default run's stays as it is.
+if [ "$LONG" = 1 ]; then
+    ARGS+=(--out-dir "$ROOT/docs/bench/long" --doc "$ROOT/docs/benchmarks-long.md")
+else
+    ARGS+=(--out-dir "$ROOT/docs/bench" --doc "$ROOT/docs/benchmarks.md")
+fi
 if [ "$LONG" = 1 ]; then
     ARGS+=(
         --uncontended-secs 15 --contended-secs 20
@@ -115,4 +121,4 @@ BENCH_PID=$!
 wait "$BENCH_PID"
 BENCH_PID=""
 cat "$SCRATCH/report.md"
-say "wrote docs/benchmarks.md, docs/bench/results.json and docs/bench/*.png"
+say "wrote the report (docs/benchmarks.md, or docs/benchmarks-long.md with --long) and its results.json and plots"

@@ -49,17 +49,21 @@ fn main() {
     deep_queues();
 }
 
+fn open_session(sm: &mut StateMachine, i: u128) {
+    let open = Command::OpenSession {
+        id: session_id(i),
+        owner: format!("worker-{i}"),
+        ttl_ms: 10_000,
+    };
+    assert!(sm.apply(&open).result.is_ok());
+}
+
 /// Every session holds one lock of its own, as in the server benchmark.
 fn one_lock_per_session() {
     let base = LIVE.load(Ordering::Relaxed);
     let mut sm = StateMachine::new();
     for i in 0..SESSIONS {
-        let open = Command::OpenSession {
-            id: session_id(i),
-            owner: format!("worker-{i}"),
-            ttl_ms: 10_000,
-        };
-        assert!(sm.apply(&open).result.is_ok());
+        open_session(&mut sm, i);
         let acquire = Command::Acquire {
             kind: QueueKind::Lock,
             name: format!("bench/{i}"),
@@ -86,12 +90,7 @@ fn deep_queues() {
     let mut sm = StateMachine::new();
     let start = Instant::now();
     for i in 0..SESSIONS {
-        let open = Command::OpenSession {
-            id: session_id(i),
-            owner: format!("worker-{i}"),
-            ttl_ms: 10_000,
-        };
-        assert!(sm.apply(&open).result.is_ok());
+        open_session(&mut sm, i);
     }
     let after_sessions = LIVE.load(Ordering::Relaxed);
     for i in 0..SESSIONS {

@@ -24,6 +24,16 @@ fn last_log_index(node: &Node) -> u64 {
     node.status().last_log_index.unwrap_or(0)
 }
 
+async fn every_member_applies_what_the_leader_wrote(cluster: &Cluster, leader: &Node) {
+    let written = last_log_index(leader);
+    eventually("every member to apply the leader's log", WAIT, || {
+        cluster
+            .running()
+            .all(|n| n.status().applied_index >= written)
+    })
+    .await;
+}
+
 /// Nothing may be applied, on any member, while the only durable copies are
 /// on the followers and the leader's own copy is volatile: openraft already
 /// counts the leader as having it, so one follower's answer "commits" it.
@@ -72,13 +82,7 @@ async fn no_member_applies_an_entry_the_leaders_disk_does_not_have() {
         .await
         .expect("join")
         .expect("granted once the leader's disk has it");
-    let written = last_log_index(&leader);
-    eventually("every member to apply it", WAIT, || {
-        cluster
-            .running()
-            .all(|n| n.status().applied_index >= written)
-    })
-    .await;
+    every_member_applies_what_the_leader_wrote(&cluster, &leader).await;
     cluster.shutdown().await;
 }
 
@@ -138,12 +142,6 @@ async fn followers_acknowledge_entries_only_once_durable() {
         .expect("join")
         .expect("granted once a follower's disk has it");
     followers[1].stall_log_sync(false);
-    let written = last_log_index(&leader);
-    eventually("every member to apply it", WAIT, || {
-        cluster
-            .running()
-            .all(|n| n.status().applied_index >= written)
-    })
-    .await;
+    every_member_applies_what_the_leader_wrote(&cluster, &leader).await;
     cluster.shutdown().await;
 }
