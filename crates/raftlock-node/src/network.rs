@@ -170,12 +170,12 @@ fn durable_commit(rpc: &AppendEntriesRequest<TypeConfig>, durable: u64) -> Optio
     if committed.index <= durable {
         return Some(committed);
     }
-    let limit = durable.min(committed.index);
+    // Below the commit index here, so any of these is committed.
     rpc.entries
         .iter()
         .map(|e| e.log_id)
         .chain(rpc.prev_log_id)
-        .filter(|id| id.index <= limit)
+        .filter(|id| id.index <= durable)
         .max_by_key(|id| id.index)
 }
 
