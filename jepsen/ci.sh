@@ -6,9 +6,14 @@
 #      build (target/injected/debug/raftlock: linearizable reads served
 #      without a read index);
 #   2. run jepsen/tests/cluster.rs: each workload (mutex, fenced,
-#      register) for 15 s under mixed faults must be valid, and the
-#      register workload with the leader-isolating partition must catch
-#      the injected bug (exit code 1, linearizability INVALID).
+#      register) for 15 s under mixed faults must be valid, the lock
+#      workloads under `isolate-leader` (sticky and embedded clients) must
+#      be valid, and the register workload with the leader-isolating
+#      partition must catch the injected bug (exit code 1, linearizability
+#      INVALID);
+#   3. run jepsen/tests/isolated_leader.rs, the regression scenario of
+#      issue 10 (a client on a cut-off leader must observe its loss before
+#      the majority grants its lock to another client).
 #
 # How the injected build is made (JEPSEN_INJECTED_BUILD):
 #   target-dir  (default outside CI) `--target-dir target/injected`: never
@@ -21,7 +26,7 @@
 #               for a moment: only for a machine nobody else is testing on.
 #
 # Reports of these runs land in target/tmp/jepsen-store/ (the newest under
-# target/tmp/jepsen-store/latest). About 2 minutes of tests after the
+# target/tmp/jepsen-store/latest). About 3 minutes of tests after the
 # builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,3 +62,5 @@ fi
 
 echo "== jepsen: workloads under faults, and the injected bug"
 cargo test --locked -p raftlock-jepsen --test cluster -- --ignored --test-threads=1 --nocapture
+echo "== jepsen: issue 10 regression (isolated leader, sticky client)"
+cargo test --locked -p raftlock-jepsen --test isolated_leader -- --ignored --nocapture

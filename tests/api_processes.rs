@@ -324,3 +324,77 @@ async fn every_endpoint_and_error_code_through_real_processes() {
     .await;
     assert_eq!((st, code(&body)), (503, "no_leader"), "{body}");
 }
+
+/// Members advertised by DNS name (`localhost:P`), one of them listening
+/// on a separate bind address, and the `[api]` table of the cluster file
+/// in force in every `raftlock serve`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_names_binds_and_the_api_table_of_the_config_file() {
+    let mut cluster = ProcessCluster::configure(3);
+    let text = std::fs::read_to_string(&cluster.config).expect("config");
+    // Member 1 listens on 127.0.0.1 and is advertised as localhost.
+    let api1 = cluster.api[0].trim_start_matches("http://").to_string();
+    let raft1 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("raft_addr = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("member 1's raft_addr")
+        .to_string();
+    let binds = format!("api_bind = \"{api1}\"\nraft_bind = \"{raft1}\"\n");
+    let text = text
+        .replacen(
+            &format!("raft_addr = \"{raft1}\"\n"),
+            &format!("raft_addr = \"{raft1}\"\n{binds}"),
+            1,
+        )
+        .replace("\"127.0.0.1:", "\"localhost:")
+        + "\n[api]\nmax_sessions = 3\n";
+    assert!(text.contains("api_bind") && !text.contains("addr = \"127."));
+    std::fs::write(&cluster.config, &text).expect("write config");
+    for url in &mut cluster.api {
+        *url = url.replace("127.0.0.1", "localhost");
+    }
+    for id in 1..=3 {
+        cluster.start_member(id);
+    }
+    let leader = cluster.leader(&[1, 2, 3]).await;
+    let follower = if leader == 1 { 2 } else { 1 };
+
+    let (st, body) = send(&cluster, follower, "GET", "/v1/cluster", None).await;
+    assert_eq!(st, 200, "{body}");
+    let addrs: Vec<&str> = body["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .filter_map(|m| m["raft_addr"].as_str())
+        .collect();
+    assert!(
+        addrs.len() == 3 && addrs.iter().all(|a| a.starts_with("localhost:")),
+        "advertised by name: {body}"
+    );
+    // A write through a follower is forwarded to the leader by name.
+    let s1 = cluster.open_session(follower, "a", 30_000).await;
+    let (st, body) = send(
+        &cluster,
+        follower,
+        "POST",
+        "/v1/locks/dns/acquire",
+        Some(json!({"session_id": s1, "wait_ms": 0})),
+    )
+    .await;
+    assert_eq!(st, 200, "{body}");
+    // [api] max_sessions = 3: the fourth open is refused, with Retry-After.
+    cluster.open_session(leader, "a", 30_000).await;
+    cluster.open_session(leader, "a", 30_000).await;
+    let response = cluster
+        .http
+        .post(cluster.url(leader, "/v1/sessions"))
+        .json(&json!({"ttl_ms": 30_000}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status().as_u16(), 429);
+    assert!(response.headers().contains_key("retry-after"));
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    assert_eq!(code(&body), "too_many_requests", "{body}");
+}

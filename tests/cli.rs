@@ -311,3 +311,155 @@ async fn lock_stops_the_command_when_the_session_is_lost() {
     // lost() fires by last keepalive + ttl − margin; plus the 1 s grace.
     assert!(took < Duration::from_secs(4), "stopped after {took:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_refuses_bad_api_and_bind_settings_naming_the_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let member = "[[members]]\nid = 1\napi_addr = \"localhost:1\"\nraft_addr = \"localhost:2\"\n";
+    let cases = [
+        (
+            format!("{member}[api]\nmax_sessions = 0\n"),
+            "api.max_sessions",
+        ),
+        (
+            format!("{member}[api]\nheader_read_timeout_ms = \"slow\"\n"),
+            "header_read_timeout_ms",
+        ),
+        (
+            format!("{member}api_bind = \"0.0.0.0\"\n"),
+            "members[0].api_bind",
+        ),
+    ];
+    for (text, key) in cases {
+        let config = dir.path().join("bad.toml");
+        std::fs::write(&config, &text).expect("write");
+        let bad = run(Command::new(RAFTLOCK)
+            .args(["serve", "--config"])
+            .arg(&config)
+            .args(["--id", "1"]));
+        assert!(!bad.status.success(), "{text}");
+        let stderr = String::from_utf8_lossy(&bad.stderr);
+        assert!(stderr.contains(key), "{key} not named: {stderr}");
+    }
+}
+
+/// Processes whose command line mentions `needle` (the members of one
+/// `raftlock up`, found by its data directory).
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(" serve ") && cmdline.contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Starts `raftlock up` in `dir`; returns it and a channel of its lines.
+fn spawn_up(dir: &Path) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut up = Command::new(RAFTLOCK)
+        .args([
+            "up",
+            "--base-port",
+            &free_base_port().to_string(),
+            "--data-dir",
+        ])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("raftlock up");
+    let stdout = up.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    (up, rx)
+}
+
+/// Waits for a line containing `text`.
+fn wait_line(lines: &std::sync::mpsc::Receiver<String>, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(text) => return,
+            Ok(_) => {}
+            Err(e) => panic!("raftlock up never printed {text:?}: {e}"),
+        }
+    }
+}
+
+/// Waits up to 20 s for `child` to exit.
+fn wait_exit(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_stops_its_members_on_sigterm_at_any_moment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // During start-up: the members exist, the cluster is not ready yet.
+    let early = dir.path().join("early");
+    let (mut up, lines) = spawn_up(&early);
+    wait_line(&lines, "starting 3 members");
+    let needle = early.display().to_string();
+    // Spawned is not yet exec'd: until then a child's cmdline is still
+    // `raftlock up`'s, so wait until all three show as `serve`.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut running = processes_mentioning(&needle);
+    while running.len() < 3 && Instant::now() < deadline {
+        std::thread::yield_now();
+        running = processes_mentioning(&needle);
+    }
+    nix_kill(up.id(), "TERM").expect("kill");
+    let status = wait_exit(&mut up);
+    let left = processes_mentioning(&needle);
+    for pid in &left {
+        let _ = nix_kill(*pid, "KILL");
+    }
+    if status.is_none() {
+        let _ = up.kill();
+    }
+    assert_eq!(running.len(), 3, "members running when the signal came");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "`up` stops cleanly on SIGTERM during start-up: {status:?}"
+    );
+    assert!(left.is_empty(), "members left running: {left:?}");
+
+    // Once ready.
+    let late = dir.path().join("late");
+    let (mut up, lines) = spawn_up(&late);
+    wait_line(&lines, "cluster ready");
+    let needle = late.display().to_string();
+    assert_eq!(processes_mentioning(&needle).len(), 3);
+    nix_kill(up.id(), "TERM").expect("kill");
+    let status = wait_exit(&mut up);
+    let left = processes_mentioning(&needle);
+    for pid in &left {
+        let _ = nix_kill(*pid, "KILL");
+    }
+    if status.is_none() {
+        let _ = up.kill();
+    }
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    assert!(left.is_empty(), "members left running: {left:?}");
+}

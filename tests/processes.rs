@@ -15,35 +15,14 @@ async fn leader_kill_fails_over_and_loses_nothing_acknowledged() {
     let followers: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
     let (f1, f2) = (followers[0], followers[1]);
 
-    let holder = cluster.open_session(f2, "holder", 30_000).await;
-    let waiter = cluster.open_session(f1, "waiter", 30_000).await;
     let prober = cluster.open_session(f2, "prober", 30_000).await;
-    let (status, held) = cluster
-        .post(
-            f2,
-            "/v1/locks/job/acquire",
-            json!({"session_id": holder, "wait_ms": 0}),
-        )
-        .await;
-    assert_eq!(status, 200, "{held}");
-    let held_token = held["fencing_token"].as_u64().expect("token");
-
     // A waiter queued before the kill, long-polling on a surviving member.
-    let waiting = {
-        let http = cluster.http.clone();
-        let url = cluster.url(f1, "/v1/locks/job/acquire");
-        let body = json!({"session_id": waiter, "wait_ms": 30_000});
-        tokio::spawn(async move { http.post(url).json(&body).send().await })
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, lock) = cluster.get(f2, "/v1/locks/job").await;
-        if lock["waiters"].as_array().is_some_and(|w| w.len() == 1) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "waiter never queued: {lock}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let support::HeldAndQueued {
+        holder,
+        waiter,
+        token: held_token,
+        waiting,
+    } = cluster.hold_and_queue(f2, f1, 30_000).await;
 
     // Writes acknowledged before the kill.
     let mut acked = Vec::new();

@@ -1,4 +1,4 @@
-//! The harness's HTTP client for raftlock's API (`shared/API.md`).
+//! The harness's HTTP client for raftlock's API (`docs/api.md`).
 //!
 //! Every call goes to one chosen node and makes exactly one request: no
 //! retries, no leader discovery, so that each recorded operation is one

@@ -17,9 +17,12 @@
 //! The run driver (`raftlock-jepsen test`) drives a real cluster:
 //!
 //! - [`control`]: `raftlock serve` processes, kill -9 / pause / restart;
+//! - [`member`]: `raftlock-jepsen member`, a member whose lock clients are
+//!   embedded in its process (the embedded-client mode);
 //! - [`proxy`]: a TCP proxy per directed inter-node link (cut, delay);
 //! - [`api`]: one-request HTTP calls classified ok / fail / info;
-//! - [`workload`]: the `mutex`, `fenced` and `register` clients;
+//! - [`workload`]: the `mutex`, `fenced` and `register` clients, and how
+//!   they reach the cluster (sticky, random, embedded);
 //! - [`nemesis`]: the seeded fault schedule;
 //! - [`runlog`]: the history being recorded (with backdated expiries);
 //! - [`runner`]: one run, start to report.
@@ -30,6 +33,7 @@ pub mod api;
 pub mod checker;
 pub mod control;
 pub mod history;
+pub mod member;
 pub mod model;
 pub mod nemesis;
 pub mod proxy;

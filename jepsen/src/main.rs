@@ -9,6 +9,7 @@ use raftlock_jepsen::checker::linear::LinearConfig;
 use raftlock_jepsen::nemesis::Fault;
 use raftlock_jepsen::report::{results::overall, RunResults};
 use raftlock_jepsen::runner::{self, TestOptions};
+use raftlock_jepsen::workload::route::Routing;
 use raftlock_jepsen::{check_history, write_run_report, CheckOptions, History, Verdict, Workload};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,7 +40,7 @@ enum Command {
         #[arg(long, default_value_t = LinearConfig::default().max_steps)]
         max_steps: u64,
         /// Wall-clock limit for the linearizability search, in seconds.
-        #[arg(long, default_value_t = 120)]
+        #[arg(long, default_value_t = 300)]
         time_limit_secs: u64,
         /// Also write the full report (results.json, timeline.html, plots)
         /// into this directory.
@@ -49,6 +50,9 @@ enum Command {
     /// Run a workload against a real cluster with faults, check the
     /// history, and write the report under the store directory.
     Test(TestArgs),
+    /// Run one cluster member whose lock clients are embedded in this
+    /// process (started by `test --clients embedded`, not by hand).
+    Member(raftlock_jepsen::member::MemberArgs),
 }
 
 #[derive(clap::Args)]
@@ -56,10 +60,16 @@ struct TestArgs {
     /// mutex, fenced or register.
     #[arg(long)]
     workload: Workload,
+    /// How clients reach the cluster: sticky (each client stays on one
+    /// member until it does not answer), random (every request to a
+    /// random member), embedded (clients live in the members' processes;
+    /// mutex and fenced only).
+    #[arg(long, default_value = "sticky")]
+    clients: Routing,
     /// Faults, comma separated: partition (= partition-one,
     /// partition-leader, partition-halves, partition-bridge), kill (=
     /// kill, kill-leader), pause (= pause, pause-leader), client-pause,
-    /// delay, all, none.
+    /// delay, isolate-leader, all, none.
     #[arg(long, default_value = "partition,kill,pause")]
     nemesis: String,
     /// Seconds of workload and faults (the quiet phase and the check come
@@ -111,6 +121,13 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Member(args) => match member(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("raftlock-jepsen member: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -135,6 +152,7 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     opts.concurrency = args.concurrency;
     opts.seed = seed;
     opts.nodes = args.nodes;
+    opts.clients = args.clients;
     opts.settings.ttl_ms = args.ttl_ms;
     if let Some(bin) = args.raftlock_bin {
         opts.raftlock_bin = bin;
@@ -142,10 +160,14 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     if let Some(store) = args.store {
         opts.store = store;
     }
+    let members = if opts.clients == Routing::Embedded {
+        format!("{} member", opts.member_bin.display())
+    } else {
+        opts.raftlock_bin.display().to_string()
+    };
     println!(
-        "seed {seed}: {} against {} ({} nodes, {} s)",
+        "seed {seed}: {} against {members} ({} nodes, {} s)",
         opts.replay_command(),
-        opts.raftlock_bin.display(),
         opts.nodes,
         args.time_limit
     );
@@ -171,6 +193,14 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         Verdict::Invalid => ExitCode::from(1),
         Verdict::Unknown => ExitCode::from(3),
     })
+}
+
+fn member(args: raftlock_jepsen::member::MemberArgs) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?
+        .block_on(raftlock_jepsen::member::run(args))
 }
 
 fn check(

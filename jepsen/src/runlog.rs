@@ -1,10 +1,12 @@
 //! The run's history as it is being recorded: the [`Recorder`] plus a few
 //! *backdated* invocations, merged in time order at the end.
 //!
-//! Why backdating: a session's expiry is recorded as an `expire` op whose
-//! window must start at the last instant the session was known alive (its
-//! last acknowledged keepalive), but the client only learns of the expiry
-//! later. The op is recorded by a fresh process (see
+//! Why backdating: a session's end is recorded as a `lost`/`expire` op whose
+//! window starts at the instant the client observed the loss (its deadline
+//! after the last successful keepalive, or a `session_not_found` answer),
+//! but the client records it only when it has finished what it was doing
+//! (an op in flight, a paused increment). The op is recorded by a fresh
+//! process (see
 //! [`crate::workload::session`]), so no other op of that process can sit
 //! inside the window; the invocation is kept aside with its real time and
 //! slotted into place when the history is built.

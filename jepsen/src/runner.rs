@@ -16,6 +16,7 @@ use crate::nemesis::{self, Fault, Pacing};
 use crate::report::results::overall;
 use crate::report::{write_run_report, RunResults};
 use crate::runlog::RunLog;
+use crate::workload::route::Routing;
 use crate::workload::{spawn_clients, Ctx, Settings};
 
 mod quiet;
@@ -42,6 +43,12 @@ pub struct TestOptions {
     pub nodes: usize,
     /// The `raftlock` binary.
     pub raftlock_bin: PathBuf,
+    /// How clients reach the cluster: sticky (default), random, or
+    /// embedded in the members' processes.
+    pub clients: Routing,
+    /// `raftlock-jepsen` itself, which runs the members in the embedded
+    /// mode (`raftlock-jepsen member`).
+    pub member_bin: PathBuf,
     /// Runs go to `<store>/<workload>-<time>-s<seed>/`.
     pub store: PathBuf,
     /// Client knobs.
@@ -66,6 +73,8 @@ impl TestOptions {
             seed: 0,
             nodes: 3,
             raftlock_bin: crate::control::default_raftlock_bin(),
+            clients: Routing::default(),
+            member_bin: crate::control::default_member_bin(),
             store: crate::control::setup::workspace_root().join("jepsen/store"),
             settings: Settings {
                 sessions: workload != Workload::Register,
@@ -89,9 +98,10 @@ impl TestOptions {
                 .join(",")
         };
         format!(
-            "raftlock-jepsen test --workload {} --nemesis {nemesis} --time-limit {} \
-             --concurrency {} --nodes {} --seed {}",
+            "raftlock-jepsen test --workload {} --clients {} --nemesis {nemesis} \
+             --time-limit {} --concurrency {} --nodes {} --seed {}",
             workload_name(self.workload),
+            self.clients,
             self.time_limit.as_secs(),
             self.concurrency,
             self.nodes,
@@ -130,11 +140,17 @@ pub struct TestOutcome {
 pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
     anyhow::ensure!(opts.nodes >= 1, "--nodes must be at least 1");
     anyhow::ensure!(opts.concurrency >= 1, "--concurrency must be at least 1");
+    let embedded = opts.clients == Routing::Embedded;
+    anyhow::ensure!(
+        !embedded || opts.workload != Workload::Register,
+        "--clients embedded runs the lock workloads (mutex, fenced), not register"
+    );
     let dir = run_dir(&opts.store, opts.workload, opts.seed)?;
     let cluster = Arc::new(
         Cluster::start(&ClusterOptions {
             nodes: opts.nodes,
             bin: opts.raftlock_bin.clone(),
+            embedded: embedded.then(|| opts.member_bin.clone()),
             log_dir: dir.clone(),
             timing: opts.timing.clone(),
         })
@@ -155,9 +171,13 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
     let ctx = Arc::new(Ctx::new(
         Arc::clone(&log),
         cluster.api.clone(),
+        cluster
+            .control
+            .clone()
+            .unwrap_or_else(|| cluster.api.clone()),
         cluster.ids.clone(),
         opts.settings.clone(),
-        opts.concurrency,
+        (opts.concurrency, opts.clients),
         stop_rx.clone(),
     ));
     let clients = spawn_clients(opts.workload, &ctx, opts.seed);
@@ -206,7 +226,7 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
     let starts = cluster.starts().await;
     let restarts: u32 = starts.values().map(|s| s.saturating_sub(1)).sum();
     let summary = format!(
-        "raftlock-jepsen test: workload {}, {} nodes, {} clients, {} s, seed {}\n\
+        "raftlock-jepsen test: workload {}, {} nodes, {} {} clients, {} s, seed {}\n\
          nemesis: {}\n\
          replay: {}\n\
          processes: {}, faults injected: {injected}, node restarts: {restarts}\n\
@@ -214,6 +234,7 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
         workload_name(opts.workload),
         opts.nodes,
         opts.concurrency,
+        opts.clients,
         opts.time_limit.as_secs(),
         opts.seed,
         if opts.faults.is_empty() {

@@ -202,3 +202,74 @@ fn expiry_recorded_on_behalf_of_the_owner_frees_its_lock() {
     let text = text.replace("expire 1", "expire 7");
     assert_eq!(check(&text), Verdict::Invalid);
 }
+
+// Issue 10: a client holds the lock until it observes that its session is
+// lost (the client crate's deadline after its last successful keepalive,
+// or `session_not_found`). The run driver records that end at the instant
+// of the observation, never earlier; a grant to another client before it
+// is two holders.
+
+#[test]
+fn a_grant_before_the_holder_observed_its_loss_is_rejected() {
+    // p1 holds from 10 ms; its keepalives to a cut-off leader kept
+    // succeeding, so it observed the loss only at its deadline (3.0 s,
+    // recorded by its next process p3 on its behalf). p2 was granted the
+    // lock at 2.5 s: two holders.
+    let bad = "0 1 invoke acquire k=l
+               10 1 ok acquire k=l
+               1000 2 invoke acquire k=l
+               2500 2 ok acquire k=l
+               3000 3 invoke lost 1 k=l
+               3001 3 ok lost 1 k=l";
+    let r = run(Workload::Mutex, bad);
+    assert_eq!(verdict(&r, LIN), Verdict::Invalid);
+    assert!(
+        explanation(&r, LIN).contains("p2 acquire l -> ok"),
+        "{}",
+        explanation(&r, LIN)
+    );
+    // A grant after the holder stopped is fine.
+    let good = bad
+        .replace("2500 2 ok", "3500 2 ok")
+        .replace("3001 3 ok lost", "3200 3 ok lost");
+    assert_eq!(check(&good), Verdict::Valid);
+}
+
+#[test]
+fn a_holder_retrying_its_release_still_holds() {
+    // p1's releases fail (no leader) while its session is kept alive by
+    // its isolated leader; the majority grants p2 at 4 s; p1 observes the
+    // loss only at 5.5 s. Failed releases release nothing: invalid.
+    let bad = "0 1 invoke acquire k=l
+               10 1 ok acquire k=l
+               20 2 invoke acquire k=l
+               1000 1 invoke release k=l
+               3000 1 fail release k=l
+               3100 1 invoke release k=l
+               4000 2 ok acquire k=l
+               5100 1 fail release k=l
+               5500 3 invoke expire 1 k=l
+               5600 3 ok expire 1 k=l";
+    assert_eq!(check(bad), Verdict::Invalid);
+    // An expiry observed before the grant (the session's deadline passed
+    // at 3.5 s) makes the same grant legal.
+    let good = bad
+        .replace("5500 3 invoke expire 1", "3500 3 invoke expire 1")
+        .replace("5600 3 ok expire 1", "3600 3 ok expire 1");
+    assert_eq!(check(&good), Verdict::Valid);
+}
+
+#[test]
+fn the_checker_is_only_as_strict_as_the_recorded_loss() {
+    // Why the run driver must not backdate a loss: the same overlap as
+    // above, with p1's end backdated to its last known-alive instant
+    // (100 ms) instead of when it stopped, is accepted. The driver records
+    // the observation instant (see `workload::session`).
+    let backdated = "0 1 invoke acquire k=l
+                     10 1 ok acquire k=l
+                     100 3 invoke lost 1 k=l
+                     1000 2 invoke acquire k=l
+                     2500 2 ok acquire k=l
+                     3001 3 ok lost 1 k=l";
+    assert_eq!(check(backdated), Verdict::Valid);
+}

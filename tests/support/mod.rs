@@ -21,57 +21,124 @@ fn free_ports(n: usize) -> Vec<u16> {
         .collect()
 }
 
+/// What [`ProcessCluster::hold_and_queue`] set up.
+pub struct HeldAndQueued {
+    pub holder: String,
+    pub waiter: String,
+    /// The holder's fencing token.
+    pub token: u64,
+    /// The waiter's long poll, answered when it is granted (or fails).
+    pub waiting: tokio::task::JoinHandle<Result<reqwest::Response, reqwest::Error>>,
+}
+
 pub struct ProcessCluster {
     pub dir: tempfile::TempDir,
     pub config: PathBuf,
+    /// API base URL of member `id` at index `id - 1`, spares included.
     pub api: Vec<String>,
+    /// Raft address (`host:port`) of member `id` at index `id - 1`.
+    pub raft: Vec<String>,
     processes: Vec<Option<Child>>,
     pub http: reqwest::Client,
 }
 
 impl ProcessCluster {
     pub fn start(size: usize) -> ProcessCluster {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let ports = free_ports(2 * size);
-        let mut text = String::from(
-            "[cluster]\ndata_dir = \".\"\nheartbeat_interval_ms = 50\n\
-             election_timeout_min_ms = 300\nelection_timeout_max_ms = 600\n",
-        );
-        let mut api = Vec::new();
-        for i in 0..size {
-            text += &format!(
-                "[[members]]\nid = {}\napi_addr = \"127.0.0.1:{}\"\nraft_addr = \"127.0.0.1:{}\"\n",
-                i + 1,
-                ports[i],
-                ports[size + i]
-            );
-            api.push(format!("http://127.0.0.1:{}", ports[i]));
-        }
-        let config = dir.path().join("cluster.toml");
-        std::fs::write(&config, text).expect("write config");
-        let mut cluster = ProcessCluster {
-            dir,
-            config,
-            api,
-            processes: (0..size).map(|_| None).collect(),
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(40))
-                .build()
-                .expect("http client"),
-        };
+        let mut cluster = Self::configure(size);
         for id in 1..=size as u64 {
             cluster.start_member(id);
         }
         cluster
     }
 
+    /// Starts a `size`-member cluster with ports for `spares` more
+    /// (see [`configure_with_spares`](Self::configure_with_spares)).
+    pub fn start_with_spares(size: usize, spares: usize) -> ProcessCluster {
+        let mut cluster = Self::configure_with_spares(size, spares);
+        for id in 1..=size as u64 {
+            cluster.start_member(id);
+        }
+        cluster
+    }
+
+    /// Writes the config of a `size`-member cluster on fresh ports and
+    /// starts nothing (to seed the data directories first).
+    pub fn configure(size: usize) -> ProcessCluster {
+        Self::configure_with_spares(size, 0)
+    }
+
+    /// As [`configure`](Self::configure), with ports for `spares` more
+    /// members (ids `size + 1 ..`) that the config does not list: they
+    /// join at run time (`start_joining`).
+    pub fn configure_with_spares(size: usize, spares: usize) -> ProcessCluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let total = size + spares;
+        let ports = free_ports(2 * total);
+        let mut text = String::from(
+            "[cluster]\ndata_dir = \".\"\nheartbeat_interval_ms = 50\n\
+             election_timeout_min_ms = 300\nelection_timeout_max_ms = 600\n",
+        );
+        let mut api = Vec::new();
+        let mut raft = Vec::new();
+        for i in 0..total {
+            if i < size {
+                text += &format!(
+                    "[[members]]\nid = {}\napi_addr = \"127.0.0.1:{}\"\nraft_addr = \"127.0.0.1:{}\"\n",
+                    i + 1,
+                    ports[i],
+                    ports[total + i]
+                );
+            }
+            api.push(format!("http://127.0.0.1:{}", ports[i]));
+            raft.push(format!("127.0.0.1:{}", ports[total + i]));
+        }
+        let config = dir.path().join("cluster.toml");
+        std::fs::write(&config, text).expect("write config");
+        ProcessCluster {
+            dir,
+            config,
+            api,
+            raft,
+            processes: (0..total).map(|_| None).collect(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(40))
+                .build()
+                .expect("http client"),
+        }
+    }
+
     pub fn start_member(&mut self, id: u64) {
-        let log = std::fs::File::create(self.dir.path().join(format!("node-{id}.log")))
+        self.spawn_member(id, &[]);
+    }
+
+    /// Starts spare member `id` with `--join` through the API of
+    /// `through` (member ids): it asks the cluster to add it.
+    pub fn start_joining(&mut self, id: u64, through: &[u64]) {
+        let endpoints: Vec<String> = through.iter().map(|m| self.url(*m, "")).collect();
+        let i = (id - 1) as usize;
+        let args = [
+            "--join".to_string(),
+            endpoints.join(","),
+            "--api-addr".to_string(),
+            self.api[i].trim_start_matches("http://").to_string(),
+            "--raft-addr".to_string(),
+            self.raft[i].clone(),
+        ];
+        self.spawn_member(id, &args);
+    }
+
+    fn spawn_member(&mut self, id: u64, extra: &[String]) {
+        // Appends: a restarted member's earlier log stays readable.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("node-{id}.log")))
             .expect("log file");
         let child = Command::new(RAFTLOCK)
             .args(["serve", "--config"])
             .arg(&self.config)
             .args(["--id", &id.to_string()])
+            .args(extra)
             .env("RUST_LOG", "info,openraft=warn")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup"))
@@ -165,6 +232,106 @@ impl ProcessCluster {
                 "no healthy leader among {members:?}"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `GET /v1/cluster/members` on member `id` (status 0 if unreachable).
+    pub async fn membership(&self, id: u64) -> (u16, Value) {
+        self.get(id, "/v1/cluster/members").await
+    }
+
+    /// The voter ids member `id` reports.
+    pub async fn voters(&self, id: u64) -> Vec<u64> {
+        let (_, view) = self.membership(id).await;
+        let mut voters: Vec<u64> = view["members"]
+            .as_array()
+            .map(|ms| {
+                ms.iter()
+                    .filter(|m| m["voter"].as_bool() == Some(true))
+                    .filter_map(|m| m["id"].as_u64())
+                    .collect()
+            })
+            .unwrap_or_default();
+        voters.sort_unstable();
+        voters
+    }
+
+    /// Waits until every member of `asked` reports exactly `voters` as
+    /// the voters, outside a joint configuration.
+    pub async fn await_voters(&self, asked: &[u64], voters: &[u64]) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            let mut agree = true;
+            for id in asked {
+                let (_, view) = self.membership(*id).await;
+                agree &= view["joint"].as_bool() == Some(false) && self.voters(*id).await == voters;
+            }
+            if agree {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "members {asked:?} never agreed on voters {voters:?}\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn delete(&self, id: u64, path: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .delete(self.url(id, path))
+            .send()
+            .await
+            .expect("request");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A holder of lock `job` (session opened and granted through
+    /// `holder_via`) and a waiter queued behind it, long-polling for
+    /// `wait_ms` through `waiter_via`; returns once the queue shows it.
+    pub async fn hold_and_queue(
+        &self,
+        holder_via: u64,
+        waiter_via: u64,
+        wait_ms: u64,
+    ) -> HeldAndQueued {
+        let holder = self.open_session(holder_via, "holder", 60_000).await;
+        let waiter = self.open_session(waiter_via, "waiter", 60_000).await;
+        let (status, held) = self
+            .post(
+                holder_via,
+                "/v1/locks/job/acquire",
+                json!({"session_id": holder, "wait_ms": 0}),
+            )
+            .await;
+        assert_eq!(status, 200, "{held}");
+        let token = held["fencing_token"].as_u64().expect("token");
+        let waiting = {
+            let http = self.http.clone();
+            let url = self.url(waiter_via, "/v1/locks/job/acquire");
+            let body = json!({"session_id": waiter, "wait_ms": wait_ms});
+            tokio::spawn(async move { http.post(url).json(&body).send().await })
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let (_, lock) = self.get(holder_via, "/v1/locks/job").await;
+            if lock["waiters"].as_array().is_some_and(|w| w.len() == 1) {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "waiter never queued: {lock}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        HeldAndQueued {
+            holder,
+            waiter,
+            token,
+            waiting,
         }
     }
 

@@ -2,7 +2,9 @@
 
 mod inspect;
 mod lock;
+mod member;
 mod serve;
+mod snapshot;
 mod up;
 
 use std::path::PathBuf;
@@ -41,6 +43,10 @@ enum Command {
     Status(inspect::Endpoints),
     /// List locks with their holders and waiters.
     Locks(inspect::LocksArgs),
+    /// Back up a live cluster, restore a new one from a backup, inspect one.
+    Snapshot(snapshot::SnapshotArgs),
+    /// List, add or remove cluster members (Raft membership).
+    Member(member::MemberArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +68,8 @@ fn main() -> ExitCode {
             Command::Lock(args) => lock::run(args).await,
             Command::Status(args) => inspect::status(args).await.map(|()| 0),
             Command::Locks(args) => inspect::locks(args).await.map(|()| 0),
+            Command::Snapshot(args) => snapshot::run(args).await.map(|()| 0),
+            Command::Member(args) => member::run(args).await.map(|()| 0),
         }
     });
     match result {

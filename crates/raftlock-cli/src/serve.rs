@@ -1,6 +1,6 @@
 //! `raftlock serve`: one member, until SIGINT or SIGTERM.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 use clap::Args;
@@ -21,6 +21,19 @@ pub struct ServeArgs {
     /// (repeatable): --peer 2=127.0.0.1:9102
     #[arg(long = "peer", value_name = "ID=ADDR", value_parser = parse_peer)]
     peers: Vec<(NodeId, String)>,
+    /// Join a running cluster through these API endpoints (comma-separated)
+    /// instead of founding one: this member never bootstraps, and asks the
+    /// cluster to add it (learner, then voter once caught up). Harmless on
+    /// a restart. The config file then only says where the cluster is.
+    #[arg(long, value_name = "ENDPOINTS", value_delimiter = ',')]
+    join: Vec<String>,
+    /// This member's client API address, when the config does not list it
+    /// (with --join).
+    #[arg(long, value_name = "HOST:PORT", requires = "raft_addr")]
+    api_addr: Option<String>,
+    /// This member's Raft address, when the config does not list it.
+    #[arg(long, value_name = "HOST:PORT", requires = "api_addr")]
+    raft_addr: Option<String>,
 }
 
 fn parse_peer(text: &str) -> Result<(NodeId, String), String> {
@@ -28,25 +41,50 @@ fn parse_peer(text: &str) -> Result<(NodeId, String), String> {
         .split_once('=')
         .ok_or_else(|| format!("{text:?} is not ID=ADDR"))?;
     let id = id.parse().map_err(|_| format!("{id:?} is not a node id"))?;
-    addr.parse::<std::net::SocketAddr>()
-        .map_err(|_| format!("{addr:?} is not an ip:port address"))?;
+    raftlock_node::check_address(addr)?;
     Ok((id, addr.to_string()))
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     crate::init_logging("info,openraft=warn");
-    let mut config = NodeConfig::from_cluster_file(&args.config, args.id)?;
+    let joining = !args.join.is_empty();
+    let (mut config, binds) = match (&args.api_addr, &args.raft_addr) {
+        (Some(api_addr), Some(raft_addr)) => {
+            let me = raftlock_node::Member {
+                api_addr: api_addr.clone(),
+                raft_addr: raft_addr.clone(),
+            };
+            NodeConfig::from_cluster_file_joining(&args.config, args.id, Some(me))?
+        }
+        _ if joining => NodeConfig::from_cluster_file_joining(&args.config, args.id, None)?,
+        _ => NodeConfig::from_cluster_file_with_binds(&args.config, args.id)?,
+    };
+    let api_config = load_api_config(&args.config)?;
     config.peer_overrides.extend(args.peers);
     let api_addr = config.me().api_addr.clone();
     // Bind the API first: a port conflict should fail before Raft starts.
-    let api = TcpListener::bind(&api_addr)
+    // Names (`localhost:7001`) resolve here; tokio binds the first
+    // resolved address that works.
+    let api = TcpListener::bind(&binds.api)
         .await
-        .with_context(|| format!("cannot listen on api_addr {api_addr}"))?;
+        .with_context(|| format!("cannot listen on api_bind {}", binds.api))?;
+    let raft = TcpListener::bind(&binds.raft)
+        .await
+        .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
     let data_dir = config.data_dir.clone();
-    let node = Node::start(config).await?;
+    let me = config.me().clone();
+    let node = if joining {
+        Node::join_with_listener(config, raft).await?
+    } else {
+        Node::start_with_listener(config, raft).await?
+    };
+    if joining {
+        join(&node, &args.join, &me).await?;
+    }
     tracing::info!(
         id = args.id,
         api = %api_addr,
+        api_bind = %binds.api,
         raft = %node.raft_addr(),
         data = %crate::display_path(&data_dir).display(),
         "raftlock member serving"
@@ -59,7 +97,34 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             _ = int.recv() => tracing::info!("SIGINT: shutting down"),
         }
     };
-    let served = raftlock_server::serve(node.clone(), api, ApiConfig::default(), shutdown).await;
+    let served = raftlock_server::serve(node.clone(), api, api_config, shutdown).await;
     node.shutdown().await;
     served.map_err(|e| anyhow!("API server failed: {e}"))
+}
+
+/// The `[api]` table of the cluster file (every key optional).
+fn load_api_config(path: &Path) -> anyhow::Result<ApiConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config {}", path.display()))?;
+    ApiConfig::from_cluster_toml(&text).with_context(|| format!("config {}", path.display()))
+}
+
+/// Asks the cluster at `endpoints` to add this member, unless it already
+/// votes (a restart). Blocks until it is a voter: the leader first brings
+/// it up to date over the Raft port this node already serves.
+async fn join(node: &Node, endpoints: &[String], me: &raftlock_node::Member) -> anyhow::Result<()> {
+    let id = node.id();
+    if node.membership().voters().contains(&id) {
+        tracing::info!(id, "already a voter; not asking to join");
+        return Ok(());
+    }
+    tracing::info!(id, ?endpoints, "asking the cluster to add this member");
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(120))
+        .build()?;
+    crate::member::add(&http, endpoints, id, &me.api_addr, &me.raft_addr)
+        .await
+        .with_context(|| format!("member {id} could not join the cluster"))?;
+    tracing::info!(id, "joined the cluster as a voter");
+    Ok(())
 }

@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use crate::error::Result;
-use crate::types::{FencingCheck, Grant, Leader, Lease, LockState, SessionId};
+use crate::types::{FencingCheck, Grant, Leader, Lease, LockState, Poll, SessionId};
 
 /// The longest `wait` an acquire or campaign accepts: the HTTP API's
 /// default cap on `wait_ms` (servers may configure another), which the
@@ -46,16 +46,17 @@ pub trait LockClient: Send + Sync + 'static {
     /// Ends the session and releases every lock it holds.
     fn close_session(&self, session: SessionId) -> BoxFuture<'_, Result<()>>;
 
-    /// Queues the session in lock `name` and waits up to `wait` for the
-    /// grant; `Duration::ZERO` is a try-lock (`LockHeld` when held), and
-    /// above [`DEFAULT_MAX_WAIT`] is `BadRequest`. On `Timeout` the node
-    /// this call queued is withdrawn. Idempotent: a session that already
-    /// holds or waits gets the same node back.
+    /// Queues the session in lock `name` and waits up to `poll.wait` for
+    /// the grant; a zero wait is a try-lock (`LockHeld` when held), and
+    /// above [`DEFAULT_MAX_WAIT`] is `BadRequest`. On `Timeout` the
+    /// session's waiting node is withdrawn, unless `poll.keep_queued`.
+    /// Idempotent: a session that already holds or waits gets the same
+    /// node back. A `Duration` converts into a withdrawing [`Poll`].
     fn acquire<'a>(
         &'a self,
         name: &'a str,
         session: SessionId,
-        wait: Duration,
+        poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>>;
 
     /// Releases the session's node in lock `name` (or cancels its wait).
@@ -72,13 +73,14 @@ pub trait LockClient: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<FencingCheck>>;
 
     /// Queues the session as a candidate of election `name` with `value`
-    /// and waits up to `wait` until it leads.
+    /// and waits up to `poll.wait` until it leads (a timeout as for
+    /// [`LockClient::acquire`]).
     fn campaign<'a>(
         &'a self,
         name: &'a str,
         session: SessionId,
         value: &'a str,
-        wait: Duration,
+        poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>>;
 
     /// The leader changes its value (`NotLeader` from anyone else).

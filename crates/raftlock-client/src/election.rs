@@ -67,9 +67,10 @@ impl Election {
 
     async fn run(&self, value: &str, wait: Wait) -> Result<Grant> {
         let local = queue::local_turn(&self.local, wait).await?;
-        let pending = Pending::new(self.session.clone(), &self.name, true, local);
+        let mut pending = Pending::new(self.session.clone(), &self.name, true, local);
         let kind = Kind::Election { value };
-        let result = queue::wait_for_grant(&self.session, &self.name, kind, wait).await;
+        let result =
+            queue::wait_for_grant(&self.session, &self.name, kind, wait, &mut pending).await;
         // Leadership is not a local turn: resign and observe stay free.
         drop(pending.finish(&result));
         result

@@ -9,14 +9,14 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream;
 use raftlock_core::{Effects, QueueEntryView, QueueKind};
-use raftlock_node::{Consistency, Node, NodeError};
+use raftlock_node::{AcquireOptions, Consistency, Node, NodeError};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::client::{LeaderStream, LockClient, DEFAULT_MAX_WAIT};
 use crate::error::{ClientError, Result};
 use crate::retry::RetryPolicy;
 use crate::types::{
-    checked, FencingCheck, Grant, Holder, Leader, Lease, LockState, SessionId, Waiter,
+    checked, FencingCheck, Grant, Holder, Leader, Lease, LockState, Poll, SessionId, Waiter,
 };
 
 /// A [`LockClient`] over a [`Node`] running in this process. Cheap to
@@ -102,14 +102,17 @@ impl EmbeddedClient {
 
 /// Refuses a wait the HTTP API would refuse (and that could overflow a
 /// deadline): the same answer over both transports.
-fn checked_wait(wait: Duration) -> Result<Duration> {
-    if wait > DEFAULT_MAX_WAIT {
+fn checked_poll(poll: Poll) -> Result<AcquireOptions> {
+    if poll.wait > DEFAULT_MAX_WAIT {
         return Err(ClientError::BadRequest(format!(
             "wait must be at most {} ms",
             DEFAULT_MAX_WAIT.as_millis()
         )));
     }
-    Ok(wait)
+    Ok(AcquireOptions {
+        wait: poll.wait,
+        keep_queued: poll.keep_queued,
+    })
 }
 
 fn leader_of(entry: QueueEntryView) -> Leader {
@@ -155,14 +158,15 @@ impl LockClient for EmbeddedClient {
         &'a self,
         name: &'a str,
         session: SessionId,
-        wait: Duration,
+        poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>> {
         Box::pin(async move {
             checked(name)?;
-            let wait = checked_wait(wait)?;
+            let options = checked_poll(poll)?;
             let acquire = || {
                 let kind = QueueKind::Lock;
-                self.node.acquire(kind, name, session, Vec::new(), wait)
+                self.node
+                    .acquire_with(kind, name, session, Vec::new(), options)
             };
             Ok(grant_of(name, self.retrying(None, acquire).await?))
         })
@@ -230,15 +234,15 @@ impl LockClient for EmbeddedClient {
         name: &'a str,
         session: SessionId,
         value: &'a str,
-        wait: Duration,
+        poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>> {
         Box::pin(async move {
             checked(name)?;
-            let wait = checked_wait(wait)?;
+            let options = checked_poll(poll)?;
             let campaign = || {
                 let data = value.as_bytes().to_vec();
                 self.node
-                    .acquire(QueueKind::Election, name, session, data, wait)
+                    .acquire_with(QueueKind::Election, name, session, data, options)
             };
             Ok(grant_of(name, self.retrying(None, campaign).await?))
         })

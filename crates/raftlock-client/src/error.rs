@@ -92,7 +92,7 @@ impl ClientError {
         matches!(self, ClientError::NoLeader(_) | ClientError::Unavailable(_))
     }
 
-    /// Maps an API error body's code (see `API.md`) to a variant.
+    /// Maps an API error body's code (see `docs/api.md`) to a variant.
     pub(crate) fn from_api(code: &str, message: String) -> ClientError {
         match code {
             "bad_request" => ClientError::BadRequest(message),
@@ -136,6 +136,23 @@ mod from_node {
                 NodeError::Withdrawn => ClientError::Withdrawn(text),
                 NodeError::ShuttingDown => ClientError::ShuttingDown,
                 NodeError::Internal(_) => ClientError::Internal(text),
+                // Membership changes are not a client operation; mapped
+                // for completeness, with the API's codes.
+                NodeError::Membership(m) => {
+                    use raftlock_node::MembershipError as M;
+                    let code = match m {
+                        M::UnknownMember { .. } => return ClientError::NotFound(text),
+                        M::Invalid(_) => return ClientError::BadRequest(text),
+                        M::MemberExists { .. } => "member_exists",
+                        M::LastVoter { .. } => "last_voter",
+                        M::InProgress(_) => "membership_changing",
+                        M::NotCaughtUp { .. } => "not_caught_up",
+                    };
+                    ClientError::Rejected {
+                        code: code.to_string(),
+                        message: text,
+                    }
+                }
             }
         }
     }

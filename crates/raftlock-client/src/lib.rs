@@ -68,4 +68,4 @@ pub use http::{HttpClient, HttpConfig};
 pub use mutex::{Mutex, MutexGuard};
 pub use retry::RetryPolicy;
 pub use session::{lost_margin, LostReason, Session};
-pub use types::{FencingCheck, Grant, Holder, Leader, Lease, LockState, SessionId, Waiter};
+pub use types::{FencingCheck, Grant, Holder, Leader, Lease, LockState, Poll, SessionId, Waiter};

@@ -69,8 +69,9 @@ impl Mutex {
 
     async fn acquire(&self, wait: Wait) -> Result<MutexGuard> {
         let local = queue::local_turn(&self.local, wait).await?;
-        let pending = Pending::new(self.session.clone(), &self.name, false, local);
-        let result = queue::wait_for_grant(&self.session, &self.name, Kind::Lock, wait).await;
+        let mut pending = Pending::new(self.session.clone(), &self.name, false, local);
+        let result =
+            queue::wait_for_grant(&self.session, &self.name, Kind::Lock, wait, &mut pending).await;
         let local = pending.finish(&result);
         let grant = result?;
         tracing::debug!(lock = self.name, token = grant.fencing_token, "locked");

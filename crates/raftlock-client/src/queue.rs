@@ -17,12 +17,14 @@ use tokio::time::Instant;
 
 use crate::error::{ClientError, Result};
 use crate::session::Shared;
-use crate::types::Grant;
+use crate::types::{Grant, Poll};
 
-/// Longest single acquire/campaign request. `lock()` without a deadline
-/// repeats it; the API's default cap on `wait_ms` is 5 minutes. Each
-/// timeout re-queues the node at the back (the server withdraws it), so
-/// it is not too short either.
+/// Longest single acquire/campaign request. A longer wait repeats it with
+/// `keep_queued` on every poll but the last, so the server keeps the
+/// session's node between polls and the wait keeps its place in line
+/// (FIFO) however long it lasts. The API's default cap on `wait_ms` is 5
+/// minutes; a minute keeps an idle connection well inside common proxy
+/// timeouts.
 pub(crate) const LONG_POLL: Duration = Duration::from_secs(60);
 
 /// Which queue, and what to queue with.
@@ -103,6 +105,9 @@ pub(crate) struct Pending {
     name: String,
     election: bool,
     local: Option<OwnedMutexGuard<()>>,
+    /// A poll ended with the node kept queued (`keep_queued`) and no later
+    /// poll withdrew it: a failed wait must release it.
+    kept_queued: bool,
 }
 
 impl Pending {
@@ -117,16 +122,19 @@ impl Pending {
             name: name.to_string(),
             election,
             local: Some(local),
+            kept_queued: false,
         }
     }
 
     /// The wait ended. Granted: hand back the local turn. A definite
     /// refusal: nothing is queued (the server withdrew it), let go. An
-    /// unknown outcome or a lost session: a node may remain, so release
-    /// it in the background (by dropping `self` armed).
+    /// unknown outcome, a lost session or a node an earlier poll kept
+    /// queued: a node may remain, so release it in the background (by
+    /// dropping `self` armed).
     pub(crate) fn finish(mut self, result: &Result<Grant>) -> Option<OwnedMutexGuard<()>> {
         match result {
             Ok(_) => self.local.take(),
+            Err(_) if self.kept_queued => None,
             Err(e) if e.outcome_unknown() || matches!(e, ClientError::SessionLost(_)) => None,
             Err(_) => {
                 self.local.take();
@@ -146,14 +154,16 @@ impl Drop for Pending {
 }
 
 /// Queues the session and waits for the grant in long polls until `wait`
-/// runs out. Gives up with [`ClientError::SessionLost`] as soon as the
-/// session is lost. On an error the server has withdrawn the node this
-/// call queued (timeout, lock held) or it went with the session.
+/// runs out; every poll but the last keeps the node queued, so the wait
+/// keeps its place in line. Gives up with [`ClientError::SessionLost`] as
+/// soon as the session is lost. `pending` learns whether a node may be
+/// left queued when this fails.
 pub(crate) async fn wait_for_grant(
     session: &Shared,
     name: &str,
     kind: Kind<'_>,
     wait: Wait,
+    pending: &mut Pending,
 ) -> Result<Grant> {
     let client = &session.client;
     let mut first = true;
@@ -162,14 +172,21 @@ pub(crate) async fn wait_for_grant(
             return Err(ClientError::SessionLost(reason));
         }
         let poll = match wait {
-            Wait::Forever => LONG_POLL,
-            Wait::Try => Duration::ZERO,
+            Wait::Forever => Poll {
+                wait: LONG_POLL,
+                keep_queued: true,
+            },
+            Wait::Try => Poll::from(Duration::ZERO),
             Wait::Until(deadline) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() && !first {
                     return Err(ClientError::Timeout(format!("waiting for {name}")));
                 }
-                left.min(LONG_POLL)
+                Poll {
+                    wait: left.min(LONG_POLL),
+                    // The last poll withdraws the node when it times out.
+                    keep_queued: left > LONG_POLL,
+                }
             }
         };
         first = false;
@@ -182,7 +199,11 @@ pub(crate) async fn wait_for_grant(
             result = attempt => result,
         };
         match session.note(result) {
-            Err(ClientError::Timeout(_)) if !matches!(wait, Wait::Try) => continue,
+            Err(ClientError::Timeout(_)) if !matches!(wait, Wait::Try) => {
+                // Kept queued, or withdrawn by the server with this poll.
+                pending.kept_queued = poll.keep_queued;
+                continue;
+            }
             other => return other,
         }
     }

@@ -24,6 +24,27 @@ pub struct Lease {
     pub ttl: Duration,
 }
 
+/// How one acquire or campaign request waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Poll {
+    /// Longest wait for the grant; zero is a try-lock.
+    pub wait: Duration,
+    /// On timeout, keep the session's waiting node queued, so the next
+    /// poll waits in the same place in line. Whoever sets it must release
+    /// the lock when it gives up waiting.
+    pub keep_queued: bool,
+}
+
+impl From<Duration> for Poll {
+    /// A wait whose timeout withdraws the node.
+    fn from(wait: Duration) -> Self {
+        Poll {
+            wait,
+            keep_queued: false,
+        }
+    }
+}
+
 /// A granted lock, or a won election.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {

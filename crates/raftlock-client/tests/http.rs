@@ -90,7 +90,11 @@ async fn fails_over_when_its_node_stops() {
 async fn typed_errors_and_no_endpoint() {
     let cluster = Cluster::start(true).await;
     let client = client(&cluster, 0).await;
-    let bad = client.acquire("../etc", raftlock_client::SessionId(1), Duration::ZERO);
+    let bad = client.acquire(
+        "../etc",
+        raftlock_client::SessionId(1),
+        Duration::ZERO.into(),
+    );
     assert!(matches!(bad.await, Err(ClientError::BadRequest(_))));
     let unknown = client.keepalive(raftlock_client::SessionId(7)).await;
     assert!(

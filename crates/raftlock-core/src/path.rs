@@ -7,7 +7,7 @@
 
 use crate::error::CoreError;
 
-/// Longest lock or election name, in bytes (API.md).
+/// Longest lock or election name, in bytes (docs/api.md).
 pub const MAX_NAME_LEN: usize = 256;
 /// Longest generic node path, in bytes, including the leading `/`.
 pub const MAX_PATH_LEN: usize = 1024;

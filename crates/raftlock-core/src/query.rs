@@ -221,6 +221,32 @@ impl StateMachine {
         (current == Some(token), current)
     }
 
+    /// Live sessions. O(1), for admission checks on every open (where
+    /// [`counts`](Self::counts) walks every queue).
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Live sessions whose owner label is `owner`. O(sessions): the
+    /// state keeps no index by owner (it would cost memory in every
+    /// session for a check that is off by default).
+    pub fn sessions_owned_by(&self, owner: &str) -> usize {
+        self.sessions
+            .values()
+            .filter(|s| *s.owner == *owner)
+            .count()
+    }
+
+    /// How many nodes a lock or election queue holds (its holder
+    /// included), and whether `session` has one of them. O(log n), for
+    /// the waiters-per-lock check on every acquire.
+    pub fn queue_place(&self, kind: QueueKind, name: &str, session: SessionId) -> (usize, bool) {
+        let queue_path = kind.queue_path(name);
+        self.queues
+            .get(queue_path.as_str())
+            .map_or((0, false), |q| (q.len(), q.sequence_of(session).is_some()))
+    }
+
     pub fn counts(&self) -> Counts {
         Counts {
             sessions: self.sessions.len(),

@@ -255,6 +255,15 @@ fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
                     .collect();
                 let by_seq: Vec<String> = nodes.iter().map(|(_, n)| n.clone()).collect();
                 prop_assert_eq!(&listed, &by_seq);
+                // The admission check's cheap queue lookup agrees with the view.
+                for id in (1..=CROWD).map(SessionId) {
+                    let queued = view
+                        .holder
+                        .iter()
+                        .chain(&view.waiters)
+                        .any(|e| e.session == id);
+                    prop_assert_eq!(sm.queue_place(kind, name, id), (listed.len(), queued));
+                }
                 // Predecessor lookup agrees with a brute-force scan.
                 for (i, (_, node)) in nodes.iter().enumerate() {
                     let expected = match i {
@@ -282,6 +291,20 @@ fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
                     last_grant.insert(key, (holder.node, holder.fencing_token));
                 }
             }
+        }
+        // The admission counts agree with a scan of the sessions.
+        let live: Vec<SessionId> = (1..=CROWD)
+            .map(SessionId)
+            .filter(|id| sm.session(*id).is_some())
+            .collect();
+        prop_assert_eq!(sm.session_count(), live.len());
+        for id in (1..=CROWD).map(SessionId) {
+            let owner = format!("o{}", id.0);
+            let expected = live
+                .iter()
+                .filter(|l| sm.session(**l).is_some_and(|v| v.owner == owner))
+                .count();
+            prop_assert_eq!(sm.sessions_owned_by(&owner), expected);
         }
         // No ephemeral node outlives its session.
         for id in (1..=CROWD).map(SessionId) {

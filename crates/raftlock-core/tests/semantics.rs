@@ -1,4 +1,4 @@
-//! Example-based tests of the semantics API.md promises, one rule each.
+//! Example-based tests of the semantics docs/api.md promises, one rule each.
 
 use raftlock_core::{Command, CoreError, QueueKind, Response, SessionId, StateMachine};
 
@@ -367,4 +367,48 @@ fn corrupt_snapshots_are_refused() {
         Err(raftlock_core::SnapshotError::UnsupportedFormat(9))
     ));
     assert_eq!(StateMachine::from_snapshot(&bytes).expect("decode"), sm);
+}
+
+#[test]
+fn admission_counts_follow_opens_closes_and_queues() {
+    let mut sm = StateMachine::new();
+    for (id, owner) in [(1, "team-a"), (2, "team-a"), (3, "team-b")] {
+        let open = Command::OpenSession {
+            id: SessionId(id),
+            owner: owner.into(),
+            ttl_ms: 1000,
+        };
+        assert!(sm.apply(&open).result.is_ok());
+    }
+    assert_eq!(sm.session_count(), 3);
+    assert_eq!(sm.sessions_owned_by("team-a"), 2);
+    assert_eq!(sm.sessions_owned_by("team-c"), 0);
+    assert_eq!(
+        sm.queue_place(QueueKind::Lock, "job", SessionId(1)),
+        (0, false)
+    );
+    assert!(sm.apply(&acquire(SessionId(1), true)).result.is_ok());
+    assert!(sm.apply(&acquire(SessionId(2), true)).result.is_ok());
+    assert_eq!(
+        sm.queue_place(QueueKind::Lock, "job", SessionId(2)),
+        (2, true)
+    );
+    assert_eq!(
+        sm.queue_place(QueueKind::Lock, "job", SessionId(3)),
+        (2, false)
+    );
+    assert_eq!(
+        sm.queue_place(QueueKind::Election, "job", SessionId(1)),
+        (0, false)
+    );
+    assert!(sm
+        .apply(&Command::CloseSession { id: SessionId(1) })
+        .result
+        .is_ok());
+    assert_eq!(sm.session_count(), 2);
+    assert_eq!(sm.sessions_owned_by("team-a"), 1);
+    assert_eq!(
+        sm.queue_place(QueueKind::Lock, "job", SessionId(2)),
+        (1, true)
+    );
 }

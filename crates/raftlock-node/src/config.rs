@@ -34,7 +34,7 @@ pub struct ClusterSettings {
     /// Build a snapshot after this many applied entries, then purge the log
     /// it covers.
     pub snapshot_every_entries: u64,
-    /// Allowed session TTLs (API.md: default 1 s – 1 h).
+    /// Allowed session TTLs (docs/api.md: default 1 s – 1 h).
     pub session_ttl_min_ms: u64,
     pub session_ttl_max_ms: u64,
     /// Node N keeps its files under `{data_dir}/node-N`; relative paths are
@@ -76,6 +76,12 @@ struct MemberEntry {
     id: NodeId,
     api_addr: String,
     raft_addr: String,
+    /// Where this member listens, when that differs from the address the
+    /// others dial (containers, NAT): `0.0.0.0:7001` behind `node1:7001`.
+    #[serde(default)]
+    api_bind: Option<String>,
+    #[serde(default)]
+    raft_bind: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -84,6 +90,60 @@ struct ClusterFile {
     #[serde(default)]
     cluster: ClusterSettings,
     members: Vec<MemberEntry>,
+    /// The `[api]` table belongs to the HTTP server (raftlock-server's
+    /// `ApiConfig`), which reads it from the same file; the node only lets
+    /// it through so `deny_unknown_fields` still catches typos elsewhere.
+    #[serde(default, rename = "api")]
+    _api: Option<toml::Table>,
+}
+
+/// Where one member listens. Separate from its advertised [`Member`]
+/// addresses (which the others dial and the Raft membership records)
+/// so a member can bind `0.0.0.0` inside a container while the others
+/// reach it as `node1.internal:7101`. Not part of [`NodeConfig`]: the
+/// caller binds, then hands the listener to [`crate::Node::start_with_listener`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindAddrs {
+    /// The client API's listen address (`api_bind`, default `api_addr`).
+    pub api: String,
+    /// The Raft routes' listen address (`raft_bind`, default `raft_addr`).
+    pub raft: String,
+}
+
+/// Checks that `addr` is `host:port`, where host is an IPv4 address, a
+/// bracketed IPv6 address (`[::1]`) or a DNS name (`node1.internal`,
+/// `localhost`). Syntax only: names resolve when a listener binds or a
+/// peer is dialled, so a member may start before its peers' names exist.
+pub fn check_address(addr: &str) -> Result<(), String> {
+    let bad = |why: &str| Err(format!("{addr:?} is not a host:port address ({why})"));
+    if addr.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(());
+    }
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return bad("no port");
+    };
+    if port.parse::<u16>().is_err() {
+        return bad("the port must be a number 0-65535");
+    }
+    if host.starts_with('[') || host.contains(':') {
+        return bad("an IPv6 address must be written [addr]:port");
+    }
+    if host.is_empty() || host.len() > 253 {
+        return bad("the host must be 1-253 characters");
+    }
+    // RFC 1123 labels; `_` too, which container runtimes put in names.
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if !host.trim_end_matches('.').split('.').all(label_ok) {
+        return bad("the host is neither an IP address nor a DNS name");
+    }
+    Ok(())
 }
 
 /// Everything one node needs to start.
@@ -139,20 +199,88 @@ impl NodeConfig {
         })
     }
 
+    /// Loads the cluster file, picks member `id`, and returns where that
+    /// member listens too (`api_bind` / `raft_bind`, defaulting to the
+    /// advertised addresses).
+    pub fn from_cluster_file_with_binds(
+        path: &Path,
+        id: NodeId,
+    ) -> Result<(Self, BindAddrs), ConfigError> {
+        let config = Self::from_cluster_file(path, id)?;
+        // Parsed twice (once above): a cluster file is tiny, and this keeps
+        // `from_cluster_file`'s signature for embedders.
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let binds = binds_of(&parse_file(&text)?, id, &config)?;
+        Ok((config, binds))
+    }
+
+    /// Loads the cluster file for member `id`, which the file need not
+    /// list: a member joining a running cluster (`raftlock serve --join`).
+    /// A listed member keeps its entry; an unlisted one gets `me` as its
+    /// addresses, which are also where it listens. The file's members
+    /// then only say where the cluster is; the Raft membership, not the
+    /// file, decides who belongs.
+    pub fn from_cluster_file_joining(
+        path: &Path,
+        id: NodeId,
+        me: Option<Member>,
+    ) -> Result<(Self, BindAddrs), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file = parse_file(&text).map_err(|e| match e {
+            ConfigError::Parse { message, .. } => ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            },
+            other => other,
+        })?;
+        if file.members.iter().any(|m| m.id == id) {
+            return Self::from_cluster_file_with_binds(path, id);
+        }
+        let me = me.ok_or_else(|| {
+            invalid(
+                "id",
+                format!("node id {id} is not in the config; a joining member needs its own addresses (--api-addr, --raft-addr)"),
+            )
+        })?;
+        for (key, addr) in [("api_addr", &me.api_addr), ("raft_addr", &me.raft_addr)] {
+            check_address(addr).map_err(|m| invalid(key, m))?;
+        }
+        let listed = file
+            .members
+            .first()
+            .map(|m| m.id)
+            .ok_or_else(|| invalid("members", "at least one member is required"))?;
+        let mut config = Self::from_cluster_file(path, listed)?;
+        config.id = id;
+        config.data_dir = config.settings.data_dir.join(format!("node-{id}"));
+        config.members.insert(id, me.clone());
+        let binds = BindAddrs {
+            api: me.api_addr,
+            raft: me.raft_addr,
+        };
+        Ok((config, binds))
+    }
+
     /// Parses cluster TOML; relative data dirs resolve against `base`.
     pub fn from_cluster_toml(text: &str, id: NodeId, base: &Path) -> Result<Self, ConfigError> {
-        let file: ClusterFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: PathBuf::new(),
-            message: e.to_string(),
-        })?;
+        let file = parse_file(text)?;
         let mut members = BTreeMap::new();
         for (i, m) in file.members.iter().enumerate() {
-            for (key, addr) in [("api_addr", &m.api_addr), ("raft_addr", &m.raft_addr)] {
-                if addr.parse::<std::net::SocketAddr>().is_err() {
-                    return Err(invalid(
-                        &format!("members[{i}].{key}"),
-                        format!("{addr:?} is not an ip:port address"),
-                    ));
+            let addrs = [
+                ("api_addr", Some(&m.api_addr)),
+                ("raft_addr", Some(&m.raft_addr)),
+                ("api_bind", m.api_bind.as_ref()),
+                ("raft_bind", m.raft_bind.as_ref()),
+            ];
+            for (key, addr) in addrs {
+                if let Some(addr) = addr {
+                    check_address(addr).map_err(|m| invalid(&format!("members[{i}].{key}"), m))?;
                 }
             }
             let member = Member {
@@ -179,6 +307,13 @@ impl NodeConfig {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The listen addresses of member `id` (after the file parsed).
+    #[cfg(test)]
+    fn binds_from_toml(text: &str, id: NodeId) -> Result<BindAddrs, ConfigError> {
+        let config = Self::from_cluster_toml(text, id, Path::new("."))?;
+        binds_of(&parse_file(text)?, id, &config)
     }
 
     /// Checks the values; called by `Node::start` too, for embedders.
@@ -252,6 +387,26 @@ impl NodeConfig {
     }
 }
 
+fn parse_file(text: &str) -> Result<ClusterFile, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
+        path: PathBuf::new(),
+        message: e.to_string(),
+    })
+}
+
+fn binds_of(file: &ClusterFile, id: NodeId, config: &NodeConfig) -> Result<BindAddrs, ConfigError> {
+    let entry = file.members.iter().find(|m| m.id == id);
+    let me = config.me();
+    Ok(BindAddrs {
+        api: entry
+            .and_then(|m| m.api_bind.clone())
+            .unwrap_or_else(|| me.api_addr.clone()),
+        raft: entry
+            .and_then(|m| m.raft_bind.clone())
+            .unwrap_or_else(|| me.raft_addr.clone()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +448,55 @@ mod tests {
         }
         let err = NodeConfig::from_cluster_toml(GOOD, 9, Path::new(".")).expect_err("id");
         assert!(err.to_string().contains("`id`"), "{err}");
+    }
+
+    #[test]
+    fn addresses_may_be_dns_names() {
+        for good in [
+            "localhost:7001",
+            "node1.internal:7001",
+            "raftlock_node-1:7101",
+            "127.0.0.1:7001",
+            "[::1]:7001",
+            "node1.internal.:7001",
+        ] {
+            assert_eq!(check_address(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "nowhere",
+            "localhost:",
+            ":7001",
+            "localhost:70000",
+            "a b:7001",
+            "::1:7001",
+            "-node:7001",
+            "node..internal:7001",
+        ] {
+            assert!(check_address(bad).is_err(), "{bad} should be refused");
+        }
+        let text = GOOD.replace("127.0.0.1:7001", "localhost:7001");
+        let c = NodeConfig::from_cluster_toml(&text, 1, Path::new(".")).expect("valid");
+        assert_eq!(c.me().api_addr, "localhost:7001");
+    }
+
+    #[test]
+    fn binds_default_to_the_advertised_addresses() {
+        let binds = NodeConfig::binds_from_toml(GOOD, 1).expect("valid");
+        assert_eq!(binds.api, "127.0.0.1:7001");
+        assert_eq!(binds.raft, "127.0.0.1:7101");
+        let text = GOOD.replace(
+            "raft_addr = \"127.0.0.1:7101\"",
+            "raft_addr = \"node1.internal:7101\"\napi_bind = \"0.0.0.0:7001\"\nraft_bind = \"0.0.0.0:7101\"",
+        );
+        let binds = NodeConfig::binds_from_toml(&text, 1).expect("valid");
+        assert_eq!(binds.api, "0.0.0.0:7001");
+        assert_eq!(binds.raft, "0.0.0.0:7101");
+        let bad = text.replace("0.0.0.0:7101", "0.0.0.0");
+        let err = NodeConfig::binds_from_toml(&bad, 1).expect_err("bad bind");
+        assert!(err.to_string().contains("members[0].raft_bind"), "{err}");
+        // The server's [api] table passes the node's parser.
+        let with_api = format!("{GOOD}\n[api]\nmax_sessions = 5\n");
+        NodeConfig::from_cluster_toml(&with_api, 1, Path::new(".")).expect("[api] is let through");
     }
 
     #[test]

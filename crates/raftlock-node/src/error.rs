@@ -2,6 +2,8 @@
 //! operations to the leader and relays its answer unchanged.
 
 use raftlock_core::CoreError;
+
+pub use crate::replica::membership::MembershipError;
 use serde::{Deserialize, Serialize};
 
 /// Why an operation did not succeed.
@@ -23,6 +25,9 @@ pub enum NodeError {
     /// The waited-for node was deleted by another request of the session.
     #[error("the queued node was withdrawn by another request")]
     Withdrawn,
+    /// A membership change was refused (see its kind).
+    #[error(transparent)]
+    Membership(#[from] MembershipError),
     /// The node is shutting down.
     #[error("the node is shutting down")]
     ShuttingDown,

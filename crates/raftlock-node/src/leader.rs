@@ -1,6 +1,8 @@
 //! Leader-only background work: set every session deadline on election
 //! (with lease checkpoints, see `tracker`), and expire sessions whose
-//! deadline passed by proposing `ExpireSession` through Raft.
+//! deadline passed by proposing `ExpireSession` through Raft. Keepalives,
+//! the other half of a session's life at the leader, are answered in
+//! `replica/keepalive.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use openraft::ServerState;
 use raftlock_core::{Command, SessionId};
 
-use crate::node::Inner;
+use crate::replica::Replica;
 use crate::typ::{Proposal, Reply};
 
 /// Largest checkpoint entry (sessions per command), so a leader of 100,000
@@ -16,9 +18,11 @@ use crate::typ::{Proposal, Reply};
 const CHECKPOINT_CHUNK: usize = 5_000;
 /// Expiries per log entry (each may delete many nodes).
 const EXPIRE_CHUNK: usize = 1_000;
+/// Pause before a failed expiry proposal is tried again (while leading).
+const EXPIRE_RETRY: Duration = Duration::from_millis(100);
 
-pub(crate) async fn watch_leadership(inner: Arc<Inner>) {
-    let mut metrics = inner.raft.metrics();
+pub(crate) async fn watch_leadership(replica: Arc<Replica>) {
+    let mut metrics = replica.raft.metrics();
     let mut leading_term = None;
     loop {
         let (state, term) = {
@@ -28,44 +32,43 @@ pub(crate) async fn watch_leadership(inner: Arc<Inner>) {
         let leader_now = state == ServerState::Leader;
         if leader_now && leading_term != Some(term) {
             leading_term = Some(term);
-            if let Err(e) = take_over_sessions(&inner).await {
+            if let Err(e) = take_over_sessions(&replica).await {
                 tracing::warn!("could not take over sessions as leader: {e}");
-                inner.shared.tracker.step_down();
+                replica.shared.tracker.step_down();
                 leading_term = None;
             }
         } else if !leader_now && leading_term.is_some() {
             leading_term = None;
-            inner.shared.tracker.step_down();
+            replica.shared.tracker.step_down();
             tracing::info!(term, "lost leadership; session deadlines handed over");
         }
         tokio::select! {
             changed = metrics.changed() => if changed.is_err() { return },
-            _ = inner.stopped() => return,
+            _ = replica.shutdown.stopped() => return,
         }
     }
 }
 
-async fn take_over_sessions(inner: &Inner) -> Result<(), String> {
+async fn take_over_sessions(replica: &Replica) -> Result<(), String> {
     // Applied everything committed before this term, so the session list is
-    // complete.
-    inner
-        .raft
-        .ensure_linearizable()
+    // complete. Bounded: this task must stay free to notice a step-down.
+    tokio::time::timeout(replica.leader_wait(), replica.raft.ensure_linearizable())
         .await
+        .map_err(|_| "no quorum confirmed the new leadership in time".to_string())?
         .map_err(|e| e.to_string())?;
     let to_checkpoint = {
         // Under the read lock, so no session opens between reading the
         // leases and the tracker starting to track new ones.
-        let state = inner.shared.read();
-        inner.shared.tracker.become_leader(state.session_leases())
+        let state = replica.shared.read();
+        replica.shared.tracker.become_leader(state.session_leases())
     };
     tracing::info!(
-        sessions = inner.shared.tracker.tracked(),
+        sessions = replica.shared.tracker.tracked(),
         checkpoints = to_checkpoint.len(),
         "became leader; tracking session deadlines"
     );
     for chunk in to_checkpoint.chunks(CHECKPOINT_CHUNK) {
-        inner
+        replica
             .write_one_here(Command::CheckpointSessions {
                 sessions: chunk.to_vec(),
             })
@@ -75,13 +78,17 @@ async fn take_over_sessions(inner: &Inner) -> Result<(), String> {
     Ok(())
 }
 
-pub(crate) async fn expire_sessions(inner: Arc<Inner>) {
-    let tracker = inner.shared.tracker.clone();
+/// Proposes the expiry of every session past its deadline. Each proposal
+/// is bounded (`write_here`), so one write that cannot commit delays the
+/// others by at most the leader wait; a failed one is retried while this
+/// node leads.
+pub(crate) async fn expire_sessions(replica: Arc<Replica>) {
+    let tracker = replica.shared.tracker.clone();
     loop {
         let (due, next) = tracker.take_due();
         // Sessions due together expire in one log entry.
         for chunk in due.chunks(EXPIRE_CHUNK) {
-            expire(&inner, chunk).await;
+            expire(&replica, chunk).await;
         }
         if !due.is_empty() {
             continue;
@@ -93,18 +100,18 @@ pub(crate) async fn expire_sessions(inner: Arc<Inner>) {
         tokio::select! {
             _ = sleep => {}
             _ = tracker.changed() => {}
-            _ = inner.stopped() => return,
+            _ = replica.shutdown.stopped() => return,
         }
     }
 }
 
-async fn expire(inner: &Inner, ids: &[SessionId]) {
+async fn expire(replica: &Replica, ids: &[SessionId]) {
     let proposal = Proposal(
         ids.iter()
             .map(|id| Command::ExpireSession { id: *id })
             .collect(),
     );
-    match inner.write_here(proposal).await {
+    match replica.write_here(proposal).await {
         Ok((_, Reply(results))) => {
             for (id, applied) in ids.iter().zip(results) {
                 match applied.result {
@@ -116,6 +123,12 @@ async fn expire(inner: &Inner, ids: &[SessionId]) {
                 }
             }
         }
-        Err(e) => tracing::warn!(sessions = ids.len(), "could not expire sessions: {e}"),
+        Err(e) => {
+            tracing::warn!(
+                sessions = ids.len(),
+                "could not expire sessions (retried while this node leads): {e}"
+            );
+            replica.shared.tracker.retry_expiry(ids, EXPIRE_RETRY);
+        }
     }
 }

@@ -11,26 +11,39 @@
 //! of the application form the cluster. The HTTP API crate serves the same
 //! operations to other languages.
 
+mod acquire;
+mod backup;
 mod config;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod leader;
 mod local;
 mod network;
 mod node;
 mod ops;
-mod proposer;
+mod replica;
 mod routes;
-mod rpc;
+mod shutdown;
 mod snapshot_file;
 mod state_machine;
+mod status;
 pub mod tracker;
 mod typ;
 pub mod waiters;
 
-pub use config::{ClusterSettings, ConfigError, NodeConfig};
-pub use error::NodeError;
+pub use acquire::AcquireOptions;
+pub use backup::{
+    restore, Backup, BackupError, BackupHeader, BackupSummary, RestoreError, Restored,
+    BACKUP_FORMAT,
+};
+pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeConfig};
+pub use error::{MembershipError, NodeError};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};
-pub use ops::{ClusterStatus, Consistency, Grant, MemberStatus, NodeCounters, OpenedSession};
+pub use ops::{Consistency, Grant, NodeCounters, OpenedSession};
 pub use raftlock_core as core;
+pub use replica::membership::{MembershipMember, MembershipView};
+pub use snapshot_file::SnapshotFileError;
+pub use status::{ClusterStatus, MemberStatus};
 pub use typ::{Member, NodeId, Proposal, Raft, Reply, TypeConfig};

@@ -101,6 +101,22 @@ impl LocalCluster {
         }
     }
 
+    /// Fault injection: cuts every link between member `id` and the others
+    /// in both directions (`isolated = false` restores them). Clients of
+    /// the member still reach it: only the cluster's own traffic is cut.
+    pub fn isolate(&self, id: NodeId, isolated: bool) {
+        let others: Vec<NodeId> = (1..=self.nodes.len() as NodeId)
+            .filter(|n| *n != id)
+            .collect();
+        for node in self.running() {
+            if node.id() == id {
+                node.cut_links(&others, isolated);
+            } else {
+                node.cut_links(&[id], isolated);
+            }
+        }
+    }
+
     /// Stops member `id` (graceful shutdown; its data stays).
     pub async fn stop(&mut self, id: NodeId) {
         if let Some(node) = self.nodes.get_mut((id - 1) as usize).and_then(Option::take) {

@@ -1,9 +1,12 @@
 //! Raft RPCs to peers: bincode bodies over pooled HTTP/1.1 connections to
-//! each peer's internal routes. Addresses come from the node config, not
-//! the membership, so a harness can put a proxy on any link. Retries are
-//! openraft's business; a call fails fast and says why.
+//! each peer's internal routes. A peer's address is, in order: the
+//! config's `peer_overrides` (a harness puts a proxy on any link), the
+//! config file's members (they founded the cluster), then the Raft
+//! membership (members added at run time, which no file lists). Retries
+//! are openraft's business; a call fails fast and says why.
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use openraft::error::{
@@ -19,6 +22,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::config::NodeConfig;
+use crate::replica::quorum::QuorumClock;
+use crate::replica::Replica;
 use crate::typ::{LogId, Member, NodeId, TypeConfig};
 
 /// Route of each RPC on the peer's internal listener.
@@ -26,9 +31,8 @@ pub(crate) mod route {
     pub const APPEND: &str = "/raft/append";
     pub const VOTE: &str = "/raft/vote";
     pub const SNAPSHOT: &str = "/raft/snapshot";
-    pub const WRITE: &str = "/internal/write";
-    pub const KEEPALIVE: &str = "/internal/keepalive";
-    pub const READ_INDEX: &str = "/internal/read-index";
+    /// Writes, keepalives and read indexes for the leader (`at_leader`).
+    pub const LEADER: &str = "/internal/leader";
     pub const INITIALIZED: &str = "/internal/initialized";
 }
 
@@ -48,6 +52,12 @@ pub(crate) enum CallError {
 pub struct PeerClient {
     http: reqwest::Client,
     config: Arc<NodeConfig>,
+    /// Fault injection: peers this node cannot reach (a partition in
+    /// in-process tests; real deployments never set it).
+    cut: Arc<RwLock<BTreeSet<NodeId>>>,
+    /// Raft addresses of the members of the Raft membership, as this node
+    /// last saw it: how members absent from the config file are reached.
+    known: Arc<RwLock<BTreeMap<NodeId, String>>>,
 }
 
 impl PeerClient {
@@ -58,7 +68,43 @@ impl PeerClient {
             .connect_timeout(Duration::from_millis(500))
             .build()
             .unwrap_or_default();
-        PeerClient { http, config }
+        PeerClient {
+            http,
+            config,
+            cut: Arc::default(),
+            known: Arc::default(),
+        }
+    }
+
+    /// Records the Raft addresses of the membership's members (see
+    /// [`follow_membership`]); the config still wins for the members it
+    /// lists.
+    pub(crate) fn learn<'a>(&self, members: impl Iterator<Item = (&'a NodeId, &'a Member)>) {
+        let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
+        for (id, member) in members {
+            known.insert(*id, member.raft_addr.clone());
+        }
+    }
+
+    /// The address to dial for `peer`'s Raft routes.
+    fn addr_of(&self, peer: NodeId) -> Option<String> {
+        if let Some(addr) = self.config.raft_addr_of(peer) {
+            return Some(addr.to_string());
+        }
+        let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+        known.get(&peer).cloned()
+    }
+
+    /// Fault injection: cut (or restore) this node's links to `peers`.
+    pub(crate) fn cut_links(&self, peers: &[NodeId], cut: bool) {
+        let mut set = self.cut.write().unwrap_or_else(|e| e.into_inner());
+        for peer in peers {
+            if cut {
+                set.insert(*peer);
+            } else {
+                set.remove(peer);
+            }
+        }
     }
 
     /// POSTs `body` (bincode) to `peer`'s `route` and decodes the answer.
@@ -69,10 +115,19 @@ impl PeerClient {
         body: &Req,
         timeout: Duration,
     ) -> Result<Resp, CallError> {
-        let addr = self
-            .config
-            .raft_addr_of(peer)
-            .ok_or_else(|| CallError::NotSent(format!("node {peer} is not a configured member")))?;
+        if self
+            .cut
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&peer)
+        {
+            return Err(CallError::NotSent(format!("link to node {peer} is cut")));
+        }
+        let addr = self.addr_of(peer).ok_or_else(|| {
+            CallError::NotSent(format!(
+                "node {peer} is neither configured nor a known member"
+            ))
+        })?;
         let bytes = bincode::serialize(body).map_err(|e| CallError::NotSent(e.to_string()))?;
         let response = self
             .http
@@ -99,6 +154,27 @@ impl PeerClient {
     }
 }
 
+/// Keeps the peer client's address book in step with the membership this
+/// node knows (from its log or snapshot, and from the leader), so a
+/// follower can forward to, and vote with, members added at run time.
+/// Removed members are kept: a stale address is harmless, and a leader
+/// removed from the membership may still be the one to forward to.
+pub(crate) async fn follow_membership(replica: Arc<Replica>) {
+    let mut metrics = replica.raft.metrics();
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            replica
+                .peers
+                .learn(m.membership_config.membership().nodes());
+        }
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() { return },
+            _ = replica.shutdown.stopped() => return,
+        }
+    }
+}
+
 /// Hands openraft one connection object per peer.
 #[derive(Clone)]
 pub struct Network {
@@ -106,16 +182,22 @@ pub struct Network {
     /// This node's durable log prefix: the commit index it sends must be
     /// covered (see [`raftlock_storage::DurableIndex`]).
     pub(crate) durable: DurableIndex,
+    /// Where accepted appends are recorded (leadership confirmation).
+    pub(crate) quorum: Arc<QuorumClock>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
-    async fn new_client(&mut self, target: NodeId, _node: &Member) -> PeerConnection {
+    async fn new_client(&mut self, target: NodeId, node: &Member) -> PeerConnection {
+        // A leader replicates to a member it just added before its metrics
+        // (and so `follow_membership`) show it.
+        self.client.learn(std::iter::once((&target, node)));
         PeerConnection {
             client: self.client.clone(),
             target,
             durable: self.durable.clone(),
+            quorum: self.quorum.clone(),
         }
     }
 }
@@ -125,6 +207,7 @@ pub struct PeerConnection {
     client: PeerClient,
     target: NodeId,
     durable: DurableIndex,
+    quorum: Arc<QuorumClock>,
 }
 
 impl PeerConnection {
@@ -201,7 +284,15 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .current()
             .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
         rpc.leader_commit = durable_commit(&rpc, durable);
-        self.rpc(route::APPEND, &rpc, &option).await
+        let vote = rpc.vote;
+        let sent = tokio::time::Instant::now();
+        let answer: AppendEntriesResponse<NodeId> = self.rpc(route::APPEND, &rpc, &option).await?;
+        // Every answer but a higher vote means the peer held our vote after
+        // `sent` (a conflict is about the log, not the leadership).
+        if !matches!(answer, AppendEntriesResponse::HigherVote(_)) {
+            self.quorum.record(self.target, vote, sent);
+        }
+        Ok(answer)
     }
 
     async fn install_snapshot(

@@ -5,14 +5,16 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use raftlock_storage::{Durability, DurableIndex, SledLogConfig, SledLogStore, SyncStall};
+use raftlock_storage::{Durability, SledLogConfig, SledLogStore, SyncStall};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{ConfigError, NodeConfig};
 use crate::network::{route, Network, PeerClient};
-use crate::proposer::Proposer;
+use crate::replica::proposer::{self, Proposer};
+use crate::replica::quorum::QuorumClock;
+use crate::replica::Replica;
+use crate::shutdown::Shutdown;
 use crate::state_machine::{Shared, StateMachineStore};
 use crate::tracker::{SessionTracker, TokioClock};
 use crate::typ::{NodeId, Raft};
@@ -22,24 +24,19 @@ use crate::waiters::WaiterRegistry;
 /// clone; every clone is a handle to the same node.
 #[derive(Clone)]
 pub struct Node {
-    pub(crate) inner: Arc<Inner>,
+    /// The Raft side every operation goes through.
+    pub(crate) replica: Arc<Replica>,
+    /// What only starting and stopping the node needs.
+    lifecycle: Arc<Lifecycle>,
 }
 
-pub(crate) struct Inner {
-    pub id: NodeId,
-    pub config: Arc<NodeConfig>,
-    pub raft: Raft,
-    pub shared: Arc<Shared>,
-    pub peers: PeerClient,
-    /// Flips to true once, on shutdown; every task watches it.
-    pub stopping: watch::Sender<bool>,
-    pub raft_addr: SocketAddr,
-    /// Coalesces this node's writes into proposals.
-    pub proposer: Proposer,
-    /// How far this node's log is on disk (gates append acknowledgements).
-    pub durable: DurableIndex,
+/// The node's running parts that no operation touches.
+struct Lifecycle {
+    /// Where the internal routes are served.
+    raft_addr: SocketAddr,
     /// Fault injection: holds this node's log syncs (a stalled disk).
     sync_stall: SyncStall,
+    /// Background tasks, aborted on shutdown.
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -76,6 +73,26 @@ impl Node {
         config: NodeConfig,
         listener: TcpListener,
     ) -> Result<Node, StartError> {
+        Self::start_inner(config, listener, true).await
+    }
+
+    /// Starts a member that joins a running cluster instead of founding
+    /// one: it never initializes a membership, and waits (as a non-voting
+    /// bystander) until the leader adds it ([`Node::add_member`] on any
+    /// member, `POST /v1/cluster/members`). A member that already belongs
+    /// to a cluster (its data directory says so) simply restarts.
+    pub async fn join_with_listener(
+        config: NodeConfig,
+        listener: TcpListener,
+    ) -> Result<Node, StartError> {
+        Self::start_inner(config, listener, false).await
+    }
+
+    async fn start_inner(
+        config: NodeConfig,
+        listener: TcpListener,
+        bootstrap: bool,
+    ) -> Result<Node, StartError> {
         config.validate()?;
         let config = Arc::new(config);
         let storage_err = |message: String| StartError::Storage {
@@ -93,14 +110,19 @@ impl Node {
             // The node gates apply, append acknowledgements and the commit
             // index it sends on `durable` (state_machine.rs, routes.rs,
             // network.rs), so the Raft core need not wait for each sync.
-            .with_deferred_durability(true);
+            .with_deferred_durability(true)
+            // Purge only what a durable snapshot covers: the state machine
+            // raises the floor (state_machine.rs, raftlock_storage::SnapshotFloor).
+            .with_snapshot_gated_purge(true);
         let log_store = SledLogStore::open(&log_config).map_err(|e| storage_err(e.to_string()))?;
         let durable = log_store.durable_index();
         let sync_stall = log_store.sync_stall();
+        let snapshot_floor = log_store.snapshot_floor();
         let waiters = Arc::new(WaiterRegistry::default());
         let tracker = Arc::new(SessionTracker::new(Box::new(TokioClock)));
-        let shared =
-            Shared::open(config.data_dir.clone(), waiters, tracker).map_err(storage_err)?;
+        // Also refuses a log that cannot be replayed from the snapshot on disk.
+        let shared = Shared::open(config.data_dir.clone(), waiters, tracker, snapshot_floor)
+            .map_err(storage_err)?;
 
         let s = &config.settings;
         let raft_config = openraft::Config {
@@ -115,12 +137,14 @@ impl Node {
         .validate()
         .map_err(|e| StartError::Raft(e.to_string()))?;
         let peers = PeerClient::new(config.clone());
+        let quorum = Arc::new(QuorumClock::default());
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
             Network {
                 client: peers.clone(),
                 durable: durable.clone(),
+                quorum: quorum.clone(),
             },
             log_store,
             StateMachineStore::new(shared.clone(), durable.clone()),
@@ -134,32 +158,40 @@ impl Node {
         })?;
         let (proposer, proposals) = Proposer::new();
         let node = Node {
-            inner: Arc::new(Inner {
+            replica: Arc::new(Replica {
                 id: config.id,
                 config: config.clone(),
                 raft,
                 shared,
                 peers,
-                stopping: watch::channel(false).0,
-                raft_addr,
                 proposer,
+                quorum,
                 durable,
+                membership_change: tokio::sync::Mutex::new(()),
+                shutdown: Shutdown::new(),
+            }),
+            lifecycle: Arc::new(Lifecycle {
+                raft_addr,
                 sync_stall,
                 tasks: Mutex::new(Vec::new()),
             }),
         };
-        node.spawn(crate::routes::serve(node.inner.clone(), listener));
-        node.spawn(crate::leader::watch_leadership(node.inner.clone()));
-        node.spawn(crate::leader::expire_sessions(node.inner.clone()));
-        node.spawn(crate::proposer::run(node.inner.clone(), proposals));
-        node.bootstrap().await?;
+        let replica = &node.replica;
+        node.spawn(crate::routes::serve(replica.clone(), listener));
+        node.spawn(crate::leader::watch_leadership(replica.clone()));
+        node.spawn(crate::leader::expire_sessions(replica.clone()));
+        node.spawn(proposer::run(replica.clone(), proposals));
+        node.spawn(crate::network::follow_membership(replica.clone()));
+        if bootstrap {
+            node.bootstrap().await?;
+        }
         tracing::info!(id = config.id, raft = %raft_addr, "node started");
         Ok(node)
     }
 
     fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
         let handle = tokio::spawn(task);
-        self.inner
+        self.lifecycle
             .tasks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -170,18 +202,18 @@ impl Node {
     /// membership, unless a peer already reports an initialized cluster (a
     /// wiped node rejoins instead of founding a second cluster).
     async fn bootstrap(&self) -> Result<(), StartError> {
-        let inner = &self.inner;
-        let initialized = inner
+        let replica = &self.replica;
+        let initialized = replica
             .raft
             .is_initialized()
             .await
             .map_err(|e| StartError::Raft(e.to_string()))?;
-        let founder = inner.config.members.keys().next() == Some(&inner.id);
+        let founder = replica.config.members.keys().next() == Some(&replica.id);
         if initialized || !founder {
             return Ok(());
         }
-        for peer in inner.config.members.keys().filter(|p| **p != inner.id) {
-            let answer: Result<bool, _> = inner
+        for peer in replica.config.members.keys().filter(|p| **p != replica.id) {
+            let answer: Result<bool, _> = replica
                 .peers
                 .call(*peer, route::INITIALIZED, &(), Duration::from_millis(500))
                 .await;
@@ -190,8 +222,8 @@ impl Node {
                 return Ok(());
             }
         }
-        let members: BTreeMap<_, _> = inner.config.members.clone();
-        match inner.raft.initialize(members).await {
+        let members: BTreeMap<_, _> = replica.config.members.clone();
+        match replica.raft.initialize(members).await {
             Ok(()) => tracing::info!("initialized a new cluster"),
             Err(e) => tracing::info!("cluster already initialized: {e}"),
         }
@@ -200,38 +232,45 @@ impl Node {
 
     /// This node's id.
     pub fn id(&self) -> NodeId {
-        self.inner.id
+        self.replica.id
     }
 
-    /// The address the internal routes are served on.
     /// Fault injection for tests and harnesses: while `stalled`, this
     /// node's log syncs do not complete, as if its disk hung (writes are
     /// still accepted into the log; nothing becomes durable). Its Raft
     /// state is otherwise untouched.
     pub fn stall_log_sync(&self, stalled: bool) {
-        self.inner.sync_stall.set(stalled);
+        self.lifecycle.sync_stall.set(stalled);
     }
 
+    /// Fault injection for tests: cut (or restore) this node's outgoing
+    /// links to `peers`, as a network partition would. Cut both ends
+    /// (see `LocalCluster::isolate`) for a symmetric partition.
+    pub fn cut_links(&self, peers: &[NodeId], cut: bool) {
+        self.replica.peers.cut_links(peers, cut);
+    }
+
+    /// The address the internal routes are served on.
     pub fn raft_addr(&self) -> SocketAddr {
-        self.inner.raft_addr
+        self.lifecycle.raft_addr
     }
 
     /// The node's configuration.
     pub fn config(&self) -> &NodeConfig {
-        &self.inner.config
+        &self.replica.config
     }
 
     /// Stops Raft, the internal server and every background task. Waiting
     /// operations end with `ShuttingDown`.
     pub async fn shutdown(&self) {
-        self.inner.stopping.send_replace(true);
+        self.replica.shutdown.trigger();
         // A stopped node must not acknowledge keepalives as a leader.
-        self.inner.shared.tracker.step_down();
-        if let Err(e) = self.inner.raft.shutdown().await {
+        self.replica.shared.tracker.step_down();
+        if let Err(e) = self.replica.raft.shutdown().await {
             tracing::warn!("raft shutdown: {e}");
         }
         let tasks: Vec<_> = self
-            .inner
+            .lifecycle
             .tasks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -241,15 +280,6 @@ impl Node {
             task.abort();
             let _ = task.await;
         }
-        tracing::info!(id = self.inner.id, "node stopped");
-    }
-}
-
-impl Inner {
-    /// Completes once shutdown has begun.
-    pub async fn stopped(&self) {
-        let mut rx = self.stopping.subscribe();
-        // An error means the sender is gone: stopping anyway.
-        let _ = rx.wait_for(|s| *s).await;
+        tracing::info!(id = self.replica.id, "node stopped");
     }
 }

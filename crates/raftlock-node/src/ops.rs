@@ -1,19 +1,16 @@
 //! What an application (or the HTTP server) can do with a node: the same
-//! operations the API exposes, in-process.
+//! operations the API exposes, in-process. Acquiring is its own flow
+//! (`acquire.rs`), and so is the cluster's status (`status.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_core::{
-    Acquisition, Command, CoreError, Effects, Position, QueueKind, Response, SessionId,
-    StateMachine,
-};
+use raftlock_core::{Command, CoreError, Effects, QueueKind, Response, SessionId, StateMachine};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
-use tokio::time::Instant;
 
 use crate::error::NodeError;
-use crate::node::{Inner, Node};
+use crate::node::Node;
 use crate::typ::NodeId;
 
 /// How fresh a read must be.
@@ -43,29 +40,6 @@ pub struct OpenedSession {
     pub ttl_ms: u64,
 }
 
-/// A member as this node sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemberStatus {
-    pub id: NodeId,
-    pub api_addr: String,
-    pub raft_addr: String,
-    pub role: String,
-    /// Known for this node, and for followers when this node leads.
-    pub applied_index: Option<u64>,
-}
-
-/// The cluster as this node sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClusterStatus {
-    pub id: NodeId,
-    pub leader_id: Option<NodeId>,
-    pub term: u64,
-    pub last_log_index: Option<u64>,
-    pub committed_index: Option<u64>,
-    pub applied_index: u64,
-    pub members: Vec<MemberStatus>,
-}
-
 /// Counters for metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NodeCounters {
@@ -86,7 +60,7 @@ pub struct NodeCounters {
     pub snapshots_installed: u64,
 }
 
-fn unexpected(response: Response) -> NodeError {
+pub(crate) fn unexpected(response: Response) -> NodeError {
     NodeError::Internal(format!("unexpected response {response:?}"))
 }
 
@@ -97,7 +71,7 @@ impl Node {
         owner: &str,
         ttl: Duration,
     ) -> Result<OpenedSession, NodeError> {
-        let s = &self.inner.config.settings;
+        let s = &self.replica.config.settings;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         if ttl_ms < s.session_ttl_min_ms || ttl_ms > s.session_ttl_max_ms {
             return Err(CoreError::Invalid(format!(
@@ -112,7 +86,7 @@ impl Node {
             owner: owner.to_string(),
             ttl_ms,
         };
-        match self.inner.write(command).await?.1.result? {
+        match self.replica.write(command).await?.1.result? {
             Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession { id, ttl_ms }),
             other => Err(unexpected(other)),
         }
@@ -120,132 +94,17 @@ impl Node {
 
     /// Restarts the session's TTL; returns it.
     pub async fn keepalive(&self, id: SessionId) -> Result<Duration, NodeError> {
-        self.inner.keepalive(id).await.map(Duration::from_millis)
+        self.replica.keepalive(id).await.map(Duration::from_millis)
     }
 
     /// Ends the session, releasing all its locks.
     pub async fn close_session(&self, id: SessionId) -> Result<(), NodeError> {
-        self.inner
+        self.replica
             .write(Command::CloseSession { id })
             .await?
             .1
             .result?;
         Ok(())
-    }
-
-    /// Queues the session in a lock (or election) and waits up to `wait`
-    /// for the grant; `Duration::ZERO` is a try-lock. On timeout the node
-    /// this call created is withdrawn; one queued by an earlier call stays.
-    pub async fn acquire(
-        &self,
-        kind: QueueKind,
-        name: &str,
-        session: SessionId,
-        data: Vec<u8>,
-        wait: Duration,
-    ) -> Result<Grant, NodeError> {
-        let deadline = Instant::now() + wait;
-        let try_only = wait.is_zero();
-        let command = Command::Acquire {
-            kind,
-            name: name.to_string(),
-            session,
-            data,
-            wait: !try_only,
-        };
-        let (index, applied) = self.inner.write(command).await?;
-        let acquisition = match applied.result? {
-            Response::Acquired(a) => a,
-            other => return Err(unexpected(other)),
-        };
-        // Our replica must have applied the acquire before it can judge it.
-        self.inner
-            .await_applied(index, Instant::now() + self.inner.config.leader_wait())
-            .await?;
-        if try_only && !acquisition.held {
-            let holder = self.inner.shared.read().holder(kind, name);
-            return Err(CoreError::LockHeld {
-                lock: name.to_string(),
-                holder: holder.map_or(session, |h| h.session),
-            }
-            .into());
-        }
-        match self
-            .wait_for_grant(kind, name, session, &acquisition, deadline)
-            .await
-        {
-            Err(NodeError::Timeout) if acquisition.created => {
-                self.withdraw(kind, name, session, &acquisition.node).await
-            }
-            other => other,
-        }
-    }
-
-    /// Withdraws the node a timed-out acquire created, unless it was
-    /// granted in the meantime: then the grant stands and is returned, so
-    /// the lock is neither orphaned nor handed on while a retry of the same
-    /// session believes it holds it.
-    async fn withdraw(
-        &self,
-        kind: QueueKind,
-        name: &str,
-        session: SessionId,
-        node: &str,
-    ) -> Result<Grant, NodeError> {
-        let command = Command::Release {
-            kind,
-            name: name.to_string(),
-            session,
-            withdraw: Some(node.to_string()),
-        };
-        match self.inner.write(command).await {
-            Ok((index, applied)) => match applied.result {
-                Err(CoreError::AlreadyGranted { .. }) => {
-                    let deadline = Instant::now() + self.inner.config.leader_wait();
-                    self.inner.await_applied(index, deadline).await?;
-                    grant_of(&self.inner.shared.read(), kind, name, session)
-                }
-                Ok(_) | Err(_) => Err(NodeError::Timeout),
-            },
-            Err(e) => {
-                tracing::warn!(node, "could not withdraw a timed-out acquire: {e}");
-                Err(NodeError::Timeout)
-            }
-        }
-    }
-
-    /// Waits on the immediate predecessor only, re-checking after each
-    /// wake-up until the node holds, is gone, or the deadline passes.
-    async fn wait_for_grant(
-        &self,
-        kind: QueueKind,
-        name: &str,
-        session: SessionId,
-        acquisition: &Acquisition,
-        deadline: Instant,
-    ) -> Result<Grant, NodeError> {
-        loop {
-            let guard = {
-                let state = self.inner.shared.read();
-                match state.position(&acquisition.node) {
-                    Ok(Position::Holder) => return grant_of(&state, kind, name, session),
-                    Ok(Position::Behind(predecessor)) => self
-                        .inner
-                        .shared
-                        .waiters
-                        .register(vec![predecessor, acquisition.node.clone()]),
-                    Err(_) if state.session(session).is_none() => {
-                        return Err(CoreError::SessionNotFound(session).into())
-                    }
-                    Err(_) => return Err(NodeError::Withdrawn),
-                }
-            };
-            tokio::select! {
-                _ = guard.woken() => {}
-                _ = tokio::time::sleep_until(deadline) => return Err(NodeError::Timeout),
-                _ = self.inner.stopped() => return Err(NodeError::ShuttingDown),
-            }
-        }
     }
 
     /// Deletes the session's node in the queue (release, or cancel a wait).
@@ -261,7 +120,7 @@ impl Node {
             session,
             withdraw: None,
         };
-        self.inner.write(command).await?.1.result?;
+        self.replica.write(command).await?.1.result?;
         Ok(())
     }
 
@@ -277,13 +136,13 @@ impl Node {
             session,
             value,
         };
-        self.inner.write(command).await?.1.result?;
+        self.replica.write(command).await?.1.result?;
         Ok(())
     }
 
     /// Commits any command; for generic node writes and tools.
     pub async fn submit(&self, command: Command) -> Result<Response, NodeError> {
-        Ok(self.inner.write(command).await?.1.result?)
+        Ok(self.replica.write(command).await?.1.result?)
     }
 
     /// Runs `f` on the state, after a read-index barrier unless stale.
@@ -293,19 +152,19 @@ impl Node {
         f: impl FnOnce(&StateMachine) -> T,
     ) -> Result<T, NodeError> {
         if consistency == Consistency::Linearizable {
-            self.inner.linearizable_barrier().await?;
+            self.replica.linearizable_barrier().await?;
         }
-        Ok(f(&self.inner.shared.read()))
+        Ok(f(&self.replica.shared.read()))
     }
 
     /// Effects of every command applied on this replica from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Effects>> {
-        self.inner.shared.changes.subscribe()
+        self.replica.shared.changes.subscribe()
     }
 
     /// Waits until some node is leader and this node knows it.
     pub async fn wait_for_leader(&self, timeout: Duration) -> Result<NodeId, NodeError> {
-        let mut metrics = self.inner.raft.metrics();
+        let mut metrics = self.replica.raft.metrics();
         let leader = tokio::time::timeout(timeout, async {
             let m = metrics.wait_for(|m| m.current_leader.is_some()).await;
             m.map(|m| m.current_leader)
@@ -318,103 +177,48 @@ impl Node {
         }
     }
 
-    /// The cluster as this node sees it.
-    pub fn status(&self) -> ClusterStatus {
-        let m = self.inner.raft.metrics().borrow().clone();
-        let applied_index = m.last_applied.map_or(0, |l| l.index);
-        let matched = m.replication.clone().unwrap_or_default();
-        let members = m
-            .membership_config
-            .nodes()
-            .map(|(id, member)| {
-                let role = if Some(*id) == m.current_leader {
-                    "leader"
-                } else if *id == m.id {
-                    if m.state == openraft::ServerState::Candidate {
-                        "candidate"
-                    } else {
-                        "follower"
-                    }
-                } else {
-                    "follower"
-                };
-                MemberStatus {
-                    id: *id,
-                    api_addr: member.api_addr.clone(),
-                    raft_addr: member.raft_addr.clone(),
-                    role: role.to_string(),
-                    applied_index: if *id == m.id {
-                        Some(applied_index)
-                    } else {
-                        matched.get(id).cloned().flatten().map(|l| l.index)
-                    },
-                }
-            })
-            .collect();
-        ClusterStatus {
-            id: m.id,
-            leader_id: m.current_leader,
-            term: m.current_term,
-            last_log_index: m.last_log_index,
-            committed_index: m.last_applied.map(|l| l.index),
-            applied_index,
-            members,
-        }
-    }
-
-    /// True when a leader is known and this replica has applied what it
-    /// has in its log.
-    pub fn is_healthy(&self) -> bool {
-        let m = self.inner.raft.metrics().borrow().clone();
-        m.current_leader.is_some() && m.last_applied.map(|l| l.index) >= m.last_log_index
-    }
-
     /// Counters for metrics and tests.
     pub fn counters(&self) -> NodeCounters {
-        let shared = &self.inner.shared;
+        let shared = &self.replica.shared;
         NodeCounters {
             wakeups: shared.waiters.wakeups(),
             waiter_registrations: shared.waiters.registered(),
             tracked_sessions: shared.tracker.tracked(),
-            proposals: self.inner.proposer.proposals(),
-            proposed_commands: self.inner.proposer.commands(),
+            proposals: self.replica.proposer.proposals(),
+            proposed_commands: self.replica.proposer.commands(),
             snapshots_installed: shared.snapshots_installed(),
         }
     }
 
     /// The openraft handle, for tests and tools (e.g. forcing an election).
     pub fn raft(&self) -> &crate::typ::Raft {
-        &self.inner.raft
+        &self.replica.raft
     }
-}
 
-fn grant_of(
-    state: &StateMachine,
-    kind: QueueKind,
-    name: &str,
-    session: SessionId,
-) -> Result<Grant, NodeError> {
-    let holder = state
-        .holder(kind, name)
-        .filter(|h| h.session == session)
-        .ok_or(NodeError::Withdrawn)?;
-    Ok(Grant {
-        node: holder.node,
-        fencing_token: holder.fencing_token,
-        session,
-        since_revision: holder.granted_revision.unwrap_or(holder.fencing_token),
-    })
-}
+    /// Adds member `id` at `member`'s addresses, through the leader: as a
+    /// learner first, then, once it has caught up (by snapshot if the log
+    /// it needs was purged), as a voter through joint consensus. Returns
+    /// the new membership. Adding a voter again at the same addresses is a
+    /// no-op; at other addresses it is refused (`MemberExists`).
+    pub async fn add_member(
+        &self,
+        id: crate::typ::NodeId,
+        member: crate::typ::Member,
+    ) -> Result<crate::MembershipView, NodeError> {
+        self.replica.change_member(id, Some(member)).await
+    }
 
-impl Inner {
-    /// Forwarded-to-leader entry points, for the internal routes.
-    pub(crate) fn is_initialized_now(&self) -> bool {
-        self.raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .nodes()
-            .next()
-            .is_some()
+    /// Removes member `id` through the leader (never the last voter). The
+    /// leader may remove itself: it steps down once the change commits.
+    pub async fn remove_member(
+        &self,
+        id: crate::typ::NodeId,
+    ) -> Result<crate::MembershipView, NodeError> {
+        self.replica.change_member(id, None).await
+    }
+
+    /// The membership as this member knows it (no read index).
+    pub fn membership(&self) -> crate::MembershipView {
+        self.replica.membership_view()
     }
 }

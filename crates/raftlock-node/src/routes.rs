@@ -13,16 +13,16 @@ use axum::Router;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest,
 };
-use raftlock_core::SessionId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::net::TcpListener;
 
 use crate::network::route;
-use crate::node::Inner;
-use crate::typ::{Proposal, TypeConfig};
+use crate::replica::at_leader::LeaderRequest;
+use crate::replica::Replica;
+use crate::typ::TypeConfig;
 
-type Shared = State<Arc<Inner>>;
+type Shared = State<Arc<Replica>>;
 
 fn decode<T: DeserializeOwned>(body: &Bytes) -> Result<T, String> {
     bincode::deserialize(body).map_err(|e| format!("undecodable body: {e}"))
@@ -39,7 +39,7 @@ fn encode<T: Serialize>(value: &T) -> Response {
     }
 }
 
-async fn append(State(inner): Shared, body: Bytes) -> Response {
+async fn append(State(replica): Shared, body: Bytes) -> Response {
     let request = match decode::<AppendEntriesRequest<TypeConfig>>(&body) {
         Ok(request) => request,
         Err(message) => return bad_request(message),
@@ -49,7 +49,7 @@ async fn append(State(inner): Shared, body: Bytes) -> Response {
         .last()
         .map(|e| e.log_id.index)
         .max(request.prev_log_id.map(|l| l.index));
-    let answer = inner.raft.append_entries(request).await;
+    let answer = replica.raft.append_entries(request).await;
     // The leader counts a success as these entries being on our disk, but
     // openraft here saw them only written (deferred durability): answer
     // once they are durable. A failure or a conflict claims nothing.
@@ -59,7 +59,7 @@ async fn append(State(inner): Shared, body: Bytes) -> Response {
         _ => None,
     };
     if let Some(index) = acknowledged {
-        match tokio::time::timeout(ACK_DURABLE_WAIT, inner.durable.wait_for(index)).await {
+        match tokio::time::timeout(ACK_DURABLE_WAIT, replica.durable.wait_for(index)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return (StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
             Err(_) => {
@@ -77,56 +77,44 @@ async fn append(State(inner): Shared, body: Bytes) -> Response {
 /// again when new entries reach it.
 const ACK_DURABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-async fn vote(State(inner): Shared, body: Bytes) -> Response {
+async fn vote(State(replica): Shared, body: Bytes) -> Response {
     match decode::<VoteRequest<u64>>(&body) {
-        Ok(request) => encode(&inner.raft.vote(request).await),
+        Ok(request) => encode(&replica.raft.vote(request).await),
         Err(message) => bad_request(message),
     }
 }
 
-async fn snapshot(State(inner): Shared, body: Bytes) -> Response {
+async fn snapshot(State(replica): Shared, body: Bytes) -> Response {
     match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {
-        Ok(request) => encode(&inner.raft.install_snapshot(request).await),
+        Ok(request) => encode(&replica.raft.install_snapshot(request).await),
         Err(message) => bad_request(message),
     }
 }
 
-async fn write(State(inner): Shared, body: Bytes) -> Response {
-    match decode::<Proposal>(&body) {
-        Ok(proposal) => encode(&inner.write_here(proposal).await),
+/// A write, keepalive or read index forwarded by a follower.
+async fn leader(State(replica): Shared, body: Bytes) -> Response {
+    match decode::<LeaderRequest>(&body) {
+        Ok(request) => encode(&replica.answer_here(request).await),
         Err(message) => bad_request(message),
     }
 }
 
-async fn keepalive(State(inner): Shared, body: Bytes) -> Response {
-    match decode::<SessionId>(&body) {
-        Ok(id) => encode(&inner.keepalive_here(id).await),
-        Err(message) => bad_request(message),
-    }
-}
-
-async fn read_index(State(inner): Shared) -> Response {
-    encode(&inner.read_index_here().await)
-}
-
-async fn initialized(State(inner): Shared) -> Response {
-    encode(&inner.is_initialized_now())
+async fn initialized(State(replica): Shared) -> Response {
+    encode(&replica.is_initialized_now())
 }
 
 /// Serves the internal routes until the node stops.
-pub(crate) async fn serve(inner: Arc<Inner>, listener: TcpListener) {
+pub(crate) async fn serve(replica: Arc<Replica>, listener: TcpListener) {
     let router = Router::new()
         .route(route::APPEND, post(append))
         .route(route::VOTE, post(vote))
         .route(route::SNAPSHOT, post(snapshot))
-        .route(route::WRITE, post(write))
-        .route(route::KEEPALIVE, post(keepalive))
-        .route(route::READ_INDEX, post(read_index))
+        .route(route::LEADER, post(leader))
         .route(route::INITIALIZED, post(initialized))
         // Snapshot chunks and entry batches can be large.
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
-        .with_state(inner.clone());
-    let stopping = inner.clone();
+        .with_state(replica.clone());
+    let stopping = replica.shutdown.clone();
     let shutdown = async move { stopping.stopped().await };
     if let Err(e) = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)

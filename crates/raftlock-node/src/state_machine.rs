@@ -6,6 +6,13 @@
 //! Snapshots live in their file only (`snapshot_file`): a build streams the
 //! state into it under the read lock, and the bytes are read back only when
 //! openraft asks for the current snapshot to send it to a peer.
+//!
+//! The log store purges only what a durable snapshot covers
+//! (`raftlock_storage::SnapshotFloor`): openraft 0.9 purges a follower's log
+//! while this state machine is still writing the snapshot it installs. The
+//! floor rises here once each snapshot file is synced, and at start it is
+//! set to the snapshot on disk, refusing a log that cannot be replayed from
+//! it.
 
 use std::io::Cursor;
 use std::path::PathBuf;
@@ -15,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, RaftSnapshotBuilder, StorageIOError};
 use raftlock_core::{Command, Effects, StateMachine};
-use raftlock_storage::DurableIndex;
+use raftlock_storage::{DurableIndex, SnapshotFloor, StoreError};
 use tokio::sync::{broadcast, watch};
 
 use crate::snapshot_file::{self, SnapshotFileError, SnapshotWriter};
@@ -46,6 +53,9 @@ pub struct Shared {
     /// Snapshots installed from the leader since start: the whole state
     /// was replaced without effects, so watchers of effects resync.
     snapshots_installed: AtomicU64,
+    /// Tells the log store how far a durable snapshot covers the log: it
+    /// purges no further.
+    floor: SnapshotFloor,
 }
 
 #[derive(Default, Clone)]
@@ -55,12 +65,19 @@ struct Applied {
 }
 
 impl Shared {
-    /// Loads the newest snapshot from `snapshot_dir`, if any.
+    /// Loads the newest snapshot from `snapshot_dir`, if any, and sets the
+    /// log store's `floor` to it. Fails if the log cannot be replayed from
+    /// that snapshot (purged past it, or missing entries after it).
     pub fn open(
         snapshot_dir: PathBuf,
         waiters: Arc<WaiterRegistry>,
         tracker: Arc<SessionTracker>,
+        floor: SnapshotFloor,
     ) -> Result<Arc<Self>, String> {
+        // A snapshot renamed into place just before a crash may not have its
+        // directory entry on disk yet: make it durable before the floor
+        // lets the log be purged on its strength.
+        snapshot_file::sync_dir(&snapshot_dir).map_err(|e| e.to_string())?;
         let stored = snapshot_file::load(&snapshot_dir).map_err(|e| e.to_string())?;
         // The bytes are dropped once decoded: the file keeps them.
         let (state, applied, meta) = match stored {
@@ -74,6 +91,9 @@ impl Shared {
             ),
             None => (StateMachine::new(), Applied::default(), None),
         };
+        floor
+            .start(meta.as_ref().and_then(|m| m.last_log_id).map(|l| l.index))
+            .map_err(|e| e.to_string())?;
         tracker.on_checkpointed(checkpointed(&state));
         let index = applied.last_applied.map_or(0, |l| l.index);
         Ok(Arc::new(Shared {
@@ -86,12 +106,23 @@ impl Shared {
             snapshot_dir,
             snapshot: Mutex::new(meta),
             snapshots_installed: AtomicU64::new(0),
+            floor,
         }))
     }
 
     /// Read access to the state.
     pub fn read(&self) -> RwLockReadGuard<'_, StateMachine> {
         self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state and the last log id applied to it, read together (a
+    /// backup records which index its state is as of). Blank and
+    /// membership entries move the index without the state's lock; they
+    /// do not change the state, so the pair is consistent either way.
+    pub(crate) fn read_applied(&self) -> (RwLockReadGuard<'_, StateMachine>, Option<LogId>) {
+        let state = self.read();
+        let applied = self.applied().last_applied;
+        (state, applied)
     }
 
     fn applied(&self) -> std::sync::MutexGuard<'_, Applied> {
@@ -144,6 +175,15 @@ impl Shared {
         Ok((meta, bytes))
     }
 
+    /// The snapshot `meta` is durable in the snapshot file: the log store
+    /// may purge what it covers (now, on this blocking thread).
+    fn snapshot_durable(&self, meta: &SnapshotMeta) -> Result<(), StoreError> {
+        match meta.last_log_id {
+            Some(last) => self.floor.advance(last.index),
+            None => Ok(()),
+        }
+    }
+
     /// Saves a snapshot received from the leader as the snapshot file.
     fn save_snapshot(&self, meta: &SnapshotMeta, data: &[u8]) -> Result<(), SnapshotFileError> {
         let mut current = self.snapshot_meta();
@@ -184,6 +224,15 @@ fn checkpointed(state: &StateMachine) -> Vec<raftlock_core::SessionId> {
         .collect()
 }
 
+/// Why storing a snapshot failed: its file, or the log purge it allows.
+#[derive(Debug, thiserror::Error)]
+enum SnapshotStoreError {
+    #[error(transparent)]
+    File(#[from] SnapshotFileError),
+    #[error("purging the log the snapshot covers: {0}")]
+    Purge(#[from] StoreError),
+}
+
 fn storage_error(e: impl std::fmt::Display) -> StorageError {
     StorageIOError::write_state_machine(&std::io::Error::other(e.to_string())).into()
 }
@@ -212,7 +261,14 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let shared = self.shared.clone();
         // Encoding a large state takes a while: off the async workers.
-        let (meta, bytes) = tokio::task::spawn_blocking(move || shared.write_snapshot())
+        let (meta, bytes) =
+            tokio::task::spawn_blocking(move || -> Result<_, SnapshotStoreError> {
+                let (meta, bytes) = shared.write_snapshot()?;
+                // openraft purges only once this returns, so a leader's purge
+                // never waits; raising the floor here keeps it that way.
+                shared.snapshot_durable(&meta)?;
+                Ok((meta, bytes))
+            })
             .await
             .map_err(storage_error)?
             .map_err(|e| snapshot_error(None, e))?;
@@ -313,11 +369,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let data = snapshot.into_inner();
         let state = StateMachine::from_snapshot(&data).map_err(storage_error)?;
         let (shared, to_save) = (self.shared.clone(), meta.clone());
-        // The received bytes go to the file and are dropped there.
-        tokio::task::spawn_blocking(move || shared.save_snapshot(&to_save, &data))
-            .await
-            .map_err(storage_error)?
-            .map_err(|e| snapshot_error(Some(meta), e))?;
+        // The received bytes go to the file and are dropped there. Only
+        // then may the log lose what the snapshot covers: openraft has
+        // already told the log store to purge it (see the module docs).
+        tokio::task::spawn_blocking(move || -> Result<_, SnapshotStoreError> {
+            shared.save_snapshot(&to_save, &data)?;
+            Ok(shared.snapshot_durable(&to_save)?)
+        })
+        .await
+        .map_err(storage_error)?
+        .map_err(|e| snapshot_error(Some(meta), e))?;
         let checkpointed = checkpointed(&state);
         *self.shared.state.write().unwrap_or_else(|e| e.into_inner()) = state;
         *self.shared.applied() = Applied {

@@ -25,8 +25,17 @@
 //! `max(k, e) + ttl` plus the time to commit the expiry, where e is the
 //! first leader election after k that committed its checkpoint — with
 //! leaders changing every few seconds, ttl plus about one leader term.
+//!
+//! The bound assumes the member that takes over did not restart since it
+//! applied the checkpoint. A restarted replica re-applies checkpoints from
+//! its snapshot or log and notes them at its restart time: it cannot know
+//! when it first applied them without a wall clock, and an earlier guess
+//! could expire a session before the time its client was promised. So
+//! raftlock errs long: each restart of a member that then leads can add
+//! up to one TTL (plus the restart's duration) to a dead session's life.
+//! Never shorter, which is the direction that matters for locks.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -55,7 +64,14 @@ struct Deadlines {
     leading: bool,
     /// Next deadline first.
     queue: BTreeSet<(Instant, SessionId)>,
+    /// Every live session while leading (a session without an entry here
+    /// is gone or being expired, and is never renewed).
     by_session: HashMap<SessionId, Instant>,
+    /// Sessions whose expiry this leader proposed and has not seen applied.
+    /// A keepalive for one of them is refused: acknowledging it would
+    /// promise the client a TTL that the expiry in flight is about to
+    /// break.
+    expiring: HashSet<SessionId>,
     /// When this replica applied each session's current checkpoint (on
     /// every node, leader or not).
     checkpoint_applied: HashMap<SessionId, Instant>,
@@ -73,6 +89,7 @@ impl Deadlines {
         if let Some(old) = self.by_session.remove(&id) {
             self.queue.remove(&(old, id));
         }
+        self.expiring.remove(&id);
         self.checkpoint_applied.remove(&id);
     }
 
@@ -92,6 +109,15 @@ fn shrink_if_sparse<K: Eq + Hash, V>(map: &mut HashMap<K, V>) {
     if map.capacity() > 64 && map.len() < map.capacity() / 4 {
         map.shrink_to(map.len() * 2);
     }
+}
+
+/// Why the tracker refused a keepalive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepaliveRefused {
+    /// This node does not lead (or has not taken over deadlines yet).
+    NotLeading,
+    /// The session ended, or its expiry is in flight.
+    Ending,
 }
 
 /// Shared between the apply loop, the keepalive path and the expiry task.
@@ -168,6 +194,7 @@ impl SessionTracker {
         let mut d = self.lock();
         d.queue.clear();
         d.by_session.clear();
+        d.expiring.clear();
         let mut to_checkpoint = Vec::new();
         for lease in leases {
             let deadline = match lease.checkpoint_remaining_ms {
@@ -197,6 +224,7 @@ impl SessionTracker {
         d.queue.clear();
         // Not `clear()`, which would keep the table's capacity.
         d.by_session = HashMap::new();
+        d.expiring = HashSet::new();
         drop(d);
         self.changed.notify_one();
     }
@@ -205,13 +233,20 @@ impl SessionTracker {
         self.lock().leading
     }
 
-    /// A keepalive at the leader: the full TTL again, from now.
-    pub fn keepalive(&self, id: SessionId, ttl_ms: u64) {
+    /// A keepalive at the leader: the full TTL again, from now. Refused
+    /// (nothing changes) unless this node leads and the session is live
+    /// here: not ended, and no expiry of it in flight.
+    pub fn keepalive(&self, id: SessionId, ttl_ms: u64) -> Result<(), KeepaliveRefused> {
         let now = self.now();
         let mut d = self.lock();
-        if d.leading {
-            d.set(id, now + Duration::from_millis(ttl_ms));
+        if !d.leading {
+            return Err(KeepaliveRefused::NotLeading);
         }
+        if !d.by_session.contains_key(&id) {
+            return Err(KeepaliveRefused::Ending);
+        }
+        d.set(id, now + Duration::from_millis(ttl_ms));
+        Ok(())
     }
 
     /// Sessions past their deadline (removed from the queue: the caller
@@ -230,13 +265,37 @@ impl SessionTracker {
                 break;
             }
             d.queue.pop_first();
-            d.by_session.remove(&id);
-            due.push(id);
+            // A live session's deadline, or a failed expiry's retry; an
+            // entry of neither is a retry whose session ended meanwhile.
+            if d.by_session.remove(&id).is_some() || d.expiring.contains(&id) {
+                d.expiring.insert(id);
+                due.push(id);
+            }
         }
         if !due.is_empty() {
             d.shrink_if_sparse();
         }
         (due, next)
+    }
+
+    /// An expiry proposal failed (no quorum, or no answer in time): try
+    /// again after `pause`, while this node still leads. Sessions whose
+    /// end was applied meanwhile are not retried.
+    pub fn retry_expiry(&self, ids: &[SessionId], pause: Duration) {
+        let at = self.now() + pause;
+        let mut d = self.lock();
+        if !d.leading {
+            return;
+        }
+        for id in ids {
+            // Still in `expiring` (so still refused for keepalives: the
+            // expiry stays decided) unless its end was applied meanwhile.
+            if d.expiring.contains(id) {
+                d.queue.insert((at, *id));
+            }
+        }
+        drop(d);
+        self.changed.notify_one();
     }
 
     /// Completes when deadlines or leadership changed.
@@ -287,7 +346,7 @@ mod tests {
         assert_eq!(tracker.tracked(), 0, "a follower keeps no deadlines");
         tracker.become_leader([lease(1, 1_000, None)].into_iter());
         tokio::time::advance(Duration::from_millis(900)).await;
-        tracker.keepalive(SessionId(1), 1_000);
+        assert_eq!(tracker.keepalive(SessionId(1), 1_000), Ok(()));
         tokio::time::advance(Duration::from_millis(900)).await;
         assert!(tracker.take_due().0.is_empty());
         tokio::time::advance(Duration::from_millis(200)).await;
@@ -310,5 +369,41 @@ mod tests {
         assert!(d.by_session.capacity() == 0 && d.queue.is_empty());
         assert_eq!(d.checkpoint_applied.len(), 1, "the rest is kept");
         assert!(d.checkpoint_applied.capacity() <= 64, "shrunk");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_being_expired_is_never_renewed() {
+        let tracker = SessionTracker::new(Box::new(TokioClock));
+        assert_eq!(
+            tracker.keepalive(SessionId(1), 1_000),
+            Err(KeepaliveRefused::NotLeading)
+        );
+        tracker.become_leader([lease(1, 1_000, None)].into_iter());
+        tokio::time::advance(Duration::from_millis(1_001)).await;
+        assert_eq!(tracker.take_due().0, vec![SessionId(1)]);
+        // The expiry is proposed, not yet applied: a keepalive now must not
+        // be acknowledged, or the client would count on a TTL the expiry is
+        // about to end.
+        assert_eq!(
+            tracker.keepalive(SessionId(1), 1_000),
+            Err(KeepaliveRefused::Ending)
+        );
+        // The proposal failed: retried later, and still refused meanwhile.
+        tracker.retry_expiry(&[SessionId(1)], Duration::from_millis(100));
+        assert_eq!(
+            tracker.keepalive(SessionId(1), 1_000),
+            Err(KeepaliveRefused::Ending)
+        );
+        assert!(tracker.take_due().0.is_empty(), "not before the pause");
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert_eq!(tracker.take_due().0, vec![SessionId(1)], "retried");
+        // Applied: gone for good, and a retry of it is dropped.
+        tracker.on_ended([SessionId(1)]);
+        tracker.retry_expiry(&[SessionId(1)], Duration::ZERO);
+        assert!(tracker.take_due().0.is_empty());
+        assert_eq!(
+            tracker.keepalive(SessionId(1), 1_000),
+            Err(KeepaliveRefused::Ending)
+        );
     }
 }

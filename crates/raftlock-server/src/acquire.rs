@@ -11,7 +11,7 @@
 //! A client that goes away (disconnect) drops the request future, which
 //! unregisters the waiter; its queued node deliberately stays. Withdrawing
 //! it would race with the client's retry: a retry of the same session
-//! re-attaches to the same node (idempotent acquire, DESIGN.md) and may
+//! re-attaches to the same node (idempotent acquire, docs/design.md) and may
 //! already have been told it holds the lock when the withdrawal deletes
 //! the node and grants it to the next in line — two holders. A client that
 //! abandons a wait releases (cancels) or closes its session instead.
@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use raftlock_core::path::validate_lock_name;
 use raftlock_core::QueueKind;
-use raftlock_node::Grant;
+use raftlock_node::{AcquireOptions, Grant, NodeError};
 
 use crate::error::ApiError;
 use crate::extract::parse_session;
@@ -32,6 +32,9 @@ pub(crate) struct AcquireRequest<'a> {
     pub name: &'a str,
     pub session_id: &'a str,
     pub wait_ms: Option<u64>,
+    /// On timeout, keep the session's waiting node queued (long polls that
+    /// keep their place in line) instead of withdrawing it.
+    pub keep_queued: bool,
     /// Node data (an election value), or why it was refused.
     pub data: Result<Vec<u8>, ApiError>,
 }
@@ -54,9 +57,20 @@ async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError>
         .and_then(|()| app.wait(req.wait_ms))
         .and_then(|wait| req.data.map(|data| (wait, data)));
     let (wait, data) = app.session_wins(session, checked).await?;
+    // After validation, so bad input is refused as such; an unknown
+    // session still wins over a full queue.
+    let admitted = crate::limits::check_queue(app, req.kind, req.name, session, !wait.is_zero());
+    app.session_wins(session, admitted.await).await?;
+    let options = AcquireOptions {
+        wait,
+        keep_queued: req.keep_queued,
+    };
     tokio::select! {
-        result = app.node.acquire(req.kind, req.name, session, data, wait) => {
-            result.map_err(ApiError::from)
+        result = app.node.acquire_with(req.kind, req.name, session, data, options) => {
+            match result {
+                Err(NodeError::Timeout) if req.keep_queued => Err(ApiError::timeout_still_queued()),
+                other => other.map_err(ApiError::from),
+            }
         }
         // The queued node stays, as when the node itself shuts down: the
         // client retries elsewhere and finds it (idempotent acquire).

@@ -1,18 +1,63 @@
-//! `/v1/cluster` and `/v1/health`: the Raft cluster as this node sees it.
+//! `/v1/cluster`, `/v1/cluster/members` and `/v1/health`: the Raft
+//! cluster as this node sees it, and membership changes (which the node
+//! sends to the leader, as it does writes).
 
 use axum::extract::State;
-use axum::routing::get;
+use axum::routing::{delete, get};
 use axum::{Json, Router};
-use serde::Serialize;
+use raftlock_node::{MembershipView, NodeId};
+use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::extract::{ApiPath, JsonBody};
 use crate::state::AppState;
 
 /// The cluster routes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/cluster", get(cluster))
+        .route("/v1/cluster/members", get(members).post(add_member))
+        .route("/v1/cluster/members/{id}", delete(remove_member))
         .route("/v1/health", get(health))
+}
+
+/// `POST /v1/cluster/members`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddMember {
+    id: NodeId,
+    api_addr: String,
+    raft_addr: String,
+}
+
+/// The membership as the answering member knows it (after a change: as
+/// the leader committed it).
+async fn members(State(app): State<AppState>) -> Json<MembershipView> {
+    Json(app.node.membership())
+}
+
+/// Adds a member: a learner until caught up, then a voter. Blocks until
+/// both steps committed (or a bounded wait fails; see docs/api.md).
+async fn add_member(
+    State(app): State<AppState>,
+    JsonBody(req): JsonBody<AddMember>,
+) -> Result<Json<MembershipView>, ApiError> {
+    for (key, addr) in [("api_addr", &req.api_addr), ("raft_addr", &req.raft_addr)] {
+        raftlock_node::check_address(addr)
+            .map_err(|m| ApiError::bad_request(format!("{key}: {m}")))?;
+    }
+    let member = raftlock_node::Member {
+        api_addr: req.api_addr,
+        raft_addr: req.raft_addr,
+    };
+    Ok(Json(app.node.add_member(req.id, member).await?))
+}
+
+async fn remove_member(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<NodeId>,
+) -> Result<Json<MembershipView>, ApiError> {
+    Ok(Json(app.node.remove_member(id).await?))
 }
 
 #[derive(Debug, Serialize)]
@@ -21,6 +66,8 @@ struct Member {
     api_addr: String,
     raft_addr: String,
     role: String,
+    /// False for a learner (a member being added, not yet voting).
+    voter: bool,
     applied_index: Option<u64>,
 }
 
@@ -55,6 +102,7 @@ async fn cluster(State(app): State<AppState>) -> Json<Cluster> {
                 api_addr: m.api_addr,
                 raft_addr: m.raft_addr,
                 role: m.role,
+                voter: m.voter,
                 applied_index: m.applied_index,
             })
             .collect(),

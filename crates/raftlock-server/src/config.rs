@@ -1,18 +1,21 @@
-//! The API's configuration: one struct, documented defaults.
+//! The API's configuration: one struct, documented defaults, loadable from
+//! the `[api]` table of a cluster file.
 
 use serde::Deserialize;
 
 /// Limits and defaults of the HTTP API. Every field has a default
 /// ([`ApiConfig::default`]); a TOML/JSON table with unknown keys is
-/// refused, so a typo cannot pass silently.
+/// refused, so a typo cannot pass silently. The session TTL bounds are
+/// not here: the node enforces them (for embedders too), so they live in
+/// the cluster file's `[cluster]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiConfig {
     /// How long an acquire or campaign waits when the request has no
-    /// `wait_ms`. Default 30 000 (API.md).
+    /// `wait_ms`. Default 30 000 (docs/api.md).
     pub default_wait_ms: u64,
     /// Largest `wait_ms` accepted; above it is `bad_request`. Default
-    /// 300 000 (5 min, API.md). Bounds how long a long-poll can pin a
+    /// 300 000 (5 min, docs/api.md). Bounds how long a long-poll can pin a
     /// connection.
     pub max_wait_ms: u64,
     /// Largest request body, in bytes; above it is `413 too_large`.
@@ -28,6 +31,34 @@ pub struct ApiConfig {
     /// Period of the comment frames that keep an idle `observe` stream
     /// (Server-Sent Events) alive through proxies. Default 15 000.
     pub sse_keepalive_ms: u64,
+    /// Sessions the cluster holds at most; an open beyond it is `429
+    /// too_many_requests`. Default 500 000 (≈ 0.5 GiB of state at the
+    /// measured ~1 KiB per session, on every member). Checked by the
+    /// member that takes the request against its own replica before it
+    /// proposes, so concurrent opens can overshoot by as many as are in
+    /// flight at once (see `limits.rs`).
+    pub max_sessions: usize,
+    /// Sessions one `owner` label may hold at most (`429`); absent (the
+    /// default) means no limit. The label is whatever the client says, so
+    /// this guards against a runaway client, not a hostile one; once
+    /// bearer tokens exist it becomes per principal. Costs a scan of all
+    /// sessions per open.
+    pub max_sessions_per_owner: Option<usize>,
+    /// Sessions waiting in one lock or election queue (the holder not
+    /// counted) at most; one more waiting acquire or campaign is `429`.
+    /// A session already queued there may always re-attach, and a
+    /// try-lock (`wait_ms: 0`) never queues. Default 10 000.
+    pub max_waiters_per_lock: usize,
+    /// A client must send a request's complete headers within this many
+    /// ms of the server starting to read them, or its connection is
+    /// closed (slowloris). The clock also runs while a keep-alive
+    /// connection sits idle between requests, so this is the idle
+    /// timeout of client connections too. Default 10 000.
+    pub header_read_timeout_ms: u64,
+    /// A request's body must arrive completely within this many ms of its
+    /// headers, or the answer is `408 request_timeout` and the connection
+    /// is closed. Default 10 000.
+    pub body_read_timeout_ms: u64,
 }
 
 impl Default for ApiConfig {
@@ -39,33 +70,97 @@ impl Default for ApiConfig {
             max_data_bytes: 512 * 1024,
             max_owner_bytes: 256,
             sse_keepalive_ms: 15_000,
+            max_sessions: 500_000,
+            max_sessions_per_owner: None,
+            max_waiters_per_lock: 10_000,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 10_000,
         }
     }
 }
 
+/// An API configuration that cannot serve, naming the key at fault as it
+/// is spelt in a cluster file (`api.max_wait_ms`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiConfigError {
+    /// The `[api]` table does not parse (unknown key, wrong type).
+    #[error("config table [api]: {0}")]
+    Parse(String),
+    /// A value out of range or inconsistent with another.
+    #[error("config key `api.{key}`: {message}")]
+    Invalid {
+        /// The field, without the `api.` prefix.
+        key: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+fn invalid(key: &'static str, message: impl Into<String>) -> ApiConfigError {
+    ApiConfigError::Invalid {
+        key,
+        message: message.into(),
+    }
+}
+
 impl ApiConfig {
+    /// Reads the `[api]` table of a cluster file's text (every key
+    /// optional; no table means the defaults) and validates it. The rest
+    /// of the file is the node's (`NodeConfig::from_cluster_file`).
+    pub fn from_cluster_toml(text: &str) -> Result<ApiConfig, ApiConfigError> {
+        #[derive(Deserialize)]
+        struct File {
+            #[serde(default)]
+            api: ApiConfig,
+        }
+        // The other tables are checked by the node's parser; this one
+        // only needs the whole file to be TOML.
+        let file: File = toml::from_str(text).map_err(|e| ApiConfigError::Parse(e.to_string()))?;
+        file.api.validate()?;
+        Ok(file.api)
+    }
+
     /// Checks that the values make sense together; the error names the
     /// field at fault. [`crate::router`] tolerates a config that fails
-    /// this (it clamps the default wait to the maximum), but a CLI should
-    /// refuse to start with it.
-    pub fn validate(&self) -> Result<(), String> {
+    /// this (it clamps the default wait to the maximum), but [`crate::serve`]
+    /// refuses to start with it.
+    pub fn validate(&self) -> Result<(), ApiConfigError> {
         if self.default_wait_ms > self.max_wait_ms {
-            return Err(format!(
-                "default_wait_ms ({}) must not exceed max_wait_ms ({})",
-                self.default_wait_ms, self.max_wait_ms
+            return Err(invalid(
+                "default_wait_ms",
+                format!(
+                    "{} must not exceed max_wait_ms ({})",
+                    self.default_wait_ms, self.max_wait_ms
+                ),
             ));
         }
         if self.max_body_bytes == 0 {
-            return Err("max_body_bytes must be positive".into());
+            return Err(invalid("max_body_bytes", "must be positive"));
         }
         if self.max_data_bytes > self.max_body_bytes {
-            return Err(format!(
-                "max_data_bytes ({}) must not exceed max_body_bytes ({})",
-                self.max_data_bytes, self.max_body_bytes
+            return Err(invalid(
+                "max_data_bytes",
+                format!(
+                    "{} must not exceed max_body_bytes ({})",
+                    self.max_data_bytes, self.max_body_bytes
+                ),
             ));
         }
-        if self.sse_keepalive_ms == 0 {
-            return Err("sse_keepalive_ms must be positive".into());
+        let positive = [
+            ("sse_keepalive_ms", self.sse_keepalive_ms),
+            ("max_sessions", self.max_sessions as u64),
+            (
+                "max_sessions_per_owner",
+                self.max_sessions_per_owner.map_or(1, |n| n as u64),
+            ),
+            ("max_waiters_per_lock", self.max_waiters_per_lock as u64),
+            ("header_read_timeout_ms", self.header_read_timeout_ms),
+            ("body_read_timeout_ms", self.body_read_timeout_ms),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return Err(invalid(key, "must be positive"));
+            }
         }
         Ok(())
     }
@@ -88,6 +183,93 @@ mod tests {
             max_wait_ms: 5,
             ..ApiConfig::default()
         };
-        assert!(bad.validate().unwrap_err().contains("default_wait_ms"));
+        let err = bad.validate().expect_err("default above max");
+        assert!(err.to_string().contains("api.default_wait_ms"), "{err}");
+    }
+
+    #[test]
+    fn the_api_table_of_a_cluster_file_sets_every_limit() {
+        let text = r#"
+            [cluster]
+            fsync = false
+            [[members]]
+            id = 1
+            api_addr = "127.0.0.1:7001"
+            raft_addr = "127.0.0.1:7101"
+            [api]
+            max_wait_ms = 60000
+            default_wait_ms = 1000
+            max_body_bytes = 2048
+            max_data_bytes = 1024
+            max_owner_bytes = 16
+            sse_keepalive_ms = 500
+            max_sessions = 7
+            max_sessions_per_owner = 2
+            max_waiters_per_lock = 3
+            header_read_timeout_ms = 1500
+            body_read_timeout_ms = 2500
+        "#;
+        let c = ApiConfig::from_cluster_toml(text).expect("valid");
+        assert_eq!(
+            c,
+            ApiConfig {
+                default_wait_ms: 1000,
+                max_wait_ms: 60_000,
+                max_body_bytes: 2048,
+                max_data_bytes: 1024,
+                max_owner_bytes: 16,
+                sse_keepalive_ms: 500,
+                max_sessions: 7,
+                max_sessions_per_owner: Some(2),
+                max_waiters_per_lock: 3,
+                header_read_timeout_ms: 1500,
+                body_read_timeout_ms: 2500,
+            }
+        );
+        // No [api] table: the defaults.
+        let plain = text.split("[api]").next().expect("head");
+        assert_eq!(
+            ApiConfig::from_cluster_toml(plain),
+            Ok(ApiConfig::default())
+        );
+    }
+
+    #[test]
+    fn the_bundled_config_documents_the_defaults() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cluster-config/local-3.toml"
+        );
+        let text = std::fs::read_to_string(path).expect("local-3.toml");
+        assert!(text.contains("[api]"), "local-3.toml documents [api]");
+        assert_eq!(
+            ApiConfig::from_cluster_toml(&text),
+            Ok(ApiConfig::default())
+        );
+        let all_keys_uncommented =
+            text.replace("# max_sessions_per_owner", "max_sessions_per_owner");
+        let c = ApiConfig::from_cluster_toml(&all_keys_uncommented).expect("valid");
+        assert_eq!(c.max_sessions_per_owner, Some(1000));
+    }
+
+    #[test]
+    fn bad_values_fail_naming_the_key() {
+        let cases = [
+            ("max_sessions = 0", "api.max_sessions"),
+            ("max_sessions_per_owner = 0", "api.max_sessions_per_owner"),
+            ("max_waiters_per_lock = 0", "api.max_waiters_per_lock"),
+            ("header_read_timeout_ms = 0", "api.header_read_timeout_ms"),
+            ("body_read_timeout_ms = 0", "api.body_read_timeout_ms"),
+            ("max_data_bytes = 4194304", "api.max_data_bytes"),
+            ("default_wait_ms = 400000", "api.default_wait_ms"),
+            ("max_sesions = 5", "max_sesions"),
+            ("max_sessions = \"many\"", "max_sessions"),
+            ("max_sessions = -1", "max_sessions"),
+        ];
+        for (line, key) in cases {
+            let text = format!("[api]\n{line}\n");
+            let err = ApiConfig::from_cluster_toml(&text).expect_err(line);
+            assert!(err.to_string().contains(key), "{err} should name {key}");
+        }
     }
 }

@@ -35,6 +35,8 @@ struct CampaignBody {
     session_id: String,
     value: String,
     wait_ms: Option<u64>,
+    #[serde(default)]
+    keep_queued: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -132,6 +134,7 @@ async fn action(
                     name,
                     session_id: &body.session_id,
                     wait_ms: body.wait_ms,
+                    keep_queued: body.keep_queued,
                     data,
                 },
             )

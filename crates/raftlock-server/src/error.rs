@@ -51,6 +51,16 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
 
+    /// 408: an acquire with `keep_queued` timed out; its node stays queued.
+    pub(crate) fn timeout_still_queued() -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            "wait_ms elapsed before the grant; the session's node stays queued \
+             (keep_queued): acquire again to keep waiting in place, release to cancel",
+        )
+    }
+
     /// 404: the session is unknown, closed or expired.
     pub fn session_not_found(session: impl std::fmt::Display) -> Self {
         Self::new(
@@ -68,6 +78,18 @@ impl ApiError {
     /// 413: a body or node data over the configured limit.
     pub fn too_large(message: impl Into<String>) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    }
+
+    /// 429: a limit that protects the cluster (sessions, waiters per
+    /// lock) is reached; answered with `Retry-After`.
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message)
+    }
+
+    /// 408: the request body did not arrive within the configured time
+    /// (a slow or stalled client); the connection is closed after it.
+    pub(crate) fn request_timeout(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::REQUEST_TIMEOUT, "request_timeout", message)
     }
 
     /// 415: a body that is not `application/json`.
@@ -171,6 +193,17 @@ impl From<NodeError> for ApiError {
             NodeError::Withdrawn => (S::CONFLICT, "withdrawn"),
             NodeError::ShuttingDown => (S::SERVICE_UNAVAILABLE, "shutting_down"),
             NodeError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal"),
+            NodeError::Membership(m) => {
+                use raftlock_node::MembershipError as M;
+                match m {
+                    M::MemberExists { .. } => (S::CONFLICT, "member_exists"),
+                    M::UnknownMember { .. } => (S::NOT_FOUND, "not_found"),
+                    M::LastVoter { .. } => (S::CONFLICT, "last_voter"),
+                    M::InProgress(_) => (S::SERVICE_UNAVAILABLE, "membership_changing"),
+                    M::NotCaughtUp { .. } => (S::SERVICE_UNAVAILABLE, "not_caught_up"),
+                    M::Invalid(_) => (S::BAD_REQUEST, "bad_request"),
+                }
+            }
         };
         ApiError::new(status, code, message)
     }
@@ -189,9 +222,26 @@ impl IntoResponse for ApiError {
         let mut response = (self.status, body.to_string()).into_response();
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if matches!(self.code, "no_leader" | "shutting_down") {
+        if matches!(
+            self.code,
+            "no_leader" | "shutting_down" | "membership_changing"
+        ) {
             // Both are safe to retry; a short pause lets an election settle.
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        if self.code == "too_many_requests" {
+            // Room comes back as sessions close or expire and locks are
+            // released, at the pace of TTLs (1 s at least): clients
+            // retrying every few seconds is enough, not a tight loop.
+            headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+        }
+        if self.code == "request_timeout" {
+            // The rest of a half-sent body would be read as the next
+            // request: the connection cannot be reused.
+            headers.insert(
+                axum::http::header::CONNECTION,
+                HeaderValue::from_static("close"),
+            );
         }
         response
     }
@@ -214,6 +264,25 @@ mod tests {
             (NodeError::Withdrawn, 409, "withdrawn"),
             (NodeError::ShuttingDown, 503, "shutting_down"),
             (NodeError::Internal("x".into()), 500, "internal"),
+            (
+                raftlock_node::MembershipError::LastVoter { id: 1 }.into(),
+                409,
+                "last_voter",
+            ),
+            (
+                raftlock_node::MembershipError::UnknownMember { id: 9 }.into(),
+                404,
+                "not_found",
+            ),
+            (
+                raftlock_node::MembershipError::MemberExists {
+                    id: 2,
+                    existing: "x".into(),
+                }
+                .into(),
+                409,
+                "member_exists",
+            ),
             (CoreError::Invalid("x".into()).into(), 400, "bad_request"),
             (
                 CoreError::SessionNotFound(SessionId(1)).into(),

@@ -87,7 +87,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
 
 /// A session id from a path or body. Text that is not 32 hex digits can
 /// never name a session, so it is `session_not_found`, like any other
-/// unknown session (API.md: an unknown session wins over other errors).
+/// unknown session (docs/api.md: an unknown session wins over other errors).
 pub(crate) fn parse_session(text: &str) -> Result<SessionId, ApiError> {
     text.parse().map_err(|_| {
         let shown: String = text.chars().take(64).collect();

@@ -38,6 +38,8 @@ pub(crate) fn split_action(rest: &str) -> (&str, &str) {
 struct AcquireBody {
     session_id: String,
     wait_ms: Option<u64>,
+    #[serde(default)]
+    keep_queued: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,7 +115,7 @@ struct ListQuery {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FencingBody {
+pub(crate) struct FencingBody {
     lock: String,
     fencing_token: u64,
 }
@@ -140,6 +142,7 @@ async fn action(
                     name,
                     session_id: &body.session_id,
                     wait_ms: body.wait_ms,
+                    keep_queued: body.keep_queued,
                     data: Ok(Vec::new()),
                 },
             )

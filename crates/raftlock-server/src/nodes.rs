@@ -31,7 +31,7 @@ pub(crate) fn routes() -> Router<AppState> {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PutBody {
+pub(crate) struct PutBody {
     /// Base64 (standard alphabet, padded).
     data: String,
     session_id: Option<String>,

@@ -22,7 +22,7 @@ pub(crate) fn routes() -> Router<AppState> {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct OpenRequest {
+pub(crate) struct OpenRequest {
     ttl_ms: u64,
     /// Free label shown in listings; empty when absent.
     #[serde(default)]
@@ -58,6 +58,7 @@ async fn open(
             "owner must be at most {max_owner} bytes"
         )));
     }
+    crate::limits::check_open(&app, &req.owner).await?;
     // The node checks the TTL against the cluster's bounds (bad_request).
     let opened = app
         .node

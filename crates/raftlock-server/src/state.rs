@@ -1,5 +1,5 @@
 //! What every handler gets: the node handle and the API's settings. The
-//! server holds no state of its own beyond metrics (DESIGN.md).
+//! server holds no state of its own beyond metrics (docs/design.md).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +56,7 @@ impl AppState {
         Ok(())
     }
 
-    /// API.md: where two errors apply, an unknown session wins. Handlers
+    /// docs/api.md: where two errors apply, an unknown session wins. Handlers
     /// validate their input at the edge (so bad input never costs a Raft
     /// entry); when that fails, this turns the failure into
     /// `session_not_found` if the request's session does not exist.

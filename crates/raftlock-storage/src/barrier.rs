@@ -48,8 +48,11 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use std::sync::{Arc, Mutex};
+
 use crate::config::Durability;
 use crate::error::StoreError;
+use crate::watermark::{Mark, WatermarkFile};
 
 /// Makes prior writes to one sled database durable. Owned by the single
 /// durability worker thread, so it needs no internal locking.
@@ -57,6 +60,35 @@ pub(crate) struct Barrier {
     db: sled::Db,
     /// `None` in [`Durability::FlushOnly`] mode.
     files: Option<SyncedFiles>,
+    /// The record of what sled must still hold at the next open (see
+    /// `watermark.rs`); `None` only in unit tests of the worker.
+    watermark: Option<WatermarkHook>,
+}
+
+/// Reads the [`Mark`] sled's trees justify now; run before sled is flushed.
+pub(crate) type MarkSource = Box<dyn FnMut() -> Result<Mark, StoreError> + Send>;
+
+/// Caps the recorded `acked` while a truncation is under way (`None`: no
+/// cap). Shared with the store.
+pub(crate) type MarkCap = Arc<Mutex<Option<u64>>>;
+
+/// What a barrier needs to keep the watermark record.
+pub(crate) struct WatermarkHook {
+    pub(crate) file: WatermarkFile,
+    pub(crate) source: MarkSource,
+    pub(crate) cap: MarkCap,
+}
+
+impl WatermarkHook {
+    /// The mark to record: taken from sled before it is flushed, so the
+    /// flush covers everything it claims.
+    fn take(&mut self) -> Result<Mark, StoreError> {
+        let mut mark = (self.source)()?;
+        if let Some(cap) = *self.cap.lock().unwrap_or_else(|e| e.into_inner()) {
+            mark.acked = mark.acked.min(cap);
+        }
+        Ok(mark)
+    }
 }
 
 impl Barrier {
@@ -69,15 +101,39 @@ impl Barrier {
             Durability::FlushOnly => None,
             Durability::Fsync => Some(SyncedFiles::open(dir)?),
         };
-        Ok(Self { db, files })
+        Ok(Self {
+            db,
+            files,
+            watermark: None,
+        })
+    }
+
+    /// Keeps the watermark record with every barrier from now on, and
+    /// writes it once now (everything found on disk was just made durable).
+    pub(crate) fn with_watermark(mut self, mut hook: WatermarkHook) -> Result<Self, StoreError> {
+        let mark = hook.take()?;
+        hook.file.write(&mark)?;
+        self.watermark = Some(hook);
+        Ok(self)
     }
 
     /// Returns once every write made to the database before this call is
     /// durable according to the configured [`Durability`].
     pub(crate) fn sync(&mut self) -> Result<(), StoreError> {
+        let mark = self
+            .watermark
+            .as_mut()
+            .map(WatermarkHook::take)
+            .transpose()?;
         self.db.flush()?;
         if let Some(files) = &mut self.files {
             files.sync()?;
+        }
+        // After sled's data is durable, before any waiter is told: the
+        // record never claims more than sled holds, and covers every
+        // acknowledgement.
+        if let (Some(hook), Some(mark)) = (&mut self.watermark, mark) {
+            hook.file.write(&mark)?;
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::codec::{decode, encode};
+use crate::codec::{decode_sealed, encode_sealed, unseal};
 use crate::error::StoreError;
 
 /// The only key used in a cell's tree.
@@ -35,14 +35,28 @@ impl<T: Serialize + DeserializeOwned> Cell<T> {
     pub(crate) fn get(&self) -> Result<Option<T>, StoreError> {
         self.tree
             .get(KEY)?
-            .map(|bytes| decode(self.what, &bytes))
+            .map(|bytes| decode_sealed(self.what, KEY, &bytes))
             .transpose()
+    }
+
+    /// The stored value's bincode bytes, checksum verified, `None` if never
+    /// set (the watermark record keeps the vote as bytes).
+    pub(crate) fn get_raw(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(stored) = self.tree.get(KEY)? else {
+            return Ok(None);
+        };
+        let payload = unseal(KEY, &stored).map_err(|seal| StoreError::Checksum {
+            what: self.what,
+            detail: seal.to_string(),
+        })?;
+        Ok(Some(payload.to_vec()))
     }
 
     /// Replaces the value (in memory and sled's log; durability is the
     /// caller's barrier).
     pub(crate) fn set(&self, value: &T) -> Result<(), StoreError> {
-        self.tree.insert(KEY, encode(self.what, value)?)?;
+        self.tree
+            .insert(KEY, encode_sealed(self.what, KEY, value)?)?;
         Ok(())
     }
 }

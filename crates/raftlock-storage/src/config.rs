@@ -49,6 +49,13 @@ pub struct SledLogConfig {
     /// of an entry until `DurableIndex` covers it (see that type). Default:
     /// `false` (openraft is told after the barrier).
     pub deferred_durability: bool,
+    /// When `true`, `purge` deletes only what a durable snapshot covers, as
+    /// reported through [`SnapshotFloor`](crate::SnapshotFloor), and defers
+    /// the rest until the floor rises (openraft 0.9 may purge before the
+    /// snapshot covering the entries is on disk: see that type). Nothing is
+    /// purged until the caller raises the floor. Default: `false` (a purge
+    /// deletes what openraft asks, at once).
+    pub snapshot_gated_purge: bool,
 }
 
 impl SledLogConfig {
@@ -59,6 +66,7 @@ impl SledLogConfig {
             cache_capacity_bytes: DEFAULT_CACHE_CAPACITY_BYTES,
             durability: Durability::default(),
             deferred_durability: false,
+            snapshot_gated_purge: false,
         }
     }
 
@@ -79,6 +87,12 @@ impl SledLogConfig {
         self.deferred_durability = deferred;
         self
     }
+
+    /// Sets [`SledLogConfig::snapshot_gated_purge`].
+    pub fn with_snapshot_gated_purge(mut self, gated: bool) -> Self {
+        self.snapshot_gated_purge = gated;
+        self
+    }
 }
 
 #[cfg(test)]
@@ -91,5 +105,6 @@ mod tests {
         assert_eq!(cfg.cache_capacity_bytes, 64 * 1024 * 1024);
         assert_eq!(cfg.durability, Durability::Fsync);
         assert!(!cfg.deferred_durability);
+        assert!(!cfg.snapshot_gated_purge);
     }
 }

@@ -52,6 +52,26 @@ pub enum StoreError {
         source: bincode::Error,
     },
 
+    /// A stored value's checksum does not match: corruption on disk.
+    #[error("corrupt {what} on disk: {detail}")]
+    Checksum {
+        /// What was being read.
+        what: &'static str,
+        /// The checksums, or why there is none.
+        detail: String,
+    },
+
+    /// Found at open: this member's stored Raft state is damaged or
+    /// incomplete, so it refuses to start rather than serve or vote from
+    /// it. The message names the file or sled tree and the index or offset.
+    #[error("refusing to start from {path}: {reason}. {REPAIR}", REPAIR = REPAIR)]
+    Refused {
+        /// The log store's directory.
+        path: PathBuf,
+        /// What is wrong, and where.
+        reason: String,
+    },
+
     /// A key in the log tree is not an 8-byte big-endian index.
     #[error("corrupt log key on disk: expected 8 bytes, found {len}")]
     CorruptKey {
@@ -66,6 +86,15 @@ pub enum StoreError {
         index: u64,
         /// bincode's reason.
         source: bincode::Error,
+    },
+
+    /// A log entry's checksum does not match.
+    #[error("corrupt log entry at index {index}: {detail}")]
+    EntryChecksum {
+        /// Index (from the key) of the entry.
+        index: u64,
+        /// The checksums.
+        detail: String,
     },
 
     /// A log entry is stored under a key that is not its own index.
@@ -87,6 +116,67 @@ pub enum StoreError {
     /// from now on can be made durable.
     #[error("durability worker thread has stopped")]
     SyncWorkerGone,
+
+    /// Found at start ([`SnapshotFloor::start`](crate::SnapshotFloor::start)):
+    /// the log was purged past the newest snapshot, so the entries between
+    /// the snapshot and the log, needed to rebuild the state, exist nowhere
+    /// on this member.
+    #[error(
+        "the log was purged through index {purged}, but {}: log entries {}..={purged} \
+         are gone and this member cannot rebuild its state. {REPAIR}",
+        snapshot_coverage(*.snapshot),
+        .snapshot.map_or(0, |s| s + 1),
+        REPAIR = REPAIR
+    )]
+    PurgedPastSnapshot {
+        /// Index of the last purged entry (the log's purge pointer).
+        purged: u64,
+        /// Last log index the newest snapshot covers; `None`: no snapshot.
+        snapshot: Option<u64>,
+    },
+
+    /// Found at start: entries after the newest snapshot are missing from
+    /// the middle of the log.
+    #[error(
+        "log entries {first_missing}..={last_missing} are missing, and {}: \
+         this member cannot rebuild its state. {REPAIR}",
+        snapshot_coverage(*.snapshot),
+        REPAIR = REPAIR
+    )]
+    LogHole {
+        /// Last log index the newest snapshot covers; `None`: no snapshot.
+        snapshot: Option<u64>,
+        /// First missing index.
+        first_missing: u64,
+        /// Last missing index (the next entry present follows it).
+        last_missing: u64,
+    },
+
+    /// An append had to wait for a snapshot to become durable (the log was
+    /// purged past its last entry by a snapshot still being written) and
+    /// the snapshot did not become durable in time.
+    #[error(
+        "the snapshot through log index {index} did not become durable within {waited:?}; \
+         the log cannot take the entries after it without a hole"
+    )]
+    SnapshotNotDurable {
+        /// Last log index of the awaited snapshot.
+        index: u64,
+        /// How long the append waited.
+        waited: std::time::Duration,
+    },
+}
+
+/// How a member whose log cannot be replayed gets back into the cluster.
+const REPAIR: &str = "Wipe this member's data directory and start it again: it re-syncs \
+    from the leader by snapshot (re-add it to the cluster if it was removed)";
+
+/// "the newest snapshot covers ..." for the gap errors.
+fn snapshot_coverage(snapshot: Option<u64>) -> String {
+    match snapshot {
+        Some(index) => format!("the newest snapshot covers the log only through index {index}"),
+        None => "there is no snapshot".to_string(),
+    }
 }
 
 /// An error of the storage engine (sled), kept opaque so that sled's types

@@ -19,7 +19,9 @@
 //! share the next one (group commit). Votes, truncations and purges wait for
 //! a barrier before returning. [`DurableIndex`] follows the durable prefix
 //! of the log; with [`SledLogConfig::deferred_durability`] it, not the
-//! callback, is what says an append is on disk.
+//! callback, is what says an append is on disk. With
+//! [`SledLogConfig::snapshot_gated_purge`] a purge deletes only what a
+//! durable snapshot covers ([`SnapshotFloor`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), raftlock_storage::StoreError> {
@@ -39,15 +41,18 @@ mod codec;
 mod config;
 mod durable;
 mod error;
+mod floor;
 mod log_tree;
 mod meta;
 mod reader;
 mod store;
 mod sync_worker;
+mod watermark;
 
 pub use config::{Durability, SledLogConfig, DEFAULT_CACHE_CAPACITY_BYTES};
 pub use durable::DurableIndex;
 pub use error::{EngineError, StoreError};
+pub use floor::SnapshotFloor;
 pub use meta::MetaStore;
 pub use reader::SledLogReader;
 pub use store::SledLogStore;

@@ -9,7 +9,7 @@ use openraft::{LogId, NodeId, RaftLogId};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::codec::{decode_raw, encode, index_key, key_index};
+use crate::codec::{decode_raw, encode_sealed, index_key, key_index, unseal};
 use crate::error::StoreError;
 
 /// Handle to the entries tree; cheap to clone (sled trees are shared).
@@ -43,7 +43,8 @@ impl LogTree {
         for entry in entries {
             let index = entry.get_log_id().index;
             last = Some(index);
-            records.push((index_key(index), encode("log entry", &entry)?));
+            let key = index_key(index);
+            records.push((key, encode_sealed("log entry", &key, &entry)?));
         }
         match <[_; 1]>::try_from(records) {
             // A single insert is atomic by itself and skips what sled does
@@ -101,6 +102,71 @@ impl LogTree {
         }
     }
 
+    /// Log id of the entry with the highest index `<= index`, if any.
+    pub(crate) fn last_log_id_upto<E, NID>(
+        &self,
+        index: u64,
+    ) -> Result<Option<LogId<NID>>, StoreError>
+    where
+        E: DeserializeOwned + RaftLogId<NID>,
+        NID: NodeId,
+    {
+        match self.tree.range(..=index_key(index)).next_back() {
+            None => Ok(None),
+            Some(kv) => {
+                let (key, value) = kv?;
+                let entry: E = decode_entry(&key, &value)?;
+                Ok(Some(entry.get_log_id().clone()))
+            }
+        }
+    }
+
+    /// Index of the entry with the highest index, read from its key alone.
+    pub(crate) fn last_index(&self) -> Result<Option<u64>, StoreError> {
+        self.tree
+            .last()?
+            .map(|(key, _)| key_index(&key))
+            .transpose()
+    }
+
+    /// The first run of missing indexes after `after` (after the first
+    /// entry present when `None`), as `(first missing, last missing)`; `None`
+    /// when the entries there are consecutive. A log with no entry after
+    /// `after` has no gap. Reads every key after `after`: for start-up.
+    pub(crate) fn first_gap_after(
+        &self,
+        after: Option<u64>,
+    ) -> Result<Option<(u64, u64)>, StoreError> {
+        let keys = match after {
+            Some(after) => match after.checked_add(1) {
+                Some(from) => self.tree.range(index_key(from)..),
+                None => return Ok(None),
+            },
+            None => self.tree.iter(),
+        };
+        let mut expected = after.map(|a| a + 1);
+        for key in keys.keys() {
+            let index = key_index(&key?)?;
+            if let Some(expected) = expected.filter(|e| *e < index) {
+                return Ok(Some((expected, index - 1)));
+            }
+            expected = index.checked_add(1);
+        }
+        Ok(None)
+    }
+
+    /// Every `(index, stored value)` pair from `from` on, for the check at
+    /// open. Reads the whole tail: for start-up only.
+    pub(crate) fn raw_from(&self, from: u64) -> Result<Vec<(u64, sled::IVec)>, StoreError> {
+        self.tree
+            .range(index_key(from)..)
+            .map(|kv| {
+                let (key, value) = kv?;
+                Ok((key_index(&key)?, value))
+            })
+            .collect()
+    }
+
     /// Deletes the entries with index `>= index`, atomically.
     pub(crate) fn remove_from(&self, index: u64) -> Result<(), StoreError> {
         self.remove_keys(self.tree.range(index_key(index)..))
@@ -144,14 +210,18 @@ impl LogTree {
 }
 
 /// Decodes one stored entry and checks it sits under its own index.
-fn decode_entry<E, NID>(key: &[u8], value: &[u8]) -> Result<E, StoreError>
+pub(crate) fn decode_entry<E, NID>(key: &[u8], value: &[u8]) -> Result<E, StoreError>
 where
     E: DeserializeOwned + RaftLogId<NID>,
     NID: NodeId,
 {
     let index = key_index(key)?;
+    let payload = unseal(key, value).map_err(|seal| StoreError::EntryChecksum {
+        index,
+        detail: seal.to_string(),
+    })?;
     let entry: E =
-        decode_raw(value).map_err(|source| StoreError::CorruptEntry { index, source })?;
+        decode_raw(payload).map_err(|source| StoreError::CorruptEntry { index, source })?;
     let entry_index = entry.get_log_id().index;
     if entry_index != index {
         return Err(StoreError::IndexMismatch {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::codec::{decode, encode};
+use crate::codec::{decode_sealed, encode_sealed};
 use crate::error::StoreError;
 use crate::sync_worker::SyncWorker;
 
@@ -33,13 +33,14 @@ impl MetaStore {
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, StoreError> {
         self.tree
             .get(key)?
-            .map(|bytes| decode("metadata value", &bytes))
+            .map(|bytes| decode_sealed("metadata value", key.as_bytes(), &bytes))
             .transpose()
     }
 
     /// Stores `value` under `key`; durable when this returns.
     pub async fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), StoreError> {
-        self.tree.insert(key, encode("metadata value", value)?)?;
+        self.tree
+            .insert(key, encode_sealed("metadata value", key.as_bytes(), value)?)?;
         self.sync.sync().await
     }
 

@@ -1,4 +1,5 @@
-//! Control of a real cluster: `raftlock serve` processes on free loopback
+//! Control of a real cluster: `raftlock serve` processes (or, with
+//! embedded clients, `raftlock-jepsen member` processes) on free loopback
 //! ports, every inter-node link through a harness-owned proxy.
 //!
 //! - [`setup`]: the binary's location, free ports, the cluster TOML;
@@ -20,7 +21,7 @@ use tokio::sync::Mutex;
 use crate::api::{Api, Reply};
 use net::Net;
 use process::{NodeProcess, NodeSpec};
-pub use setup::{default_raftlock_bin, ClusterTiming};
+pub use setup::{default_member_bin, default_raftlock_bin, ClusterTiming};
 
 /// How to start a cluster.
 #[derive(Debug, Clone)]
@@ -29,6 +30,10 @@ pub struct ClusterOptions {
     pub nodes: usize,
     /// The `raftlock` binary.
     pub bin: PathBuf,
+    /// `Some(raftlock-jepsen)`: members are `raftlock-jepsen member`
+    /// processes whose clients are embedded (each also gets a control
+    /// port); `None`: `raftlock serve`.
+    pub embedded: Option<PathBuf>,
     /// Where node logs and the cluster TOML are kept (the run directory).
     pub log_dir: PathBuf,
     /// Raft timing.
@@ -45,6 +50,9 @@ pub struct Cluster {
     pub net: Net,
     /// An API client for every member.
     pub api: Api,
+    /// With embedded clients: a client for every member's control
+    /// endpoint (the same paths as the API, see [`crate::member`]).
+    pub control: Option<Api>,
     /// The member processes; a tokio mutex because kill/stop await.
     procs: Mutex<BTreeMap<u64, NodeProcess>>,
     /// Data directories, removed when the cluster is dropped.
@@ -55,11 +63,12 @@ impl Cluster {
     /// Writes the config, starts the proxies and every member. Does not
     /// wait for a leader: see [`Cluster::wait_healthy`].
     pub async fn start(opts: &ClusterOptions) -> anyhow::Result<Cluster> {
+        let bin = opts.embedded.as_ref().unwrap_or(&opts.bin);
         anyhow::ensure!(
-            opts.bin.is_file(),
-            "raftlock binary not found at {} (build it first: cargo build -p raftlock-cli, \
-             or pass --raftlock-bin)",
-            opts.bin.display()
+            bin.is_file(),
+            "member binary not found at {} (build it first: cargo build -p raftlock-cli \
+             -p raftlock-jepsen, or pass --raftlock-bin)",
+            bin.display()
         );
         std::fs::create_dir_all(&opts.log_dir)
             .with_context(|| format!("creating {}", opts.log_dir.display()))?;
@@ -68,7 +77,12 @@ impl Cluster {
             .tempdir()
             .context("creating a scratch directory")?;
         let ids: Vec<u64> = (1..=opts.nodes as u64).collect();
-        let addrs = setup::free_addrs(2 * opts.nodes).context("finding free ports")?;
+        let ports = if opts.embedded.is_some() { 3 } else { 2 };
+        let addrs = setup::free_addrs(ports * opts.nodes).context("finding free ports")?;
+        let controls: Option<Vec<SocketAddr>> = opts
+            .embedded
+            .is_some()
+            .then(|| addrs[2 * opts.nodes..].to_vec());
         let members: BTreeMap<u64, (SocketAddr, SocketAddr)> = ids
             .iter()
             .enumerate()
@@ -94,27 +108,34 @@ impl Cluster {
                 .collect();
             let spec = NodeSpec {
                 id,
-                bin: opts.bin.clone(),
+                bin: bin.clone(),
+                control: controls.as_ref().map(|c| c[(id - 1) as usize]),
                 config: config.clone(),
                 peers,
                 log: opts.log_dir.join(format!("node-{id}.log")),
             };
             let mut node = NodeProcess::new(spec);
             node.start()
-                .with_context(|| format!("starting node {id} ({})", opts.bin.display()))?;
+                .with_context(|| format!("starting node {id} ({})", bin.display()))?;
             procs.insert(id, node);
         }
+        let timeout = Duration::from_millis(opts.timing.leader_wait_ms + 3_000);
         let api = Api::new(
             members
                 .values()
                 .map(|(a, _)| format!("http://{a}"))
                 .collect(),
-            Duration::from_millis(opts.timing.leader_wait_ms + 3_000),
+            timeout,
         );
+        let control = controls.map(|c| {
+            let urls = c.iter().map(|a| format!("http://{a}")).collect();
+            Api::new(urls, timeout)
+        });
         Ok(Cluster {
             ids,
             net,
             api,
+            control,
             procs: Mutex::new(procs),
             _scratch: scratch,
         })

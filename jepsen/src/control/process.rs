@@ -1,5 +1,7 @@
-//! One `raftlock serve` process: start, kill -9, pause, resume, stop.
+//! One member process (`raftlock serve`, or `raftlock-jepsen member` with
+//! embedded clients): start, kill -9, pause, resume, stop.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -13,8 +15,12 @@ use tokio::process::{Child, Command};
 pub struct NodeSpec {
     /// Member id (1-based).
     pub id: u64,
-    /// The `raftlock` binary.
+    /// The `raftlock` binary (or `raftlock-jepsen` for a member with
+    /// embedded clients).
     pub bin: PathBuf,
+    /// `Some(addr)`: run `raftlock-jepsen member` with its control endpoint
+    /// on `addr` instead of `raftlock serve`.
+    pub control: Option<SocketAddr>,
     /// The cluster TOML.
     pub config: PathBuf,
     /// `--peer ID=ADDR` overrides: every peer is dialled through a proxy.
@@ -58,8 +64,11 @@ impl NodeProcess {
         }
         let log = open_append(&self.spec.log)?;
         let mut cmd = Command::new(&self.spec.bin);
-        cmd.arg("serve")
-            .arg("--config")
+        match self.spec.control {
+            None => cmd.arg("serve"),
+            Some(addr) => cmd.arg("member").arg("--control").arg(addr.to_string()),
+        };
+        cmd.arg("--config")
             .arg(&self.spec.config)
             .arg("--id")
             .arg(self.spec.id.to_string());

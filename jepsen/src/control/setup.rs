@@ -132,6 +132,29 @@ pub fn default_raftlock_bin() -> PathBuf {
     workspace_root().join("target/debug/raftlock")
 }
 
+/// The `raftlock-jepsen` binary that runs members with embedded clients
+/// (`raftlock-jepsen member`): `RAFTLOCK_JEPSEN_BIN`, else this executable
+/// when it is `raftlock-jepsen`, else `raftlock-jepsen` next to it (test
+/// binaries live in `target/debug/deps/`), else `target/debug/` of this
+/// workspace.
+pub fn default_member_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("RAFTLOCK_JEPSEN_BIN") {
+        return PathBuf::from(path);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if exe.file_name().is_some_and(|n| n == "raftlock-jepsen") {
+            return exe;
+        }
+        for dir in exe.ancestors().skip(1).take(2) {
+            let candidate = dir.join("raftlock-jepsen");
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    workspace_root().join("target/debug/raftlock-jepsen")
+}
+
 /// The workspace this crate was built in.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -23,21 +23,26 @@
 //!
 //! # Session expiry
 //! A session the server expires loses its locks without the client asking.
-//! The harness records that as an op with `f = expire` (or `lost`, or after
-//! closing a session on purpose) by the owning process, invoked at the last
-//! instant the session was known alive (e.g. the last acknowledged
-//! keepalive) and completed when the client learnt it was gone. The model
-//! treats it as a server-side release of whatever that owner held, placed
-//! anywhere inside that window; it is legal whether or not the owner held
-//! the lock. Without such an op, a lock held by a dead session stays held
-//! in the model, and a later grant to another owner is a violation, which
-//! is exactly the guarantee a lock must give.
+//! The harness records the end of a session as an op with `f = expire`
+//! (the server said it was gone) or `lost` (the client's deadline passed,
+//! or it gave the session up) by the owning process, invoked at the
+//! instant the client *observed* the loss — by the Rust client's rule, the
+//! send time of its last successful keepalive + ttl − margin, or the
+//! `session_not_found` answer — and completed when recorded. A client
+//! holds the lock until then: the window must not start at the last
+//! instant the session was known alive, or an isolated leader renewing
+//! sessions from memory (issue 10) goes unseen. The model treats the op as
+//! a release of whatever that owner held, placed anywhere inside the
+//! window; it is legal whether or not the owner held the lock. Without
+//! such an op, a lock held by a dead session stays held in the model, and
+//! a later grant to another owner is a violation, which is exactly the
+//! guarantee a lock must give.
 //!
 //! An `expire` whose invocation value is a process id (an integer) ends
 //! *that* process's session instead of its own. The run driver records
 //! expiries this way, under a fresh process: the window then starts at the
-//! session's last known-alive instant even when the owner completed other
-//! operations after that instant (which a process's own op could not).
+//! instant of the loss even when the owner was still in the middle of an
+//! operation (a release being retried, a paused increment).
 
 use super::{Model, ModelError, Translated};
 use crate::history::{Operation, Outcome, Process, Value, F};

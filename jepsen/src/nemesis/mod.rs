@@ -36,7 +36,13 @@ enum Undo {
     Heal,
     /// Let the paused client go.
     Unpause(usize),
+    /// Restore every link and end the long holds.
+    HealAndLetGo,
 }
+
+/// How long `isolate-leader` waits for one of the leader's clients to
+/// hold the lock before it cuts the links anyway.
+const HOLDER_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs `steps` until they are done or `stop` turns true, then heals the
 /// cluster (links, paused and killed nodes, paused clients). Returns the
@@ -73,6 +79,7 @@ pub async fn heal(cluster: &Cluster, ctx: &Ctx) {
     cluster.net.heal();
     for client in &ctx.clients {
         client.pause.send_replace(false);
+        client.long_hold.send_replace(false);
     }
     if let Err(e) = cluster.heal_processes().await {
         eprintln!("nemesis: restarting a node failed: {e}");
@@ -104,7 +111,7 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<(String, Und
     let ids = &cluster.ids;
     let random_node = ids[(step.pick % ids.len() as u64) as usize];
     let leader = match step.fault {
-        Fault::KillLeader | Fault::PauseLeader | Fault::PartitionLeader => {
+        Fault::KillLeader | Fault::PauseLeader | Fault::PartitionLeader | Fault::IsolateLeader => {
             Some(cluster.leader().await.unwrap_or(random_node))
         }
         _ => None,
@@ -197,6 +204,15 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<(String, Und
                 .max(Duration::from_millis(ctx.settings.ttl_ms + 1_500));
             (format!("client-pause c{idx}"), Undo::Unpause(idx), hold)
         }
+        Fault::IsolateLeader => {
+            let name = isolate_leader(cluster, ctx, target, mode).await;
+            // Long enough for the majority to elect, expire the holder's
+            // session and grant the lock to another client.
+            let hold = step
+                .hold
+                .max(Duration::from_millis(ctx.settings.ttl_ms + 3_000));
+            (name, Undo::HealAndLetGo, hold)
+        }
     };
     Some(applied)
 }
@@ -216,6 +232,85 @@ async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
         Undo::Heal => cluster.net.heal(),
         Undo::Unpause(idx) => {
             ctx.clients[idx].pause.send_replace(false);
+        }
+        Undo::HealAndLetGo => {
+            cluster.net.heal();
+            for client in &ctx.clients {
+                client.long_hold.send_replace(false);
+            }
+        }
+    }
+}
+
+/// `isolate-leader`: the clients attached to `leader` (sticky or embedded
+/// ones; with random routing, every client) are asked to keep the lock
+/// once they hold it; once one of them holds it (or after
+/// [`HOLDER_WAIT`]), every Raft link of `leader` is cut. Its clients keep
+/// talking to it; the other members' clients keep theirs. A leader that
+/// goes on renewing its clients' sessions from memory (issue 10) lets its
+/// holder keep the lock while the majority expires the session and grants
+/// the lock to another client. Returns the fault's name, which lists the
+/// attached clients (`*` marks the holder).
+async fn isolate_leader(
+    cluster: &Cluster,
+    ctx: &Ctx,
+    leader: u64,
+    (how, how_name): (LinkState, &str),
+) -> String {
+    let attached: Vec<usize> = (0..ctx.clients.len())
+        .filter(|&i| ctx.clients[i].route.attached() == Some(leader))
+        .collect();
+    // Randomly routed clients belong to no member: any of them may hold.
+    let random = ctx.clients.iter().all(|c| c.route.attached().is_none());
+    let keepers: Vec<usize> = if random {
+        (0..ctx.clients.len()).collect()
+    } else {
+        attached.clone()
+    };
+    for &i in &keepers {
+        ctx.clients[i].long_hold.send_replace(true);
+    }
+    let holder = if ctx.settings.sessions {
+        wait_for_holder(ctx, &keepers, HOLDER_WAIT).await
+    } else {
+        None
+    };
+    let rest: Vec<u64> = cluster
+        .ids
+        .iter()
+        .copied()
+        .filter(|&i| i != leader)
+        .collect();
+    cluster
+        .net
+        .apply(grouped(&[vec![leader], rest.clone()]), how);
+    let clients = attached
+        .iter()
+        .map(|i| format!("c{i}{}", if holder == Some(*i) { "*" } else { "" }))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "isolate-leader n{leader} [{clients}] | {} ({how_name})",
+        node_name(&rest)
+    )
+}
+
+/// Waits until one of `who` holds the lock (at most `limit`).
+async fn wait_for_holder(ctx: &Ctx, who: &[usize], limit: Duration) -> Option<usize> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        // Registered before the check, so a change in between is not missed.
+        let changed = ctx.holding_changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if let Some(&i) = who
+            .iter()
+            .find(|&&i| ctx.clients[i].holding.load(Ordering::Relaxed))
+        {
+            return Some(i);
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            return None;
         }
     }
 }

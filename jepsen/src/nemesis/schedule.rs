@@ -29,11 +29,14 @@ pub enum Fault {
     Delay,
     /// Stall a client (preferably one holding the lock) past its TTL.
     ClientPause,
+    /// Cut the leader's Raft links while the clients attached to it keep
+    /// using it, one of them holding the lock for the whole fault.
+    IsolateLeader,
 }
 
 impl Fault {
     /// Every fault, for `--nemesis all`.
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 11] = [
         Fault::Kill,
         Fault::KillLeader,
         Fault::Pause,
@@ -44,6 +47,7 @@ impl Fault {
         Fault::PartitionBridge,
         Fault::Delay,
         Fault::ClientPause,
+        Fault::IsolateLeader,
     ];
 
     /// The name used on the command line and in histories.
@@ -59,6 +63,7 @@ impl Fault {
             Fault::PartitionBridge => "partition-bridge",
             Fault::Delay => "delay",
             Fault::ClientPause => "client-pause",
+            Fault::IsolateLeader => "isolate-leader",
         }
     }
 

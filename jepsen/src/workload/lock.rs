@@ -2,32 +2,44 @@
 //!
 //! Each client loops: open a session (a new process id), then acquire the
 //! lock, hold it briefly (`fenced`: increment the counter in the fenced
-//! store under the lock's token), release it, again. History:
+//! store under the lock's token), release it, again. Every request goes
+//! to the client's member ([`super::route`]). History:
 //! - `acquire` (key = lock): ok carries the fencing token; `timeout` and
 //!   `lock_held` answers are `fail`; an unknown outcome is `info` and
-//!   retires the process (its session is closed and the end recorded);
+//!   retires the process (its session is given up and the end recorded);
 //!   `session_not_found` is `info` too (a grant may have raced the expiry).
 //! - `release`: ok, or `fail` while the cluster has no leader (retried,
-//!   still holding), or the session is gone (→ `expire`).
+//!   still holding, until the session is lost), or the session is gone
+//!   (→ `expire`).
 //! - `incr` (key = counter, token = the lock's): ok with the counter value
 //!   after the increment, `fail` when the store refuses the token.
 //! - `expire` / `lost` by the client's next process on behalf of the old
-//!   one, see [`super::session`].
+//!   one, at the instant the client observed the loss; see
+//!   [`super::session`].
+//!
+//! A holder stops at once when its session is lost (the deadline after
+//! its last successful keepalive passed, or the cluster said it is gone),
+//! as an application selecting on `Session::lost()` does, and never
+//! releases a lost session's lock (a loss is final).
+//!
+//! Long hold (the `isolate-leader` nemesis): while asked, a holder keeps
+//! the lock, keepalives going on, until let go or until its session is
+//! lost: a long critical section on a member that may be cut off.
 //!
 //! Client pause (nemesis): while paused the client sends no keepalives;
 //! when it holds the lock it stalls at its pause point — during the hold
 //! (`mutex`) or between the store read and write of an increment
 //! (`fenced`) — and then carries on as if it still held the lock, which
-//! is what a real client after a GC pause does.
+//! is what a real client after a GC pause does (its loss is still
+//! recorded at its deadline: fencing must stop the late write).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::session::{End, Session};
+use super::session::{End, Loss, Session};
 use super::{backoff, Ctx};
 use crate::api::Reply;
 use crate::history::{Value, F};
@@ -52,7 +64,7 @@ pub async fn client(ctx: Arc<Ctx>, idx: usize, fenced: bool, mut rng: StdRng) {
             return;
         };
         let how = session_loop(&ctx, idx, fenced, &session, &mut rng).await;
-        ctx.clients[idx].holding.store(false, Ordering::Relaxed);
+        ctx.set_holding(idx, false);
         ending = Some((session, how));
     }
 }
@@ -66,12 +78,13 @@ async fn session_loop(
     rng: &mut StdRng,
 ) -> End {
     let lock = &ctx.settings.lock;
+    let route = &ctx.clients[idx].route;
     loop {
+        if let Some(why) = session.lost(ctx) {
+            return End::Lost(why);
+        }
         if ctx.stopping() {
             return End::Quiet;
-        }
-        if session.lost() {
-            return End::Gone;
         }
         let call = Call {
             pid: session.pid,
@@ -81,12 +94,15 @@ async fn session_loop(
             token: None,
         };
         let wait_ms = rng.random_range(500..=ctx.settings.max_wait_ms.max(500));
-        let node = ctx.pick_node(rng);
-        let invoked = ctx.log.now();
+        let node = route.pick(rng);
         ctx.log.invoke(&call);
-        let token = match ctx.api.acquire(node, lock, &session.id, wait_ms).await {
+        let reply = ctx
+            .client_api
+            .acquire(node, lock, &session.id, wait_ms)
+            .await;
+        route.observe(node, reply.code());
+        let token = match reply {
             Reply::Ok(token) => {
-                session.proved_alive(invoked);
                 ctx.log.ok(
                     &Call {
                         token: Some(token),
@@ -99,8 +115,8 @@ async fn session_loop(
             Reply::Fail(e) if e.code == "session_not_found" => {
                 // A grant may have raced the expiry: unknown.
                 ctx.log.info(&call, &e.text());
-                session.mark_lost();
-                return End::Gone;
+                session.mark_gone(ctx);
+                return End::Lost(Loss::Gone);
             }
             Reply::Fail(e) => {
                 ctx.log.fail(&call, &e.text());
@@ -111,22 +127,47 @@ async fn session_loop(
             }
             Reply::Info(e) => {
                 ctx.log.info(&call, &e.text());
-                return End::Close;
+                return End::Lost(Loss::GaveUp);
             }
         };
-        ctx.clients[idx].holding.store(true, Ordering::Relaxed);
+        if let Some(why) = session.lost(ctx) {
+            // Granted after the client had given the session up: it never
+            // acts on this grant (a loss is final).
+            return End::Lost(why);
+        }
+        ctx.set_holding(idx, true);
         if fenced {
             increment(ctx, idx, session.pid, token).await;
-        } else {
-            let hold = rng.random_range(0..=ctx.settings.max_hold_ms);
-            tokio::time::sleep(Duration::from_millis(hold)).await;
-            ctx.clients[idx].wait_unpaused().await;
         }
-        let released = release(ctx, session, rng).await;
-        ctx.clients[idx].holding.store(false, Ordering::Relaxed);
+        hold(ctx, idx, fenced, session, rng).await;
+        let released = release(ctx, idx, session, rng).await;
+        ctx.set_holding(idx, false);
         if let Some(end) = released {
             return end;
         }
+    }
+}
+
+/// The critical section: a short random hold (`mutex`), as long as the
+/// nemesis asks for a long one, and a stall while the client is paused.
+/// Ends early when the session is lost, except during a pause (a paused
+/// process cannot react: that is what fencing is for).
+async fn hold(ctx: &Ctx, idx: usize, fenced: bool, session: &Session, rng: &mut StdRng) {
+    let client = &ctx.clients[idx];
+    let short = if fenced {
+        Duration::ZERO
+    } else {
+        Duration::from_millis(rng.random_range(0..=ctx.settings.max_hold_ms))
+    };
+    tokio::select! {
+        _ = async {
+            tokio::time::sleep(short).await;
+            client.wait_no_long_hold().await;
+        } => {}
+        _ = session.wait_lost() => {}
+    }
+    if !fenced {
+        client.wait_unpaused().await;
     }
 }
 
@@ -154,10 +195,15 @@ async fn increment(ctx: &Ctx, idx: usize, pid: u64, token: u64) {
 }
 
 /// Releases the held lock. `None` when released and the session can go
-/// on; otherwise how the session must end.
-async fn release(ctx: &Ctx, session: &Session, rng: &mut StdRng) -> Option<End> {
+/// on; otherwise how the session must end. A lost session is not
+/// released: the client has stopped, and a loss is final.
+async fn release(ctx: &Ctx, idx: usize, session: &Session, rng: &mut StdRng) -> Option<End> {
+    let route = &ctx.clients[idx].route;
     let started = tokio::time::Instant::now();
     loop {
+        if let Some(why) = session.lost(ctx) {
+            return Some(End::Lost(why));
+        }
         let call = Call {
             pid: session.pid,
             f: F::Release,
@@ -165,24 +211,27 @@ async fn release(ctx: &Ctx, session: &Session, rng: &mut StdRng) -> Option<End> 
             value: Value::Nil,
             token: None,
         };
-        let node = ctx.pick_node(rng);
-        let invoked = ctx.log.now();
+        let node = route.pick(rng);
         ctx.log.invoke(&call);
-        match ctx.api.release(node, &ctx.settings.lock, &session.id).await {
+        let reply = ctx
+            .client_api
+            .release(node, &ctx.settings.lock, &session.id)
+            .await;
+        route.observe(node, reply.code());
+        match reply {
             Reply::Ok(()) => {
-                session.proved_alive(invoked);
                 ctx.log.ok(&call, Value::Nil);
                 return None;
             }
             Reply::Fail(e) if e.code == "session_not_found" => {
                 ctx.log.fail(&call, &e.text());
-                session.mark_lost();
-                return Some(End::Gone);
+                session.mark_gone(ctx);
+                return Some(End::Lost(Loss::Gone));
             }
             Reply::Fail(e) if matches!(e.code.as_str(), "no_leader" | "connect") => {
                 ctx.log.fail(&call, &e.text());
                 if started.elapsed() > RELEASE_PATIENCE {
-                    return Some(End::Close);
+                    return Some(End::Lost(Loss::GaveUp));
                 }
                 // Still holding; try again (the run's stop does not cut
                 // this short: the lock must be given back or the session
@@ -193,11 +242,11 @@ async fn release(ctx: &Ctx, session: &Session, rng: &mut StdRng) -> Option<End> 
                 // `not_owner`/`not_found` while we hold it per the server's
                 // own grant: recorded as is; the session is given up.
                 ctx.log.fail(&call, &e.text());
-                return Some(End::Close);
+                return Some(End::Lost(Loss::GaveUp));
             }
             Reply::Info(e) => {
                 ctx.log.info(&call, &e.text());
-                return Some(End::Close);
+                return Some(End::Lost(Loss::GaveUp));
             }
         }
     }

@@ -4,14 +4,18 @@
 //! - [`lock`]: the `mutex` and `fenced` clients (sessions, acquire,
 //!   release, and for `fenced` an increment in [`store::FencedStore`]);
 //! - [`register`]: get/set/cas on a few keys through the nodes API;
-//! - [`session`]: a session with its keepalive task and the bookkeeping
-//!   that turns a lost session into an `expire` op.
+//! - [`session`]: a session with its keepalive task, the Rust client's
+//!   loss rule, and the bookkeeping that turns a lost session into a
+//!   `lost`/`expire` op;
+//! - [`route`]: which member each request goes to (sticky by default,
+//!   random, or embedded in a member's process).
 //!
 //! Process ids are never reused: a client whose op ended `info`, or whose
 //! session is gone, continues under a fresh id ([`Ctx::next_pid`]).
 
 pub mod lock;
 pub mod register;
+pub mod route;
 pub mod session;
 pub mod store;
 
@@ -21,12 +25,13 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::api::Api;
 use crate::checker::Workload;
 use crate::runlog::RunLog;
+use route::{Route, Routing};
 
 /// Knobs of the client side.
 #[derive(Debug, Clone)]
@@ -67,26 +72,39 @@ impl Default for Settings {
     }
 }
 
-/// What the nemesis can do to one client.
+/// One client's member, and what the nemesis can do to the client.
 #[derive(Debug)]
 pub struct ClientControl {
+    /// The member(s) this client's requests go to.
+    pub route: Route,
     /// True while the client holds the lock (as it believes).
     pub holding: AtomicBool,
     /// True while the client is paused: it stops sending keepalives and,
     /// at its next pause point (while holding the lock), stalls.
     pub pause: watch::Sender<bool>,
-}
-
-impl Default for ClientControl {
-    fn default() -> Self {
-        ClientControl {
-            holding: AtomicBool::new(false),
-            pause: watch::channel(false).0,
-        }
-    }
+    /// True while the client must keep a lock it holds (or gets) until
+    /// told otherwise or until its session is lost, keepalives going on:
+    /// a long critical section, set by the `isolate-leader` nemesis.
+    pub long_hold: watch::Sender<bool>,
 }
 
 impl ClientControl {
+    /// Client `idx` of a cluster of `nodes`, routed by `routing`.
+    pub fn new(routing: Routing, nodes: Vec<u64>, idx: usize) -> Self {
+        ClientControl {
+            route: Route::new(routing, nodes, idx),
+            holding: AtomicBool::new(false),
+            pause: watch::channel(false).0,
+            long_hold: watch::channel(false).0,
+        }
+    }
+
+    /// Waits until no long hold is asked for (at once when none is).
+    pub async fn wait_no_long_hold(&self) {
+        let mut rx = self.long_hold.subscribe();
+        let _ = rx.wait_for(|h| !*h).await;
+    }
+
     /// True while the nemesis pauses this client.
     pub fn paused(&self) -> bool {
         *self.pause.borrow()
@@ -104,9 +122,12 @@ impl ClientControl {
 pub struct Ctx {
     /// The history.
     pub log: Arc<RunLog>,
-    /// The cluster's API.
+    /// The cluster's public API (final reads, lock state).
     pub api: Api,
-    /// Member ids; each op goes to a random one.
+    /// Where the clients' requests go: the public API, or the members'
+    /// control endpoints in the embedded-client mode (same paths).
+    pub client_api: Api,
+    /// Member ids.
     pub nodes: Vec<u64>,
     /// Client knobs.
     pub settings: Settings,
@@ -116,6 +137,9 @@ pub struct Ctx {
     pub store: store::FencedStore,
     /// The register workload's keys.
     pub keys: register::KeySpace,
+    /// Notified whenever a client starts holding the lock (the
+    /// `isolate-leader` nemesis waits for a holder on the leader).
+    pub holding_changed: Notify,
     /// Next process id.
     pids: AtomicU64,
     /// Becomes true when clients must stop issuing new operations.
@@ -123,24 +147,30 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// A context for `concurrency` clients; `stop` ends the run.
+    /// A context for `concurrency` clients, whose requests go to
+    /// `client_api` routed by `routing`; `stop` ends the run.
     pub fn new(
         log: Arc<RunLog>,
         api: Api,
+        client_api: Api,
         nodes: Vec<u64>,
         settings: Settings,
-        concurrency: usize,
+        (concurrency, routing): (usize, Routing),
         stop: watch::Receiver<bool>,
     ) -> Ctx {
         let keys = register::KeySpace::new(settings.key_slots, settings.ops_per_key);
         Ctx {
             log,
             api,
+            client_api,
+            clients: (0..concurrency)
+                .map(|idx| ClientControl::new(routing, nodes.clone(), idx))
+                .collect(),
             nodes,
             settings,
-            clients: (0..concurrency).map(|_| ClientControl::default()).collect(),
             store: store::FencedStore::default(),
             keys,
+            holding_changed: Notify::new(),
             pids: AtomicU64::new(0),
             stop,
         }
@@ -161,9 +191,12 @@ impl Ctx {
         *self.stop.borrow()
     }
 
-    /// A random member.
-    pub fn pick_node(&self, rng: &mut StdRng) -> u64 {
-        self.nodes[rng.random_range(0..self.nodes.len())]
+    /// Marks client `idx` as holding the lock or not.
+    pub fn set_holding(&self, idx: usize, holding: bool) {
+        self.clients[idx].holding.store(holding, Ordering::Relaxed);
+        if holding {
+            self.holding_changed.notify_waiters();
+        }
     }
 
     /// Sleeps `d`, or less if the run stops meanwhile.
@@ -188,7 +221,7 @@ pub fn spawn_clients(workload: Workload, ctx: &Arc<Ctx>, seed: u64) -> Vec<JoinH
             match workload {
                 Workload::Mutex => tokio::spawn(lock::client(ctx, idx, false, rng)),
                 Workload::Fenced => tokio::spawn(lock::client(ctx, idx, true, rng)),
-                Workload::Register => tokio::spawn(register::client(ctx, rng)),
+                Workload::Register => tokio::spawn(register::client(ctx, idx, rng)),
             }
         })
         .collect()

@@ -102,20 +102,22 @@ fn decode(node: Option<NodeData>) -> Value {
     }
 }
 
-/// One register client.
-pub async fn client(ctx: Arc<Ctx>, mut rng: StdRng) {
+/// One register client (client `idx`, routed by its [`Route`](super::route::Route)).
+pub async fn client(ctx: Arc<Ctx>, idx: usize, mut rng: StdRng) {
     let mut pid = ctx.next_pid();
+    let route = &ctx.clients[idx].route;
     while !ctx.stopping() {
         let key = ctx.keys.pick(&mut rng);
-        let node = ctx.pick_node(&mut rng);
-        let outcome = match rng.random_range(0..4) {
-            0 | 1 => read(&ctx, pid, node, &key).await,
+        let node = route.pick(&mut rng);
+        let (outcome, code) = match rng.random_range(0..4) {
+            0 | 1 => read_op(&ctx, pid, node, &key).await,
             2 => write(&ctx, pid, node, &key, rng.random_range(0..VALUES)).await,
             _ => {
                 let (e, n) = (rng.random_range(0..VALUES), rng.random_range(0..VALUES));
                 cas(&ctx, pid, node, &key, e, n).await
             }
         };
+        route.observe(node, code.as_deref());
         match outcome {
             Outcome::Ok => {}
             Outcome::Fail => backoff(&ctx, &mut rng).await,
@@ -137,6 +139,13 @@ pub enum Outcome {
 
 /// A linearizable read of `key` on `node`, recorded by `pid`.
 pub async fn read(ctx: &Ctx, pid: u64, node: u64, key: &str) -> Outcome {
+    read_op(ctx, pid, node, key).await.0
+}
+
+/// What an op did, and the error code of a failed one (for routing).
+type Done = (Outcome, Option<String>);
+
+async fn read_op(ctx: &Ctx, pid: u64, node: u64, key: &str) -> Done {
     let call = Call {
         pid,
         f: F::Read,
@@ -148,20 +157,20 @@ pub async fn read(ctx: &Ctx, pid: u64, node: u64, key: &str) -> Outcome {
     match ctx.api.get_node(node, &path(key)).await {
         Reply::Ok(n) => {
             ctx.log.ok(&call, decode(n));
-            Outcome::Ok
+            (Outcome::Ok, None)
         }
         Reply::Fail(e) => {
             ctx.log.fail(&call, &e.text());
-            Outcome::Fail
+            (Outcome::Fail, Some(e.code))
         }
         Reply::Info(e) => {
             ctx.log.info(&call, &e.text());
-            Outcome::Info
+            (Outcome::Info, Some(e.code))
         }
     }
 }
 
-async fn write(ctx: &Ctx, pid: u64, node: u64, key: &str, v: i64) -> Outcome {
+async fn write(ctx: &Ctx, pid: u64, node: u64, key: &str, v: i64) -> Done {
     let call = Call {
         pid,
         f: F::Write,
@@ -177,20 +186,20 @@ async fn write(ctx: &Ctx, pid: u64, node: u64, key: &str, v: i64) -> Outcome {
     {
         Reply::Ok(()) => {
             ctx.log.ok(&call, v);
-            Outcome::Ok
+            (Outcome::Ok, None)
         }
         Reply::Fail(e) => {
             ctx.log.fail(&call, &e.text());
-            Outcome::Fail
+            (Outcome::Fail, Some(e.code))
         }
         Reply::Info(e) => {
             ctx.log.info(&call, &e.text());
-            Outcome::Info
+            (Outcome::Info, Some(e.code))
         }
     }
 }
 
-async fn cas(ctx: &Ctx, pid: u64, node: u64, key: &str, expected: i64, new: i64) -> Outcome {
+async fn cas(ctx: &Ctx, pid: u64, node: u64, key: &str, expected: i64, new: i64) -> Done {
     let call = Call {
         pid,
         f: F::Cas,
@@ -204,18 +213,18 @@ async fn cas(ctx: &Ctx, pid: u64, node: u64, key: &str, expected: i64, new: i64)
             let version = n.version;
             if decode(Some(n)) != Value::Int(expected) {
                 ctx.log.ok(&call, false);
-                return Outcome::Ok;
+                return (Outcome::Ok, None);
             }
             version
         }
         Reply::Ok(None) => {
             ctx.log.ok(&call, false);
-            return Outcome::Ok;
+            return (Outcome::Ok, None);
         }
         // The read changed nothing, so neither did the cas.
         Reply::Fail(e) | Reply::Info(e) => {
             ctx.log.fail(&call, &format!("read for cas: {}", e.text()));
-            return Outcome::Fail;
+            return (Outcome::Fail, Some(e.code));
         }
     };
     let data = new.to_string();
@@ -226,15 +235,15 @@ async fn cas(ctx: &Ctx, pid: u64, node: u64, key: &str, expected: i64, new: i64)
     {
         Reply::Ok(()) => {
             ctx.log.ok(&call, true);
-            Outcome::Ok
+            (Outcome::Ok, None)
         }
         Reply::Fail(e) => {
             ctx.log.fail(&call, &e.text());
-            Outcome::Fail
+            (Outcome::Fail, Some(e.code))
         }
         Reply::Info(e) => {
             ctx.log.info(&call, &e.text());
-            Outcome::Info
+            (Outcome::Info, Some(e.code))
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The client over the HTTP API (`API.md`), with failover between
+//! The client over the HTTP API (`docs/api.md`), with failover between
 //! endpoints.
 //!
 //! Failover policy, in one place ([`HttpClient::call`]):

@@ -9,7 +9,7 @@ use super::wire::{self, parse};
 use super::{Call, HttpClient};
 use crate::client::{LeaderStream, LockClient};
 use crate::error::Result;
-use crate::types::{checked, FencingCheck, Grant, Leader, Lease, LockState, SessionId};
+use crate::types::{checked, FencingCheck, Grant, Leader, Lease, LockState, Poll, SessionId};
 
 impl LockClient for HttpClient {
     fn open_session<'a>(&'a self, owner: &'a str, ttl: Duration) -> BoxFuture<'a, Result<Lease>> {
@@ -43,15 +43,15 @@ impl LockClient for HttpClient {
         &'a self,
         name: &'a str,
         session: SessionId,
-        wait: Duration,
+        poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>> {
         Box::pin(async move {
             let call = Call::new(
                 Method::POST,
                 format!("/v1/locks/{}/acquire", checked(name)?),
             )
-            .json(&wire::Acquire::new(session, wait))
-            .wait(wait);
+            .json(&wire::Acquire::new(session, poll))
+            .wait(poll.wait);
             let acquired: wire::Acquired = parse(&self.call(call).await?)?;
             Ok(Grant {
                 name: acquired.lock,
@@ -102,13 +102,13 @@ impl LockClient for HttpClient {
         name: &'a str,
         session: SessionId,
         value: &'a str,
-        wait: Duration,
+        poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>> {
         Box::pin(async move {
             let path = format!("/v1/elections/{}/campaign", checked(name)?);
             let call = Call::new(Method::POST, path)
-                .json(&wire::Campaign::new(session, value, wait))
-                .wait(wait);
+                .json(&wire::Campaign::new(session, value, poll))
+                .wait(poll.wait);
             let elected: wire::Elected = parse(&self.call(call).await?)?;
             Ok(Grant {
                 name: name.to_string(),

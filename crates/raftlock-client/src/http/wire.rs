@@ -1,11 +1,11 @@
-//! JSON bodies of the HTTP API, exactly as `API.md` spells them. Requests
+//! JSON bodies of the HTTP API, exactly as `docs/api.md` spells them. Requests
 //! carry only documented fields (the server rejects unknown ones);
 //! answers tolerate additions.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ClientError, Result};
-use crate::types::{FencingCheck, Holder, Leader, LockState, SessionId, Waiter};
+use crate::types::{FencingCheck, Holder, Leader, LockState, Poll, SessionId, Waiter};
 
 /// Parses a JSON answer; a shape we do not understand is a protocol error.
 pub(crate) fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
@@ -67,13 +67,17 @@ pub(crate) struct SessionOnly {
 pub(crate) struct Acquire {
     pub session_id: String,
     pub wait_ms: u64,
+    /// Sent only when set, so older servers keep accepting plain acquires.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub keep_queued: bool,
 }
 
 impl Acquire {
-    pub fn new(session: SessionId, wait: std::time::Duration) -> Self {
+    pub fn new(session: SessionId, poll: Poll) -> Self {
         Acquire {
             session_id: session.to_string(),
-            wait_ms: millis(wait),
+            wait_ms: millis(poll.wait),
+            keep_queued: poll.keep_queued,
         }
     }
 }
@@ -170,14 +174,17 @@ pub(crate) struct Campaign<'a> {
     pub session_id: String,
     pub value: &'a str,
     pub wait_ms: u64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub keep_queued: bool,
 }
 
 impl<'a> Campaign<'a> {
-    pub fn new(session: SessionId, value: &'a str, wait: std::time::Duration) -> Self {
+    pub fn new(session: SessionId, value: &'a str, poll: Poll) -> Self {
         Campaign {
             session_id: session.to_string(),
             value,
-            wait_ms: millis(wait),
+            wait_ms: millis(poll.wait),
+            keep_queued: poll.keep_queued,
         }
     }
 }

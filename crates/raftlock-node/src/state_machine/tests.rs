@@ -8,10 +8,15 @@ use super::*;
 use crate::tracker::TokioClock;
 
 fn open(dir: &std::path::Path) -> Arc<Shared> {
+    open_with(dir, SnapshotFloor::detached())
+}
+
+fn open_with(dir: &std::path::Path, floor: SnapshotFloor) -> Arc<Shared> {
     Shared::open(
         dir.to_path_buf(),
         Arc::new(WaiterRegistry::default()),
         Arc::new(SessionTracker::new(Box::new(TokioClock))),
+        floor,
     )
     .expect("open")
 }
@@ -177,4 +182,58 @@ async fn an_older_build_never_replaces_a_newer_snapshot_in_the_file() {
     assert_eq!((meta, bytes), (newer.clone(), 0));
     let in_file = snapshot_file::load(dir.path()).expect("load").expect("one");
     assert_eq!(in_file.meta, newer);
+}
+
+/// First index in the log on disk.
+async fn first_in_log(log: &mut raftlock_storage::SledLogStore<TypeConfig>) -> Option<u64> {
+    use openraft::RaftLogReader;
+    let entries = log.try_get_log_entries(..).await.expect("read log");
+    entries.first().map(|e| e.log_id.index)
+}
+
+/// The log store purges only what a durable snapshot covers: installing a
+/// snapshot from the leader and building one each raise its floor once the
+/// file is written, which carries out the purge openraft asked for earlier.
+#[tokio::test]
+async fn durable_snapshots_raise_the_log_stores_floor() {
+    use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
+    use raftlock_storage::{SledLogConfig, SledLogStore};
+
+    let (leader_dir, dir) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let config = SledLogConfig::new(dir.path().join("log")).with_snapshot_gated_purge(true);
+    let mut log = SledLogStore::<TypeConfig>::open(&config).expect("open log");
+    let floor = log.snapshot_floor();
+    let shared = open_with(dir.path(), floor.clone());
+    let mut store = StateMachineStore::new(shared, DurableIndex::everything());
+    assert_eq!(floor.current(), None, "no snapshot on disk");
+    log.blocking_append((1..=50).map(|i| entry(i).0))
+        .await
+        .expect("append");
+
+    // A follower: openraft purges through the snapshot it is installing
+    // before the state machine has written it.
+    log.purge(log_id(40)).await.expect("purge");
+    assert_eq!(first_in_log(&mut log).await, Some(1), "no durable snapshot");
+    let mut leader = StateMachineStore::new(open(leader_dir.path()), DurableIndex::everything());
+    let mut expected = StateMachine::new();
+    apply(&mut leader, &mut expected, 1..=40).await;
+    let mut builder = leader.get_snapshot_builder().await;
+    builder.build_snapshot().await.expect("build");
+    let sent = leader.get_current_snapshot().await.expect("get");
+    let sent = sent.expect("a snapshot");
+    store
+        .install_snapshot(&sent.meta, sent.snapshot)
+        .await
+        .expect("install");
+    assert_eq!(floor.current(), Some(40));
+    assert_eq!(first_in_log(&mut log).await, Some(41));
+
+    // Its own snapshot, later: the floor follows.
+    apply(&mut store, &mut expected, 41..=45).await;
+    let mut builder = store.get_snapshot_builder().await;
+    builder.build_snapshot().await.expect("build");
+    assert_eq!(floor.current(), Some(45));
 }

@@ -1,4 +1,4 @@
-//! Table-driven: every kind of bad input gets API.md's JSON error with the
+//! Table-driven: every kind of bad input gets docs/api.md's JSON error with the
 //! right status and code, changes nothing, and crashes nothing.
 
 use reqwest::Method;

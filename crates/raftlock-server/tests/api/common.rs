@@ -83,6 +83,11 @@ impl Reply {
 
 impl TestCluster {
     pub async fn start() -> TestCluster {
+        Self::start_with(ApiConfig::default()).await
+    }
+
+    /// A cluster whose API servers all use `api`.
+    pub async fn start_with(api: ApiConfig) -> TestCluster {
         let serial = SERIAL.lock().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let mut raft_listeners = Vec::new();
@@ -125,14 +130,9 @@ impl TestCluster {
         for (node, listener) in nodes.iter().zip(api_listeners) {
             urls.push(format!("http://{}", listener.local_addr().expect("addr")));
             let (stop, stopped) = oneshot::channel::<()>();
-            let task = tokio::spawn(serve(
-                node.clone(),
-                listener,
-                ApiConfig::default(),
-                async move {
-                    let _ = stopped.await;
-                },
-            ));
+            let task = tokio::spawn(serve(node.clone(), listener, api.clone(), async move {
+                let _ = stopped.await;
+            }));
             servers.push(Some(Server { stop, task }));
         }
         let http = reqwest::Client::builder()

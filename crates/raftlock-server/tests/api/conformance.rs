@@ -1,4 +1,4 @@
-//! Every endpoint of API.md, through different nodes (writes on followers
+//! Every endpoint of docs/api.md, through different nodes (writes on followers
 //! are forwarded to the leader), ending with `no_leader` when a majority
 //! is gone.
 

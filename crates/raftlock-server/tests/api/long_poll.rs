@@ -92,8 +92,12 @@ async fn long_poll_acquire() {
     let session = c.get(l, &format!("/v1/sessions/{holder}")).await;
     assert_eq!(session.body["nodes"], json!([]));
 
-    // A node queued by an earlier, still-waiting acquire survives a later
-    // acquire's timeout, and is granted later.
+    // A session has one node per lock, so a timeout withdraws the
+    // session's node whichever request queued it: the earlier request,
+    // still waiting on it, is told `withdrawn` (finding 3 of the partition
+    // review: a retried acquire re-attached to a node an earlier request
+    // had queued, timed out, and left it queued while answering
+    // "timeout").
     let earlier = acquire_in_background(&c, f, "job", &holder, 20_000);
     wait_until_queued(&c, "job", &holder).await;
     c.acquire(f2, "job", &holder, 200).await.expect_error(
@@ -101,15 +105,33 @@ async fn long_poll_acquire() {
         "timeout",
         "second acquire times out",
     );
+    assert!(
+        waiters(&c, l, "job").await.is_empty(),
+        "the session's node is withdrawn"
+    );
+    let (status, body) = earlier.await.expect("join");
+    assert_eq!(
+        (status, &body["error"]),
+        (409, &json!("withdrawn")),
+        "{body}"
+    );
+
+    // With keep_queued, a timeout keeps the node (and its place in line)
+    // for the next poll, which is granted on release.
+    let body = json!({"session_id": holder, "wait_ms": 200, "keep_queued": true});
+    c.post(f2, "/v1/locks/job/acquire", body)
+        .await
+        .expect_error(408, "timeout", "kept poll times out");
     assert_eq!(
         waiters(&c, l, "job").await,
         vec![holder.clone()],
-        "earlier node stays"
+        "kept queued"
     );
+    let next_poll = acquire_in_background(&c, f, "job", &holder, 20_000);
     c.post(l, "/v1/locks/job/release", json!({"session_id": w}))
         .await
         .expect(204, "release");
-    let (status, granted) = earlier.await.expect("join");
+    let (status, granted) = next_poll.await.expect("join");
     assert_eq!(
         (status, &granted["session_id"]),
         (200, &json!(holder)),
@@ -166,7 +188,10 @@ async fn long_poll_acquire() {
         c.node(f).counters().waiter_registrations == 0
     })
     .await;
-    c.acquire(f2, "job", &gone, 100)
+    // The retry polls with keep_queued (as the clients' long polls do), so
+    // its timeout keeps the node too.
+    let retry = json!({"session_id": gone, "wait_ms": 100, "keep_queued": true});
+    c.post(f2, "/v1/locks/job/acquire", retry)
         .await
         .expect_error(408, "timeout", "retry times out");
     let lock = c.get(l, "/v1/locks/job").await;

@@ -5,5 +5,6 @@
 mod bad_input;
 mod common;
 mod conformance;
+mod limits;
 mod long_poll;
 mod observe;

@@ -40,6 +40,19 @@ pub fn open(dir: &std::path::Path, durability: Durability) -> Store {
     Store::open(&SledLogConfig::new(dir).with_durability(durability)).expect("open store")
 }
 
+/// Edits tree `tree` of the closed database in `dir` (tests that name the
+/// on-disk layout on purpose).
+pub fn edit(
+    dir: &std::path::Path,
+    tree: &str,
+    f: impl FnOnce(&sled::Tree) -> sled::Result<()>,
+) -> anyhow::Result<()> {
+    let db = sled::open(dir)?;
+    f(&db.open_tree(tree)?)?;
+    db.flush()?;
+    Ok(())
+}
+
 pub fn log_id(term: u64, index: u64) -> LogId<u64> {
     openraft::testing::log_id(term, 0, index)
 }

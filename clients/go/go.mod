@@ -1,0 +1,3 @@
+module example.invalid/raftlock/clients/go
+
+go 1.19

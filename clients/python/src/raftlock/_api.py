@@ -1,0 +1,187 @@
+"""Every API route the client uses: the request to send and how to read the
+answer, written once for the blocking and the asyncio client.
+
+Requests carry only documented fields, since the server rejects unknown
+ones (``keep_queued`` is sent only when true, so servers that predate it
+still accept every other acquire).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Generic, List, Optional, TypeVar, Union
+from urllib.parse import quote
+
+from . import _wire
+from ._failover import Call
+from .errors import NotFound, NotOwner, SessionNotFound
+from .types import (
+    ClusterState,
+    FencingCheck,
+    Grant,
+    Leader,
+    LockState,
+    Node,
+    SessionLease,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Op(Generic[T]):
+    """A request and the parser of its 2xx answer."""
+
+    call: Call
+    parse: Callable[[bytes], T]
+
+
+def _nothing(_body: bytes) -> None:
+    return None
+
+
+def _path(name: str) -> str:
+    """A lock, election or node name as URL path segments. Names are
+    validated by the server; quoting only keeps a bad one from changing
+    the route (it is then answered ``bad_request``)."""
+    return quote(name.strip("/"), safe="/")
+
+
+def millis(seconds: float) -> int:
+    """Seconds as the API's integer milliseconds, rounded up so that a
+    positive wait never becomes 0 (which would mean a try-lock)."""
+    return max(0, math.ceil(seconds * 1000))
+
+
+def _read_params(stale: bool) -> Optional[Dict[str, str]]:
+    return {"consistency": "stale"} if stale else None
+
+
+# -- sessions -----------------------------------------------------------------
+
+
+def open_session(owner: str, ttl: float) -> Op[SessionLease]:
+    # Resending is safe: a duplicate session owns nothing and expires.
+    body = {"ttl_ms": millis(ttl), "owner": owner}
+    return Op(Call("POST", "/v1/sessions", body), _wire.session_lease)
+
+
+def keepalive(session_id: str) -> Op[float]:
+    return Op(Call("POST", f"/v1/sessions/{quote(session_id)}/keepalive"), _wire.ttl)
+
+
+def close_session(session_id: str) -> Op[None]:
+    call = Call("DELETE", f"/v1/sessions/{quote(session_id)}", gone_is_done=(SessionNotFound,))
+    return Op(call, _nothing)
+
+
+# -- locks --------------------------------------------------------------------
+
+_RELEASED = (NotFound, NotOwner, SessionNotFound)
+"""What a release or resign answers when an earlier attempt already did it."""
+
+
+def acquire(name: str, session_id: str, wait: float, keep_queued: bool) -> Op[Grant]:
+    body: Dict[str, Any] = {"session_id": session_id, "wait_ms": millis(wait)}
+    if keep_queued:
+        body["keep_queued"] = True
+    call = Call("POST", f"/v1/locks/{_path(name)}/acquire", body, wait=wait, resend=False)
+    return Op(call, lambda answer: _wire.grant(answer, name, session_id))
+
+
+def release(name: str, session_id: str) -> Op[None]:
+    body = {"session_id": session_id}
+    call = Call("POST", f"/v1/locks/{_path(name)}/release", body, gone_is_done=_RELEASED)
+    return Op(call, _nothing)
+
+
+def lock_state(name: str, stale: bool = False) -> Op[LockState]:
+    call = Call("GET", f"/v1/locks/{_path(name)}", params=_read_params(stale))
+    return Op(call, _wire.lock_state)
+
+
+def fencing_check(name: str, token: int) -> Op[FencingCheck]:
+    body = {"lock": name, "fencing_token": token}
+    return Op(Call("POST", "/v1/fencing/check", body), _wire.fencing_check)
+
+
+# -- elections ----------------------------------------------------------------
+
+
+def campaign(name: str, session_id: str, value: str, wait: float, keep_queued: bool) -> Op[Grant]:
+    body: Dict[str, Any] = {"session_id": session_id, "value": value, "wait_ms": millis(wait)}
+    if keep_queued:
+        body["keep_queued"] = True
+    call = Call("POST", f"/v1/elections/{_path(name)}/campaign", body, wait=wait, resend=False)
+    return Op(call, lambda answer: _wire.grant(answer, name, session_id))
+
+
+def proclaim(name: str, session_id: str, value: str) -> Op[None]:
+    body = {"session_id": session_id, "value": value}
+    return Op(Call("POST", f"/v1/elections/{_path(name)}/proclaim", body), _nothing)
+
+
+def resign(name: str, session_id: str) -> Op[None]:
+    body = {"session_id": session_id}
+    call = Call("POST", f"/v1/elections/{_path(name)}/resign", body, gone_is_done=_RELEASED)
+    return Op(call, _nothing)
+
+
+def leader(name: str, stale: bool = False) -> Op[Optional[Leader]]:
+    call = Call("GET", f"/v1/elections/{_path(name)}", params=_read_params(stale))
+    return Op(call, _wire.leader)
+
+
+def observe_path(name: str) -> str:
+    """The SSE route of an election."""
+    return f"/v1/elections/{_path(name)}/observe"
+
+
+# -- nodes --------------------------------------------------------------------
+
+
+def get_node(path: str, stale: bool = False) -> Op[Node]:
+    call = Call("GET", f"/v1/nodes/{_path(path)}", params=_read_params(stale))
+    return Op(call, _wire.node)
+
+
+def children(path: str, stale: bool = False) -> Op[List[str]]:
+    params = {"children": "true", **(_read_params(stale) or {})}
+    return Op(Call("GET", f"/v1/nodes/{_path(path)}", params=params), _wire.children)
+
+
+def put_node(
+    path: str,
+    data: Union[bytes, str],
+    session_id: Optional[str],
+    sequential: bool,
+    expected_version: Optional[int],
+) -> Op[Node]:
+    raw = data.encode() if isinstance(data, str) else data
+    body: Dict[str, Any] = {"data": base64.b64encode(raw).decode("ascii")}
+    if session_id is not None:
+        body["session_id"] = session_id
+    if sequential:
+        body["sequential"] = True
+    if expected_version is not None:
+        body["expected_version"] = expected_version
+    # A second sequential create makes a second node, and a conditional
+    # write that did apply would then fail its own condition.
+    plain = not sequential and expected_version is None
+    call = Call("PUT", f"/v1/nodes/{_path(path)}", body, resend=plain)
+    return Op(call, _wire.node)
+
+
+def delete_node(path: str, expected_version: Optional[int]) -> Op[None]:
+    params = None if expected_version is None else {"expected_version": str(expected_version)}
+    call = Call("DELETE", f"/v1/nodes/{_path(path)}", params=params, gone_is_done=(NotFound,))
+    return Op(call, _nothing)
+
+
+# -- cluster ------------------------------------------------------------------
+
+
+def cluster() -> Op[ClusterState]:
+    return Op(Call("GET", "/v1/cluster"), _wire.cluster)

@@ -1,0 +1,58 @@
+"""What the blocking and the asyncio client share: settings, endpoints,
+and the failover plan of each request."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from ._endpoints import Endpoints, EndpointsArg
+from ._failover import Call, Plan, RetryPolicy, plan
+from ._settings import Settings
+
+
+class ClientBase:
+    """The part of a client that does no IO; subclasses add the sockets
+    in :meth:`_setup`."""
+
+    def __init__(
+        self,
+        endpoints: EndpointsArg = None,
+        timeout: float = 10.0,
+        *,
+        connect_timeout: float = 1.0,
+        retry: Optional[RetryPolicy] = None,
+        long_poll: float = 60.0,
+        session_ttl: float = 15.0,
+        observe_idle_timeout: float = 60.0,
+    ) -> None:
+        self.settings = Settings(
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            retry=retry or RetryPolicy(),
+            long_poll=long_poll,
+            session_ttl=session_ttl,
+            observe_idle_timeout=observe_idle_timeout,
+        )
+        self._endpoints = Endpoints(endpoints)
+        self._setup()
+
+    def _setup(self) -> None:
+        """Creates what the flavour needs (connection pool, locks)."""
+
+    @property
+    def endpoints(self) -> List[str]:
+        """The endpoints, in configured order."""
+        return list(self._endpoints.urls)
+
+    @property
+    def current_endpoint(self) -> str:
+        """The endpoint the next request goes to first."""
+        return self._endpoints.current
+
+    def _plan(self, call: Call, deadline: Optional[float] = None) -> Plan:
+        """The attempts of ``call``; ``deadline`` (a ``time.monotonic()``
+        instant) bounds it as a whole."""
+        return plan(self._endpoints, self.settings.retry, call, self.settings.timeout, deadline)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._endpoints.urls!r}, current={self.current_endpoint!r})"

@@ -1,0 +1,9 @@
+"""The asyncio flavour of the raftlock client: the same API with ``await``
+and ``async with``, over the same failover, waiting and loss rules."""
+
+from .client import AsyncClient
+from .election import AsyncElection
+from .lock import AsyncLockGuard
+from .session import AsyncSession
+
+__all__ = ["AsyncClient", "AsyncElection", "AsyncLockGuard", "AsyncSession"]

@@ -1,0 +1,237 @@
+"""``Client``: the blocking client over the HTTP API, with failover."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from types import TracebackType
+from typing import Callable, Iterator, List, Optional, Type, TypeVar, Union
+
+import httpx
+
+from . import _api
+from ._base import ClientBase
+from ._failover import Answer, Attempt, Call, Outcome, drive
+from ._httpx import HEADERS, SSE_HEADERS, outcome_of, stream_timeouts, timeouts
+from ._settings import default_owner
+from ._sse import LeaderFeed
+from .errors import Unavailable
+from .lock import LockGuard
+from .session import Session
+from .types import ClusterState, FencingCheck, Leader, LockState, LostReason, Node
+
+T = TypeVar("T")
+log = logging.getLogger("raftlock")
+
+
+class Client(ClientBase):
+    """A client of a raftlock cluster. Thread-safe; share one per process.
+
+    >>> with Client(["127.0.0.1:7001", "127.0.0.1:7002"], timeout=5) as client:
+    ...     with client.lock("orders/42", timeout=5) as guard:
+    ...         print(guard.fencing_token)
+
+    ``endpoints`` is a list or a comma-separated string of ``host:port``
+    or URLs; ``None`` means ``$RAFTLOCK_ENDPOINTS``, else the local
+    cluster ``raftlock up`` starts (``127.0.0.1:7001-7003``), as for the
+    command line. The client sticks to the member that last answered and
+    fails over to the next when it does not; ``no_leader`` and
+    ``shutting_down`` are retried with backoff. ``timeout`` bounds each
+    request (a long poll gets its wait on top). The other keyword
+    arguments (``connect_timeout``, ``retry``, ``long_poll``,
+    ``session_ttl``, ``observe_idle_timeout``) are the fields of
+    :class:`~raftlock._settings.Settings`, documented there.
+    """
+
+    def _setup(self) -> None:
+        # trust_env=False: a proxy from the environment must not sit between
+        # a lock client and the cluster (nor swallow loopback traffic).
+        self._http = httpx.Client(headers=HEADERS, trust_env=False)
+        self._sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+        self._default: Optional[Session] = None
+        self._default_guard = threading.Lock()
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _call(self, op: _api.Op[T], deadline: Optional[float] = None) -> T:
+        """Runs ``op`` with failover and retries; ``deadline`` (a
+        ``time.monotonic()`` instant) bounds it as a whole."""
+        answer = drive(self._plan(op.call, deadline), lambda attempt: self._send(op.call, attempt))
+        return op.parse(answer.body)
+
+    def _send(self, call: Call, attempt: Attempt) -> Outcome:
+        if attempt.pause > 0:
+            time.sleep(attempt.pause)  # the backoff, not a synchronisation
+        try:
+            response = self._http.request(
+                call.method,
+                attempt.url + call.path,
+                json=call.body,
+                params=call.params,
+                timeout=timeouts(self.settings, attempt.timeout),
+            )
+        except httpx.TransportError as e:
+            return outcome_of(e)
+        return Answer(response.status_code, response.content)
+
+    def _open_stream(self, path: str) -> httpx.Response:
+        """A GET whose answer streams (SSE), with failover until one
+        endpoint answers 2xx; the caller closes it."""
+        opened: List[httpx.Response] = []
+
+        def send(attempt: Attempt) -> Outcome:
+            if attempt.pause > 0:
+                time.sleep(attempt.pause)
+            request = self._http.build_request(
+                "GET", attempt.url + path, headers=SSE_HEADERS, timeout=stream_timeouts(self.settings)
+            )
+            try:
+                response = self._http.send(request, stream=True)
+            except httpx.TransportError as e:
+                return outcome_of(e)
+            if response.is_success:
+                opened.append(response)
+                return Answer(response.status_code, b"")
+            try:
+                return Answer(response.status_code, response.read())
+            except httpx.TransportError as e:
+                return outcome_of(e)
+            finally:
+                response.close()
+
+        drive(self._plan(Call("GET", path)), send)
+        return opened[-1]
+
+    # -- sessions and locks ----------------------------------------------
+
+    def session(
+        self,
+        ttl: Optional[float] = None,
+        owner: Optional[str] = None,
+        on_lost: Optional[Callable[[LostReason], None]] = None,
+    ) -> Session:
+        """Opens a session (``ttl`` seconds, default ``session_ttl``), kept
+        alive in the background until closed. Use it as a context manager.
+        ``on_lost`` is called (from a background thread) when the session
+        is or may be gone; see :class:`Session`."""
+        session = Session(self, ttl or self.settings.session_ttl, owner or default_owner(), on_lost)
+        self._sessions.add(session)
+        return session
+
+    def _default_session(self) -> Session:
+        """The session ``lock`` and ``try_lock`` use: opened on first use,
+        replaced once lost, closed with the client."""
+        with self._default_guard:
+            if self._default is None or self._default.lost.is_set():
+                self._default = self.session()
+            return self._default
+
+    def lock(self, name: str, timeout: Optional[float] = None) -> LockGuard:
+        """Takes the lock ``name``, waiting up to ``timeout`` seconds
+        (``None``: until granted), through the client's own session.
+        Raises :class:`~raftlock.errors.Timeout` when the time runs out.
+        See :meth:`Session.lock`."""
+        return self._default_session().lock(name, timeout)
+
+    def try_lock(self, name: str) -> LockGuard:
+        """Takes the lock only if it is free right now, else raises
+        :class:`~raftlock.errors.LockHeld`."""
+        return self._default_session().try_lock(name)
+
+    def lock_state(self, name: str, stale: bool = False) -> LockState:
+        """The lock's holder and waiters (``stale``: skip the read index)."""
+        return self._call(_api.lock_state(name, stale))
+
+    def fencing_check(self, name: str, fencing_token: int) -> FencingCheck:
+        """Is ``fencing_token`` the current holder's? What a storage service
+        asks before a write."""
+        return self._call(_api.fencing_check(name, fencing_token))
+
+    # -- elections ---------------------------------------------------------
+
+    def leader(self, election: str, stale: bool = False) -> Optional[Leader]:
+        """The election's current leader, if any. Campaigning needs a
+        session: :meth:`Session.election`."""
+        return self._call(_api.leader(election, stale))
+
+    def observe(self, election: str) -> Iterator[Optional[Leader]]:
+        """The current leader, then every change of leader or value
+        (``None``: no leader), reconnecting with failover when the stream
+        drops. Close the iterator (or break out of the loop) to stop."""
+        feed = LeaderFeed()
+        drops = 0
+        while True:
+            response = self._open_stream(_api.observe_path(election))
+            feed.reconnected()
+            try:
+                for chunk in response.iter_bytes():
+                    before = feed.events
+                    yield from feed.push(chunk)
+                    if feed.events > before:
+                        drops = 0
+                why = "the server closed the stream"
+            except httpx.TransportError as e:
+                why = f"{type(e).__name__}: {e}"
+            finally:
+                response.close()
+            drops += 1
+            log.debug("observe %s reconnects: %s", election, why)
+            if drops >= self.settings.retry.attempts:
+                raise Unavailable(f"observe {election}: {why}")
+            time.sleep(self.settings.retry.backoff(drops))  # the backoff
+
+    # -- the node tree --------------------------------------------------------
+
+    def get_node(self, path: str, stale: bool = False) -> Node:
+        """The node at ``path``; :class:`~raftlock.errors.NotFound` if none."""
+        return self._call(_api.get_node(path, stale))
+
+    def children(self, path: str, stale: bool = False) -> List[str]:
+        """Names of the node's children (``""``: the root)."""
+        return self._call(_api.children(path, stale))
+
+    def put_node(
+        self,
+        path: str,
+        data: Union[bytes, str] = b"",
+        *,
+        session: Optional[Session] = None,
+        sequential: bool = False,
+        expected_version: Optional[int] = None,
+    ) -> Node:
+        """Creates or updates a node. With ``session`` it is ephemeral (it
+        goes with the session); ``sequential`` appends a counter to the
+        name; ``expected_version`` makes the write conditional (0: must
+        not exist). Missing parents are created."""
+        op = _api.put_node(path, data, session.id if session else None, sequential, expected_version)
+        return session._call(op) if session else self._call(op)
+
+    def delete_node(self, path: str, expected_version: Optional[int] = None) -> None:
+        """Deletes a node (that has no children)."""
+        self._call(_api.delete_node(path, expected_version))
+
+    def cluster(self) -> ClusterState:
+        """Members, leader and term, as the answering member sees them."""
+        return self._call(_api.cluster())
+
+    # -- lifetime -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes every session this client opened (releasing their locks),
+        then the connections."""
+        for session in list(self._sessions):
+            session.close_quietly()
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()

@@ -1,0 +1,258 @@
+"""Typed errors: one class per API error code (docs/api.md), under one base.
+
+Every error carries the API ``code``, the HTTP ``status`` of the answer
+(``None`` when the error was decided on this side of the wire) and the
+``message``; each class also names the status the API uses for its code
+(``http_status``).
+
+The split a caller most often needs is :attr:`RaftlockError.outcome_unknown`:
+every other error is *definite* (the cluster said no, or the request never
+reached it), so nothing changed; an unknown outcome means a write may or may
+not have been applied.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Optional, Type
+
+from .types import LostReason
+
+
+class RaftlockError(Exception):
+    """Base of every error this client raises.
+
+    An answer with a code this client does not know yet is raised as a
+    plain ``RaftlockError`` carrying that code, so newer servers never
+    break older clients.
+    """
+
+    code: str = "error"
+    """The API error code (``"lock_held"``, ``"no_leader"``, ...)."""
+    http_status: Optional[int] = None
+    """The status the API answers this code with (docs/api.md)."""
+    outcome_unknown: bool = False
+    """True when a write may or may not have taken effect."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: Optional[str] = None,
+        status: Optional[int] = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        """The server's human text (or this client's)."""
+        self.status = status
+        """The HTTP status of the answer; ``None`` when decided on this side."""
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        where = f" (HTTP {self.status})" if self.status is not None else ""
+        return f"{self.code}{where}: {self.message}"
+
+
+# -- the documented codes, one class each ------------------------------------
+
+
+class BadRequest(RaftlockError):
+    """Malformed request: bad lock name, TTL out of range, wait too long."""
+
+    code, http_status = "bad_request", 400
+
+
+class SessionNotFound(RaftlockError):
+    """The session is unknown: never opened, closed, or expired. Its locks are gone."""
+
+    code, http_status = "session_not_found", 404
+
+
+class NotFound(RaftlockError):
+    """The node, lock or election does not exist."""
+
+    code, http_status = "not_found", 404
+
+
+class NotOwner(RaftlockError):
+    """Releasing a node the session does not own."""
+
+    code, http_status = "not_owner", 403
+
+
+class LockHeld(RaftlockError):
+    """A try-lock (or a try-campaign) found the lock held."""
+
+    code, http_status = "lock_held", 409
+
+
+class Timeout(RaftlockError):
+    """The wait elapsed before the grant; the client left no node queued."""
+
+    code, http_status = "timeout", 408
+
+
+class NoLeader(RaftlockError):
+    """No leader reachable right now (after this client's retries); nothing changed."""
+
+    code, http_status = "no_leader", 503
+
+
+class TooLarge(RaftlockError):
+    """Body or node data over the configured limit."""
+
+    code, http_status = "too_large", 413
+
+
+class VersionMismatch(RaftlockError):
+    """``expected_version`` does not match the node's version."""
+
+    code, http_status = "version_mismatch", 409
+
+
+class NotLeader(RaftlockError):
+    """Proclaim by a session that is not the election's leader."""
+
+    code, http_status = "not_leader", 409
+
+
+class UnsupportedMediaType(RaftlockError):
+    """A body that is not ``application/json`` (a bug in this client if seen)."""
+
+    code, http_status = "unsupported_media_type", 415
+
+
+class MethodNotAllowed(RaftlockError):
+    """Wrong method on a known route."""
+
+    code, http_status = "method_not_allowed", 405
+
+
+class Withdrawn(RaftlockError):
+    """A waiting acquire/campaign whose node another request of the session released."""
+
+    code, http_status = "withdrawn", 409
+
+
+class NotEmpty(RaftlockError):
+    """Deleting a node that has children."""
+
+    code, http_status = "not_empty", 409
+
+
+class EphemeralParent(RaftlockError):
+    """Creating a node under an ephemeral node."""
+
+    code, http_status = "ephemeral_parent", 409
+
+
+class SessionConflict(RaftlockError):
+    """An open-session retry reused an id with other parameters."""
+
+    code, http_status = "session_conflict", 409
+
+
+class SequenceExhausted(RaftlockError):
+    """A sequence counter would overflow."""
+
+    code, http_status = "sequence_exhausted", 409
+
+
+class AlreadyGranted(RaftlockError):
+    """Internal to the server; listed so that every documented code has a class."""
+
+    code, http_status = "already_granted", 409
+
+
+class OutcomeUnknown(RaftlockError):
+    """The request may or may not have been applied: its answer was lost.
+
+    Raised for the API's ``outcome_unknown`` answer, and on this side for a
+    request whose connection dropped or timed out after it was sent.
+    """
+
+    code, http_status, outcome_unknown = "outcome_unknown", 503, True
+
+
+class ShuttingDown(RaftlockError):
+    """The node is shutting down; the client tries another one first."""
+
+    code, http_status, outcome_unknown = "shutting_down", 503, True
+
+
+class NotCaughtUp(RaftlockError):
+    """``GET /v1/health`` only: a leader is known but this node lags."""
+
+    code, http_status = "not_caught_up", 503
+
+
+class Internal(RaftlockError):
+    """A bug or an IO failure in the server; the outcome is unknown."""
+
+    code, http_status, outcome_unknown = "internal", 500, True
+
+
+# -- decided on this side of the wire ----------------------------------------
+
+
+class Unavailable(RaftlockError):
+    """No endpoint could be reached: the request was never delivered."""
+
+    code = "unavailable"
+
+
+class ProtocolError(RaftlockError):
+    """An answer this client cannot understand (not raftlock, or a version skew)."""
+
+    code, outcome_unknown = "protocol_error", True
+
+
+class SessionLost(RaftlockError):
+    """The session was lost (or closed) before or while the operation waited."""
+
+    code = "session_lost"
+
+    def __init__(self, reason: LostReason) -> None:
+        super().__init__(f"session lost: {reason.value}")
+        self.reason = reason
+
+
+def _by_code() -> Dict[str, Type[RaftlockError]]:
+    """Every API error class, by the code it stands for."""
+    found: Dict[str, Type[RaftlockError]] = {}
+    pending = list(RaftlockError.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        found[cls.code] = cls
+        pending.extend(cls.__subclasses__())
+    for local in (Unavailable, ProtocolError, SessionLost):
+        del found[local.code]
+    return found
+
+
+ERRORS_BY_CODE: Dict[str, Type[RaftlockError]] = _by_code()
+"""The class raised for each API error code."""
+
+
+def from_answer(status: int, body: bytes) -> RaftlockError:
+    """The error an answer with a non-2xx ``status`` stands for.
+
+    A body that is not the API's error JSON (a proxy's page, another
+    service) is a protocol error, or an unknown outcome for a 5xx since the
+    request may have gone through.
+    """
+    try:
+        parsed = json.loads(body)
+        code, message = parsed["error"], parsed.get("message", "")
+        if not isinstance(code, str) or not isinstance(message, str):
+            raise TypeError("error and message must be strings")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        text = body[:200].decode("utf-8", "replace")
+        if status >= 500:
+            return OutcomeUnknown(f"HTTP {status}: {text}", status=status)
+        return ProtocolError(f"HTTP {status}: {text}", status=status)
+    cls = ERRORS_BY_CODE.get(code)
+    if cls is None:
+        return RaftlockError(message, code=code, status=status)
+    return cls(message, status=status)

@@ -1,0 +1,101 @@
+"""The asyncio twin: the same behaviour with ``await`` and ``async with``.
+Each test runs its own event loop (no plugin needed)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable, Callable, List, Optional
+
+import httpx
+import pytest
+
+import raftlock
+from cluster import UpCluster
+from raftlock.aio import AsyncClient
+
+
+async def apoll(check: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
+    """Waits until ``await check()`` holds, failing after ``timeout``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def test_async_lock_try_lock_and_fencing(cluster: UpCluster, name: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(cluster.endpoints, timeout=5) as client:
+            async with client.lock(name, timeout=5) as guard:
+                assert (await client.fencing_check(name, guard.fencing_token)).valid
+                async with client.session(ttl=5) as other:
+                    with pytest.raises(raftlock.LockHeld):
+                        await other.try_lock(name)
+            assert (await client.lock_state(name)).holder is None
+            again = await client.try_lock(name)
+            assert again.fencing_token > guard.fencing_token
+            await again.release()
+
+    asyncio.run(main())
+
+
+def test_cancelling_a_wait_withdraws_its_node(cluster: UpCluster, name: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(cluster.endpoints, timeout=5) as client:
+            async with client.session(ttl=10) as holder, client.session(ttl=10) as waiter:
+                await holder.lock(name, timeout=5)
+                waiting = asyncio.ensure_future(waiter.lock(name))  # no time limit
+
+                async def queued() -> bool:
+                    return len((await client.lock_state(name)).waiters) == 1
+
+                await apoll(queued, 10, "the waiter to queue")
+                waiting.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await waiting
+                assert (await client.lock_state(name)).waiters == []  # released before re-raising
+
+    asyncio.run(main())
+
+
+def test_async_session_lost_on_session_not_found(cluster: UpCluster, name: str) -> None:
+    async def main() -> None:
+        reasons: List[raftlock.LostReason] = []
+        async with AsyncClient(cluster.endpoints, timeout=5) as client:
+            session = await client.session(ttl=30, on_lost=reasons.append)
+            async with client.session(ttl=10) as holder:
+                await holder.lock(name, timeout=5)
+                waiting = asyncio.ensure_future(session.lock(name, timeout=30))
+
+                async def queued() -> bool:
+                    return len((await client.lock_state(name)).waiters) == 1
+
+                await apoll(queued, 10, "the waiter to queue")
+                async with httpx.AsyncClient(trust_env=False) as http:
+                    closed = await http.delete(f"{client.current_endpoint}/v1/sessions/{session.id}")
+                    closed.raise_for_status()
+                with pytest.raises((raftlock.SessionNotFound, raftlock.SessionLost)):
+                    await asyncio.wait_for(waiting, 10)
+            assert session.lost.is_set() and reasons == [raftlock.LostReason.EXPIRED]
+            await session.close()
+
+    asyncio.run(main())
+
+
+def test_async_election_and_observe(cluster: UpCluster, name: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(cluster.endpoints, timeout=5) as client:
+            async with client.session(ttl=10) as session:
+                election = session.election(name)
+                won = await election.campaign("here", timeout=5)
+                stream = client.observe(name)
+                first: Optional[raftlock.Leader] = await stream.__anext__()
+                assert first is not None and (first.value, first.fencing_token) == ("here", won.fencing_token)
+                await election.proclaim("there")
+                second = await asyncio.wait_for(stream.__anext__(), 10)
+                assert second is not None and second.value == "there"
+                await stream.aclose()  # type: ignore[attr-defined]
+                await election.resign()
+                assert await client.leader(name) is None
+
+    asyncio.run(main())

@@ -1,0 +1,172 @@
+//! This member's part in the cluster: the Raft handle, the one path by
+//! which anything reaches the leader ([`at_leader`]), the proposer that
+//! batches writes onto that path, and what the leader answers itself
+//! ([`keepalive`]).
+//!
+//! Every operation of the node reaches the leader through here, bounded in
+//! time: it ends with an answer, `NoLeader` (certainly not applied) or
+//! `OutcomeUnknown` (may have been applied), never by hanging.
+
+pub(crate) mod at_leader;
+pub(crate) mod keepalive;
+pub(crate) mod membership;
+pub(crate) mod proposer;
+pub(crate) mod quorum;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::ServerState;
+use raftlock_storage::DurableIndex;
+use tokio::time::Instant;
+
+use crate::config::NodeConfig;
+use crate::error::NodeError;
+use crate::network::PeerClient;
+use crate::shutdown::Shutdown;
+use crate::state_machine::Shared;
+use crate::typ::{NodeId, Raft};
+use proposer::Proposer;
+use quorum::{Leadership, QuorumClock};
+
+/// Pause between attempts while a known leader cannot be reached, so a
+/// dead leader is not hammered until the election settles.
+const RETRY_PAUSE: Duration = Duration::from_millis(20);
+
+/// One member's Raft side. Shared by the node's handle, its background
+/// tasks and its internal routes.
+pub(crate) struct Replica {
+    pub id: NodeId,
+    pub config: Arc<NodeConfig>,
+    pub raft: Raft,
+    /// The applied state, waiters and session tracker.
+    pub shared: Arc<Shared>,
+    /// Forwards operations to the leader.
+    pub peers: PeerClient,
+    /// Coalesces this node's writes into proposals.
+    pub proposer: Proposer,
+    /// When peers last accepted this node's leadership (fed by the
+    /// transport); what a leader's answers from memory rest on.
+    pub quorum: Arc<QuorumClock>,
+    /// How far this node's log is on disk (gates append acknowledgements).
+    pub durable: DurableIndex,
+    /// Serialises membership changes on this leader: openraft refuses a
+    /// change while another is uncommitted, so queue rather than refuse.
+    pub membership_change: tokio::sync::Mutex<()>,
+    pub shutdown: Shutdown,
+}
+
+impl Replica {
+    /// The current leader as this node sees it.
+    pub fn leader(&self) -> Option<NodeId> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    /// Longest this node waits for a leader (to be elected, or to answer).
+    pub fn leader_wait(&self) -> Duration {
+        self.config.leader_wait()
+    }
+
+    /// Longest a leader waits for a quorum to confirm its leadership
+    /// before it answers `NoLeader`: a few heartbeat rounds, and never
+    /// past the point where followers start an election.
+    fn confirm_wait(&self) -> Duration {
+        let s = &self.config.settings;
+        Duration::from_millis((4 * s.heartbeat_interval_ms).max(s.election_timeout_min_ms))
+    }
+
+    /// Waits until a quorum has accepted this node's leadership through
+    /// requests sent at or after `since`. `NoLeader` if this node stops
+    /// leading, or no quorum answers within a few heartbeat rounds: an
+    /// isolated leader never confirms, so it never answers from memory.
+    pub async fn confirm_leadership(&self, since: Instant) -> Result<(), NodeError> {
+        let deadline = since + self.confirm_wait();
+        let mut metrics = self.raft.metrics();
+        let mut recorded = self.quorum.subscribe();
+        loop {
+            {
+                let m = metrics.borrow_and_update();
+                if m.state != ServerState::Leader {
+                    return Err(NodeError::NoLeader);
+                }
+                let leadership = Leadership {
+                    me: self.id,
+                    vote: &m.vote,
+                    membership: m.membership_config.membership(),
+                };
+                let confirmed = self.quorum.confirmed_at(&leadership, Instant::now());
+                if confirmed.is_some_and(|t| t >= since) {
+                    return Ok(());
+                }
+            }
+            tokio::select! {
+                _ = recorded.changed() => {}
+                _ = metrics.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => return Err(NodeError::NoLeader),
+                _ = self.shutdown.stopped() => return Err(NodeError::ShuttingDown),
+            }
+        }
+    }
+
+    /// True when this node leads but no quorum has accepted its leadership
+    /// for longer than a follower waits before campaigning: it is cut off,
+    /// and a write proposed here would wait for a quorum that is not
+    /// there (openraft 0.9 does not step such a leader down).
+    pub fn leadership_lapsed(&self) -> bool {
+        let m = self.raft.metrics().borrow().clone();
+        if m.state != ServerState::Leader {
+            return false;
+        }
+        let leadership = Leadership {
+            me: self.id,
+            vote: &m.vote,
+            membership: m.membership_config.membership(),
+        };
+        let now = Instant::now();
+        let lapse = Duration::from_millis(self.config.settings.election_timeout_max_ms);
+        match self.quorum.confirmed_at(&leadership, now) {
+            Some(t) => now.saturating_duration_since(t) > lapse,
+            // Newly elected, no heartbeat answered yet: the election itself
+            // was a quorum's answer.
+            None => false,
+        }
+    }
+
+    /// Waits until the known leader changes, a short pause passes, or the
+    /// deadline; fails with `NoLeader` at the deadline.
+    pub async fn await_leader_change(&self, deadline: Instant) -> Result<(), NodeError> {
+        let mut metrics = self.raft.metrics();
+        let before = metrics.borrow_and_update().current_leader;
+        let pause_end = Instant::now() + RETRY_PAUSE;
+        tokio::select! {
+            _ = metrics.wait_for(|m| m.current_leader != before && m.current_leader.is_some()) => {}
+            _ = tokio::time::sleep_until(pause_end.min(deadline)) => {}
+            _ = self.shutdown.stopped() => return Err(NodeError::ShuttingDown),
+        }
+        if Instant::now() >= deadline {
+            return Err(NodeError::NoLeader);
+        }
+        Ok(())
+    }
+
+    /// Waits until this replica has applied `index`.
+    pub async fn await_applied(&self, index: u64, deadline: Instant) -> Result<(), NodeError> {
+        let mut applied = self.shared.applied_index.subscribe();
+        tokio::select! {
+            result = applied.wait_for(|a| *a >= index) => result.map(|_| ()).map_err(|_| NodeError::ShuttingDown),
+            _ = tokio::time::sleep_until(deadline) => Err(NodeError::NoLeader),
+            _ = self.shutdown.stopped() => Err(NodeError::ShuttingDown),
+        }
+    }
+
+    /// True once the membership is known (the cluster was initialized).
+    pub fn is_initialized_now(&self) -> bool {
+        self.raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .nodes()
+            .next()
+            .is_some()
+    }
+}

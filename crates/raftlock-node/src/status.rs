@@ -1,0 +1,91 @@
+//! The cluster as this member sees it: roles, term, log and apply
+//! positions, and health, for `GET /v1/cluster`, `/v1/health`, the CLI's
+//! `status` and metrics.
+
+use serde::{Deserialize, Serialize};
+
+use crate::node::Node;
+use crate::typ::NodeId;
+
+/// A member as this node sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberStatus {
+    pub id: NodeId,
+    pub api_addr: String,
+    pub raft_addr: String,
+    pub role: String,
+    /// False for a learner (being added: receives the log, does not vote).
+    pub voter: bool,
+    /// Known for this node, and for followers when this node leads.
+    pub applied_index: Option<u64>,
+}
+
+/// The cluster as this node sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterStatus {
+    pub id: NodeId,
+    pub leader_id: Option<NodeId>,
+    pub term: u64,
+    pub last_log_index: Option<u64>,
+    pub committed_index: Option<u64>,
+    pub applied_index: u64,
+    pub members: Vec<MemberStatus>,
+}
+
+impl Node {
+    /// The cluster as this node sees it.
+    pub fn status(&self) -> ClusterStatus {
+        let m = self.replica.raft.metrics().borrow().clone();
+        let applied_index = m.last_applied.map_or(0, |l| l.index);
+        let matched = m.replication.clone().unwrap_or_default();
+        let voters: std::collections::BTreeSet<NodeId> =
+            m.membership_config.membership().voter_ids().collect();
+        let members = m
+            .membership_config
+            .nodes()
+            .map(|(id, member)| {
+                let role = if !voters.contains(id) {
+                    "learner"
+                } else if Some(*id) == m.current_leader {
+                    "leader"
+                } else if *id == m.id {
+                    if m.state == openraft::ServerState::Candidate {
+                        "candidate"
+                    } else {
+                        "follower"
+                    }
+                } else {
+                    "follower"
+                };
+                MemberStatus {
+                    id: *id,
+                    api_addr: member.api_addr.clone(),
+                    raft_addr: member.raft_addr.clone(),
+                    role: role.to_string(),
+                    voter: voters.contains(id),
+                    applied_index: if *id == m.id {
+                        Some(applied_index)
+                    } else {
+                        matched.get(id).cloned().flatten().map(|l| l.index)
+                    },
+                }
+            })
+            .collect();
+        ClusterStatus {
+            id: m.id,
+            leader_id: m.current_leader,
+            term: m.current_term,
+            last_log_index: m.last_log_index,
+            committed_index: m.last_applied.map(|l| l.index),
+            applied_index,
+            members,
+        }
+    }
+
+    /// True when a leader is known and this replica has applied what it
+    /// has in its log.
+    pub fn is_healthy(&self) -> bool {
+        let m = self.replica.raft.metrics().borrow().clone();
+        m.current_leader.is_some() && m.last_applied.map(|l| l.index) >= m.last_log_index
+    }
+}

@@ -1,0 +1,120 @@
+//! Below the routes: accepting connections and reading requests with
+//! deadlines, so slow or stalled clients (slowloris) cannot pin
+//! connections, tasks and buffers forever.
+//!
+//! `axum::serve` exposes no header read timeout, so this is its accept
+//! loop with hyper's HTTP/1 connection builder configured directly:
+//! headers must arrive within `header_read_timeout_ms` (hyper closes the
+//! connection otherwise), and a middleware reads each body within
+//! `body_read_timeout_ms`. HTTP/1 only: no client of the API speaks h2c,
+//! and hyper's HTTP/2 server has no header deadline of this kind.
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+
+use crate::error::ApiError;
+
+/// Serves `app` on `listener` until `shutdown` completes, then stops
+/// accepting and waits for every open connection to finish its
+/// in-flight request (idle keep-alive connections close at once).
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    header_read_timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    // The timer is what makes hyper enforce the header deadline at all.
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let connection =
+            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A header timeout, a reset or a malformed request: the
+            // client's problem, worth a debug line at most.
+            if let Err(e) = connection.await {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// An accept error either concerns one connection (skip it) or the
+/// listener (out of file descriptors: pause instead of spinning), as
+/// `axum::serve` does.
+async fn accept_failed(error: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        error.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::warn!("cannot accept a connection: {error}; pausing 1 s");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// How a request body must arrive: its size and time budget.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimits {
+    pub max_bytes: usize,
+    pub timeout: Duration,
+}
+
+/// Middleware: reads the whole request body within `limits.timeout` and
+/// hands the handlers a buffered body. API bodies are small JSON, so
+/// buffering them here costs one copy and makes the deadline cover the
+/// whole body, however slowly it trickles in.
+pub(crate) async fn read_body(
+    State(limits): State<BodyLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let read = Limited::new(body, limits.max_bytes).collect();
+    match tokio::time::timeout(limits.timeout, read).await {
+        Ok(Ok(collected)) => {
+            let body = Body::from(collected.to_bytes());
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => ApiError::too_large(
+            format!("request body over the limit of {} bytes", limits.max_bytes),
+        )
+        .into_response(),
+        Ok(Err(e)) => {
+            ApiError::bad_request(format!("cannot read the request body: {e}")).into_response()
+        }
+        Err(_) => ApiError::request_timeout(format!(
+            "the request body did not arrive within {} ms",
+            limits.timeout.as_millis()
+        ))
+        .into_response(),
+    }
+}

@@ -1,0 +1,87 @@
+//! Admission limits that keep one client from filling a shared cluster:
+//! sessions in total and per owner label, waiters per lock or election.
+//! Over a limit the answer is `429 too_many_requests` with `Retry-After`,
+//! and nothing is proposed.
+//!
+//! # Where the check runs, and why there
+//!
+//! The member that takes the request checks its own replica (a stale
+//! read: no Raft round trip) before it proposes the write. The other
+//! place, a check in the core state machine at apply time, would be
+//! exact, but the limits would then have to travel inside every
+//! `OpenSession`/`Acquire` log entry (apply must not read a member's own
+//! config, or two members with different files would diverge), which
+//! changes the log format, and a per-owner count would need an owner index
+//! in the replicated state. The price of checking at the edge: opens or
+//! acquires that are in flight at the same moment all see the same count,
+//! so the cluster can overshoot a limit by as many as run concurrently
+//! (plus what a follower's replica has not applied yet). That is fine for
+//! what these limits are for (bounding memory and queue length within a
+//! margin), not for quotas that must be exact.
+
+use raftlock_core::{QueueKind, SessionId};
+use raftlock_node::Consistency;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Refuses a new session when the cluster, or the owner label, is full.
+pub(crate) async fn check_open(app: &AppState, owner: &str) -> Result<(), ApiError> {
+    let max_total = app.config.max_sessions;
+    let max_owned = app.config.max_sessions_per_owner;
+    let (total, owned) = app
+        .node
+        .read(Consistency::Stale, |s| {
+            let owned = max_owned.map(|_| s.sessions_owned_by(owner));
+            (s.session_count(), owned)
+        })
+        .await?;
+    if total >= max_total {
+        return Err(ApiError::too_many_requests(format!(
+            "the cluster holds {total} sessions, its limit (api.max_sessions = {max_total}); \
+             close unused sessions or retry later"
+        )));
+    }
+    if let (Some(max), Some(owned)) = (max_owned, owned) {
+        if owned >= max {
+            let shown: String = owner.chars().take(64).collect();
+            return Err(ApiError::too_many_requests(format!(
+                "owner {shown:?} holds {owned} sessions, its limit \
+                 (api.max_sessions_per_owner = {max})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a waiting acquire or campaign that would queue one waiter too
+/// many. A session already in the queue passes (its retry re-attaches to
+/// its node and adds nothing), and so does a try-lock (it never queues).
+pub(crate) async fn check_queue(
+    app: &AppState,
+    kind: QueueKind,
+    name: &str,
+    session: SessionId,
+    waits: bool,
+) -> Result<(), ApiError> {
+    if !waits {
+        return Ok(());
+    }
+    let max = app.config.max_waiters_per_lock;
+    let (queued, mine) = app
+        .node
+        .read(Consistency::Stale, |s| s.queue_place(kind, name, session))
+        .await?;
+    // `queued` counts the holder: a new node would be waiter number `queued`.
+    if !mine && queued > max {
+        let what = match kind {
+            QueueKind::Lock => "lock",
+            QueueKind::Election => "election",
+        };
+        return Err(ApiError::too_many_requests(format!(
+            "{what} {name} has {} waiters, its limit (api.max_waiters_per_lock = {max})",
+            queued - 1
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! Which member a client talks to.
+//!
+//! Real clients do not spray requests over the cluster. raftlock's HTTP
+//! client sticks to the endpoint that last answered, and an embedded
+//! application only ever talks to the node in its own process. A safety
+//! bug that only one member has (a leader cut off from the majority that
+//! keeps renewing sessions from memory, issue 10) is invisible to clients
+//! that reach it one request in three, so the default is [`Routing::Sticky`].
+//!
+//! - [`Routing::Sticky`]: client `i` starts on member `i mod n`; its ops
+//!   *and* keepalives go there until a request is not delivered or not
+//!   answered (refused connection, timeout, dropped connection, a member
+//!   shutting down), then it moves to the next member. `no_leader` is an
+//!   answer: the client stays (like an embedded client, which has no other
+//!   node to go to), so clients of an isolated member stay with it.
+//! - [`Routing::Random`]: every request to a random member (the old
+//!   behaviour; keepalives too).
+//! - [`Routing::Embedded`]: client `i` lives in member `i mod n`
+//!   (`raftlock-jepsen member`) and never moves; requests go to that
+//!   member's control endpoint, see [`crate::member`].
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rand::rngs::StdRng;
+use rand::Rng;
+
+/// How clients pick the member for each request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Routing {
+    /// Stay on one member until it fails to answer.
+    #[default]
+    Sticky,
+    /// A random member per request.
+    Random,
+    /// Clients embedded in the members' processes.
+    Embedded,
+}
+
+impl Routing {
+    /// The name on the command line (`--clients`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Routing::Sticky => "sticky",
+            Routing::Random => "random",
+            Routing::Embedded => "embedded",
+        }
+    }
+}
+
+impl fmt::Display for Routing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Routing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "sticky" => Ok(Routing::Sticky),
+            "random" => Ok(Routing::Random),
+            "embedded" => Ok(Routing::Embedded),
+            other => Err(format!(
+                "unknown client mode {other:?}; known: sticky, random, embedded"
+            )),
+        }
+    }
+}
+
+/// Error codes that say a request was not delivered or not answered:
+/// the only reasons a sticky client leaves its member.
+const UNREACHABLE: &[&str] = &["connect", "http_timeout", "transport", "shutting_down"];
+
+/// One client's member, shared by its op loop and its keepalive task.
+#[derive(Debug)]
+pub struct Route {
+    /// How this client routes.
+    routing: Routing,
+    /// Member ids of the cluster.
+    nodes: Vec<u64>,
+    /// The member a sticky or embedded client talks to now.
+    home: AtomicU64,
+}
+
+impl Route {
+    /// Client `idx`'s route: it starts on member `idx mod n`.
+    pub fn new(routing: Routing, nodes: Vec<u64>, idx: usize) -> Route {
+        let home = nodes.get(idx % nodes.len().max(1)).copied().unwrap_or(1);
+        Route {
+            routing,
+            nodes,
+            home: AtomicU64::new(home),
+        }
+    }
+
+    /// The member for the next request.
+    pub fn pick(&self, rng: &mut StdRng) -> u64 {
+        match self.routing {
+            Routing::Random if !self.nodes.is_empty() => {
+                self.nodes[rng.random_range(0..self.nodes.len())]
+            }
+            _ => self.home.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The member a sticky or embedded client is attached to (`None` for
+    /// random routing, which attaches to nobody).
+    pub fn attached(&self) -> Option<u64> {
+        (self.routing != Routing::Random).then(|| self.home.load(Ordering::Relaxed))
+    }
+
+    /// Notes the outcome of a request to `node` (its error code, `None`
+    /// for an answer): a sticky client moves to the next member when
+    /// `node` did not answer. Concurrent failures (op loop and keepalive)
+    /// move it once.
+    pub fn observe(&self, node: u64, code: Option<&str>) {
+        if self.routing != Routing::Sticky || !code.is_some_and(|c| UNREACHABLE.contains(&c)) {
+            return;
+        }
+        let Some(pos) = self.nodes.iter().position(|&n| n == node) else {
+            return;
+        };
+        let next = self.nodes[(pos + 1) % self.nodes.len()];
+        let _ = self
+            .home
+            .compare_exchange(node, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn sticky_moves_only_when_unanswered() {
+        let route = Route::new(Routing::Sticky, vec![1, 2, 3], 4);
+        let mut rng = StdRng::seed_from_u64(1);
+        assert_eq!(route.pick(&mut rng), 2);
+        route.observe(2, None);
+        route.observe(2, Some("no_leader"));
+        route.observe(2, Some("session_not_found"));
+        assert_eq!(route.pick(&mut rng), 2);
+        route.observe(2, Some("connect"));
+        assert_eq!(route.pick(&mut rng), 3);
+        // A late failure report about the old member does not move it on.
+        route.observe(2, Some("http_timeout"));
+        assert_eq!(route.attached(), Some(3));
+        route.observe(3, Some("http_timeout"));
+        assert_eq!(route.pick(&mut rng), 1);
+    }
+
+    #[test]
+    fn embedded_never_moves_and_random_attaches_to_nobody() {
+        let route = Route::new(Routing::Embedded, vec![1, 2, 3], 0);
+        route.observe(1, Some("connect"));
+        assert_eq!(route.attached(), Some(1));
+        let random = Route::new(Routing::Random, vec![1, 2, 3], 0);
+        assert_eq!(random.attached(), None);
+        let mut rng = StdRng::seed_from_u64(3);
+        let picks: std::collections::BTreeSet<u64> =
+            (0..100).map(|_| random.pick(&mut rng)).collect();
+        assert_eq!(picks.len(), 3);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for r in [Routing::Sticky, Routing::Random, Routing::Embedded] {
+            assert_eq!(r.name().parse::<Routing>(), Ok(r));
+        }
+        assert!("bogus".parse::<Routing>().is_err());
+    }
+}
