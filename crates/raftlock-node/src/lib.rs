@@ -22,6 +22,7 @@ mod local;
 mod network;
 mod node;
 mod ops;
+mod quorum;
 mod replica;
 mod routes;
 mod shutdown;

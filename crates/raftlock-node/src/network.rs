@@ -22,8 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::config::NodeConfig;
-use crate::replica::quorum::QuorumClock;
-use crate::replica::Replica;
+use crate::quorum::QuorumClock;
 use crate::typ::{LogId, Member, NodeId, TypeConfig};
 
 /// Route of each RPC on the peer's internal listener.
@@ -77,7 +76,7 @@ impl PeerClient {
     }
 
     /// Records the Raft addresses of the membership's members (see
-    /// [`follow_membership`]); the config still wins for the members it
+    /// `replica::membership::follow_membership`); the config still wins for the members it
     /// lists.
     pub(crate) fn learn<'a>(&self, members: impl Iterator<Item = (&'a NodeId, &'a Member)>) {
         let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
@@ -151,27 +150,6 @@ impl PeerClient {
             .await
             .map_err(|e| CallError::NoAnswer(e.to_string()))?;
         bincode::deserialize(&bytes).map_err(|e| CallError::NoAnswer(format!("bad answer: {e}")))
-    }
-}
-
-/// Keeps the peer client's address book in step with the membership this
-/// node knows (from its log or snapshot, and from the leader), so a
-/// follower can forward to, and vote with, members added at run time.
-/// Removed members are kept: a stale address is harmless, and a leader
-/// removed from the membership may still be the one to forward to.
-pub(crate) async fn follow_membership(replica: Arc<Replica>) {
-    let mut metrics = replica.raft.metrics();
-    loop {
-        {
-            let m = metrics.borrow_and_update();
-            replica
-                .peers
-                .learn(m.membership_config.membership().nodes());
-        }
-        tokio::select! {
-            changed = metrics.changed() => if changed.is_err() { return },
-            _ = replica.shutdown.stopped() => return,
-        }
     }
 }
 

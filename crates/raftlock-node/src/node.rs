@@ -11,8 +11,8 @@ use tokio::task::JoinHandle;
 
 use crate::config::{ConfigError, NodeConfig};
 use crate::network::{route, Network, PeerClient};
+use crate::quorum::QuorumClock;
 use crate::replica::proposer::{self, Proposer};
-use crate::replica::quorum::QuorumClock;
 use crate::replica::Replica;
 use crate::shutdown::Shutdown;
 use crate::state_machine::{Shared, StateMachineStore};
@@ -181,7 +181,9 @@ impl Node {
         node.spawn(crate::leader::watch_leadership(replica.clone()));
         node.spawn(crate::leader::expire_sessions(replica.clone()));
         node.spawn(proposer::run(replica.clone(), proposals));
-        node.spawn(crate::network::follow_membership(replica.clone()));
+        node.spawn(crate::replica::membership::follow_membership(
+            replica.clone(),
+        ));
         if bootstrap {
             node.bootstrap().await?;
         }

@@ -10,6 +10,7 @@
 //! catch up in time stays a learner and keeps receiving the log.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::error::{ClientWriteError, RaftError};
@@ -278,6 +279,27 @@ impl Replica {
                 }
                 _ = self.shutdown.stopped() => return Err(NodeError::ShuttingDown),
             }
+        }
+    }
+}
+
+/// Keeps the peer client's address book in step with the membership this
+/// node knows (from its log or snapshot, and from the leader), so a
+/// follower can forward to, and vote with, members added at run time.
+/// Removed members are kept: a stale address is harmless, and a leader
+/// removed from the membership may still be the one to forward to.
+pub(crate) async fn follow_membership(replica: Arc<Replica>) {
+    let mut metrics = replica.raft.metrics();
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            replica
+                .peers
+                .learn(m.membership_config.membership().nodes());
+        }
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() { return },
+            _ = replica.shutdown.stopped() => return,
         }
     }
 }

@@ -11,7 +11,6 @@ pub(crate) mod at_leader;
 pub(crate) mod keepalive;
 pub(crate) mod membership;
 pub(crate) mod proposer;
-pub(crate) mod quorum;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,11 +22,11 @@ use tokio::time::Instant;
 use crate::config::NodeConfig;
 use crate::error::NodeError;
 use crate::network::PeerClient;
+use crate::quorum::{Leadership, QuorumClock};
 use crate::shutdown::Shutdown;
 use crate::state_machine::Shared;
 use crate::typ::{NodeId, Raft};
 use proposer::Proposer;
-use quorum::{Leadership, QuorumClock};
 
 /// Pause between attempts while a known leader cannot be reached, so a
 /// dead leader is not hammered until the election settles.
