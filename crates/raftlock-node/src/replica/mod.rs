@@ -112,7 +112,10 @@ impl Replica {
     /// and a write proposed here would wait for a quorum that is not
     /// there (openraft 0.9 does not step such a leader down).
     pub fn leadership_lapsed(&self) -> bool {
-        let m = self.raft.metrics().borrow().clone();
+        // Every write asks: read the metrics in place rather than cloning
+        // them (membership maps included) each time.
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
         if m.state != ServerState::Leader {
             return false;
         }
