@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod acquire;
+mod auth;
 mod backup;
 mod cluster;
 mod config;
@@ -51,6 +52,7 @@ use raftlock_node::Node;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+pub use auth::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};
 pub use config::{ApiConfig, ApiConfigError};
 
 /// For the fuzz targets (`fuzz/`) and their corpus replay test: decodes
@@ -120,6 +122,10 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         max_bytes: config.max_body_bytes,
         timeout: std::time::Duration::from_millis(config.body_read_timeout_ms),
     };
+    let tokens = config
+        .auth
+        .enabled()
+        .then(|| auth::Tokens::new(&config.auth));
     let state = AppState {
         node,
         config: Arc::new(config),
@@ -142,6 +148,9 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
             body_limits,
             connection::read_body,
         ))
+        // Outside the body limits: a request without a valid token is
+        // refused before its body is read.
+        .layer(middleware::from_fn_with_state(tokens, auth::authenticate))
         .layer(middleware::map_response(json_errors))
         .with_state(state)
 }
