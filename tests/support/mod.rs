@@ -107,6 +107,19 @@ impl ProcessCluster {
         }
     }
 
+    /// Sends `token` as `Authorization: Bearer` with every request of
+    /// [`http`](Self::http) from now on (for a config with tokens).
+    pub fn use_token(&mut self, token: &str) {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let value = format!("Bearer {token}").parse().expect("header value");
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        self.http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(40))
+            .default_headers(headers)
+            .build()
+            .expect("http client");
+    }
+
     pub fn start_member(&mut self, id: u64) {
         self.spawn_member(id, &[]);
     }
