@@ -40,11 +40,11 @@ pub struct ApiConfig {
     /// proposes, so concurrent opens can overshoot by as many as are in
     /// flight at once (see `limits.rs`).
     pub max_sessions: usize,
-    /// Sessions one `owner` label may hold at most (`429`); absent (the
-    /// default) means no limit. The label is whatever the client says, so
-    /// this guards against a runaway client, not a hostile one; once
-    /// bearer tokens exist it becomes per principal. Costs a scan of all
-    /// sessions per open.
+    /// Sessions one owner may hold at most (`429`); absent (the default)
+    /// means no limit. Without tokens the owner is the `owner` label,
+    /// whatever the client says (a guard against a runaway client, not a
+    /// hostile one); with tokens it is the principal (the token's name).
+    /// Costs a scan of all sessions per open.
     pub max_sessions_per_owner: Option<usize>,
     /// Sessions waiting in one lock or election queue (the holder not
     /// counted) at most; one more waiting acquire or campaign is `429`.
