@@ -9,6 +9,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::common::{Reply, TestCluster};
+use crate::observe::Events;
 
 const OPS: &str = "ops-secret";
 const BILLING: &str = "billing-secret";
@@ -316,6 +317,15 @@ async fn sessions_are_isolated_between_principals() {
     )
     .await
     .expect(201, "billing's ephemeral node");
+    call(
+        &c,
+        Some(BILLING),
+        Method::POST,
+        "/v1/locks/billing/y/acquire",
+        acquire(&b),
+    )
+    .await
+    .expect(200, "billing holds billing/y, which shop may not read");
     // shop queues behind it (the wait ends, the node stays queued).
     let queued = call(
         &c,
@@ -393,7 +403,44 @@ async fn sessions_are_isolated_between_principals() {
         Some(1),
         "{listed}"
     );
+    assert_eq!(listed["locks"][0]["lock"], "shared/x");
     assert_eq!(listed["locks"][0]["holder"]["session_id"], Value::Null);
+    let everything = call(&c, Some(OPS), Method::GET, "/v1/locks", None).await;
+    let everything = everything.expect(200, "ops lists");
+    assert_eq!(
+        everything["locks"].as_array().map(Vec::len),
+        Some(2),
+        "{everything}"
+    );
+    // observe: the first event and the ones after a change are redacted.
+    let stream = c
+        .http
+        .get(format!("{}/v1/elections/shared/e/observe", c.urls[0]))
+        .bearer_auth(SHOP)
+        .send()
+        .await
+        .expect("observe");
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut events = Events {
+        response: stream,
+        buffer: String::new(),
+    };
+    let first = events.next().await;
+    assert_eq!(first["leader"]["session_id"], Value::Null, "{first}");
+    assert_eq!(first["leader"]["principal"], "billing", "{first}");
+    let proclaim = json!({"session_id": b, "value": "b2"});
+    call(
+        &c,
+        Some(BILLING),
+        Method::POST,
+        "/v1/elections/shared/e/proclaim",
+        Some(proclaim),
+    )
+    .await;
+    let changed = events.next().await;
+    assert_eq!(changed["leader"]["value"], "b2", "{changed}");
+    assert_eq!(changed["leader"]["session_id"], Value::Null, "{changed}");
+    drop(events);
     let election = call(&c, Some(SHOP), Method::GET, "/v1/elections/shared/e", None).await;
     assert_eq!(
         election.expect(200, "election")["leader"]["session_id"],
