@@ -102,9 +102,14 @@ pub async fn serve(
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let header_timeout = std::time::Duration::from_millis(config.header_read_timeout_ms);
     let stopping = Arc::new(watch::channel(false).0);
+    let tokens = config.auth.tokens.len();
     let app = build(node, config, stopping.clone());
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, "API listening");
+    if tokens > 0 {
+        tracing::info!(%addr, tokens, "API listening; bearer tokens required");
+    } else {
+        tracing::info!(%addr, "API listening; no tokens configured: the API is open");
+    }
     let shutdown = async move {
         shutdown.await;
         tracing::info!(%addr, "API shutting down");
