@@ -8,7 +8,7 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::common::{Reply, TestCluster};
+use crate::common::{raw_http, Reply, TestCluster};
 use crate::observe::Events;
 
 const OPS: &str = "ops-secret";
@@ -281,6 +281,22 @@ async fn every_route_family_answers_403_outside_the_grants() {
     // Percent-encoding cannot smuggle a name past its grant.
     let encoded = call(&c, Some(SHOP), Method::GET, "/v1/locks/%62illing/x", None).await;
     encoded.expect_error(403, "forbidden", "encoded name");
+    // Nor can dot segments climb out of a granted prefix (sent verbatim:
+    // reqwest would resolve them).
+    for path in [
+        "/v1/nodes/shop/../billing/x",
+        "/v1/nodes/shop/%2e%2e/billing/x",
+    ] {
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SHOP}\r\nConnection: close\r\n\r\n"
+        );
+        let (status, body) = raw_http(&c.urls[0], &request).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("bad_request")),
+            "{path}: {body}"
+        );
+    }
     c.shutdown().await;
 }
 
