@@ -40,7 +40,15 @@ fn secret(file: &Path) -> String {
 /// returns it with the three token files, and its client `http` sends the
 /// ops token.
 fn cluster_with_tokens(size: usize, cluster_keys: &str) -> (ProcessCluster, [PathBuf; 3]) {
-    let mut cluster = ProcessCluster::configure(size);
+    cluster_with_tokens_and_spares(size, 0, cluster_keys)
+}
+
+fn cluster_with_tokens_and_spares(
+    size: usize,
+    spares: usize,
+    cluster_keys: &str,
+) -> (ProcessCluster, [PathBuf; 3]) {
+    let mut cluster = ProcessCluster::configure_with_spares(size, spares);
     let dir = cluster.dir.path().to_path_buf();
     let (ops, ops_block) = new_token(&dir, "ops", &["=admin"]);
     let (jobs, jobs_block) = new_token(&dir, "jobs", &["jobs/=read,lock,write"]);
@@ -281,4 +289,29 @@ async fn principals_survive_a_snapshot_and_a_restart_of_every_member() {
     let (status, body) = cluster.get(1, &format!("/v1/sessions/{s}")).await;
     assert_eq!(status, 200, "ops sees every session: {body}");
     assert_eq!(body["principal"], "shop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_a_cluster_with_tokens_with_an_admin_token_only() {
+    let (mut cluster, [ops, jobs, _shop]) = cluster_with_tokens_and_spares(3, 2, "");
+    for id in 1..=3 {
+        cluster.start_member(id);
+    }
+    cluster.leader(&[1, 2, 3]).await;
+    let file = |path: &PathBuf| vec!["--token-file".to_string(), path.display().to_string()];
+    // A token that is not cluster admin cannot add the member: serve
+    // --join gives up with the server's answer.
+    cluster.start_joining_with(4, &[1, 2, 3], &file(&jobs));
+    let refused = cluster.wait_exit(4, Duration::from_secs(60));
+    assert!(
+        refused.is_some_and(|s| !s.success()),
+        "member 4 should fail to join: {refused:?}\n{}",
+        cluster.logs()
+    );
+    let log = std::fs::read_to_string(cluster.dir.path().join("node-4.log")).expect("log");
+    assert!(log.contains("403"), "{log}");
+    assert_eq!(cluster.voters(1).await, [1, 2, 3]);
+    // The admin token adds it.
+    cluster.start_joining_with(5, &[1, 2, 3], &file(&ops));
+    cluster.await_voters(&[1, 2, 3, 5], &[1, 2, 3, 5]).await;
 }
