@@ -1,5 +1,6 @@
 //! Admission limits that keep one client from filling a shared cluster:
-//! sessions in total and per owner label, waiters per lock or election.
+//! sessions in total and per owner (the label, or with tokens the
+//! principal), waiters per lock or election.
 //! Over a limit the answer is `429 too_many_requests` with `Retry-After`,
 //! and nothing is proposed.
 //!
