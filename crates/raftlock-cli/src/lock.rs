@@ -87,7 +87,9 @@ const LOST_CLEAN_UP: Duration = Duration::from_millis(500);
 
 pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
     crate::init_logging("warn");
-    let client: Arc<dyn LockClient> = Arc::new(HttpClient::new(&args.endpoints.endpoints)?);
+    let config = args.endpoints.token.http_config()?;
+    let client: Arc<dyn LockClient> =
+        Arc::new(HttpClient::with_config(&args.endpoints.endpoints, config)?);
     let owner = format!("raftlock-lock pid {}", std::process::id());
     let session = Session::open(client, &owner, args.ttl)
         .await

@@ -44,11 +44,13 @@ enum MemberCommand {
 }
 
 pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
-    let http = reqwest::Client::builder()
-        // An add waits for the new member to catch up (bounded at the
-        // leader by about a minute).
-        .timeout(Duration::from_secs(120))
-        .build()?;
+    let endpoints = match &args.command {
+        MemberCommand::List(e) => e,
+        MemberCommand::Add { endpoints, .. } | MemberCommand::Remove { endpoints, .. } => endpoints,
+    };
+    // An add waits for the new member to catch up (bounded at the leader
+    // by about a minute).
+    let http = endpoints.http(Duration::from_secs(120))?;
     let view = match args.command {
         MemberCommand::List(endpoints) => send(&http, &endpoints.endpoints, Request::List).await?,
         MemberCommand::Add {

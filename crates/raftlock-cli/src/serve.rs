@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// This member's Raft address, when the config does not list it.
     #[arg(long, value_name = "HOST:PORT", requires = "api_addr")]
     raft_addr: Option<String>,
+    /// With --join on a cluster with tokens: an admin token, to ask for
+    /// this member to be added.
+    #[command(flatten)]
+    token: crate::token::TokenArgs,
 }
 
 fn parse_peer(text: &str) -> Result<(NodeId, String), String> {
@@ -79,7 +83,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Node::start_with_listener(config, raft).await?
     };
     if joining {
-        join(&node, &args.join, &me).await?;
+        join(&node, &args.join, &me, &args.token).await?;
     }
     tracing::info!(
         id = args.id,
@@ -112,7 +116,12 @@ fn load_api_config(path: &Path) -> anyhow::Result<ApiConfig> {
 /// Asks the cluster at `endpoints` to add this member, unless it already
 /// votes (a restart). Blocks until it is a voter: the leader first brings
 /// it up to date over the Raft port this node already serves.
-async fn join(node: &Node, endpoints: &[String], me: &raftlock_node::Member) -> anyhow::Result<()> {
+async fn join(
+    node: &Node,
+    endpoints: &[String],
+    me: &raftlock_node::Member,
+    token: &crate::token::TokenArgs,
+) -> anyhow::Result<()> {
     let id = node.id();
     if node.membership().voters().contains(&id) {
         tracing::info!(id, "already a voter; not asking to join");
@@ -121,6 +130,7 @@ async fn join(node: &Node, endpoints: &[String], me: &raftlock_node::Member) -> 
     tracing::info!(id, ?endpoints, "asking the cluster to add this member");
     let http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(120))
+        .default_headers(token.headers()?)
         .build()?;
     crate::member::add(&http, endpoints, id, &me.api_addr, &me.raft_addr)
         .await

@@ -51,6 +51,24 @@ pub struct UpArgs {
     /// only seeds a fresh cluster (`raftlock member` changes it later).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=MAX_MEMBERS as i64))]
     members: u16,
+    /// Turn authentication on: a file of [[auth.tokens]] blocks (as
+    /// `raftlock token new` prints them), copied into the generated
+    /// config. Without it the local cluster needs no token.
+    #[arg(long, value_name = "FILE")]
+    auth: Option<PathBuf>,
+}
+
+/// The `[[auth.tokens]]` blocks of `--auth`, checked as a member will
+/// check them, so a bad file fails here and not in three member logs.
+fn auth_toml(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --auth {}", path.display()))?;
+    let config = raftlock_server::ApiConfig::from_cluster_toml(&text)
+        .with_context(|| format!("--auth {}", path.display()))?;
+    if !config.auth.enabled() {
+        bail!("--auth {} defines no [[auth.tokens]]", path.display());
+    }
+    Ok(format!("\n# From --auth {}\n{text}", path.display()))
 }
 
 fn cluster_toml(base_port: u16, members: u16) -> String {
@@ -86,9 +104,12 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
+    let mut toml = cluster_toml(args.base_port, members);
+    if let Some(path) = &args.auth {
+        toml += &auth_toml(path)?;
+    }
     let config = args.data_dir.join("cluster.toml");
-    std::fs::write(&config, cluster_toml(args.base_port, members))
-        .with_context(|| format!("cannot write {}", config.display()))?;
+    std::fs::write(&config, toml).with_context(|| format!("cannot write {}", config.display()))?;
     let exe = std::env::current_exe().context("cannot find the raftlock executable")?;
     let mut children = Vec::new();
     for id in 1..=members {
@@ -137,8 +158,14 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         );
     }
     say!("\nTry it:");
+    let bearer = if args.auth.is_some() {
+        say!("  (authentication is on: export RAFTLOCK_TOKEN=<a token from --auth>)");
+        " -H \"Authorization: Bearer $RAFTLOCK_TOKEN\""
+    } else {
+        ""
+    };
     say!(
-        "  curl -s -X POST {}/v1/sessions -H 'Content-Type: application/json' -d '{{\"ttl_ms\": 10000, \"owner\": \"me\"}}'",
+        "  curl -s -X POST {}/v1/sessions -H 'Content-Type: application/json'{bearer} -d '{{\"ttl_ms\": 10000, \"owner\": \"me\"}}'",
         endpoints[0]
     );
     say!("  raftlock status\n\nCtrl-C stops all {members}.");

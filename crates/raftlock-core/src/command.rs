@@ -80,6 +80,17 @@ pub enum Command {
         session: SessionId,
         value: Vec<u8>,
     },
+    /// Opens a session on behalf of an authenticated principal (the name
+    /// of the bearer token that asked, docs/security.md): only that
+    /// principal, or a cluster admin, may use the session afterwards.
+    /// Otherwise as `OpenSession`. Appended last, so logs and snapshots
+    /// written before it existed still decode (bincode numbers variants).
+    OpenSessionAs {
+        id: SessionId,
+        principal: String,
+        owner: String,
+        ttl_ms: u64,
+    },
 }
 
 impl Command {
@@ -91,6 +102,7 @@ impl Command {
         matches!(
             self,
             Command::OpenSession { .. }
+                | Command::OpenSessionAs { .. }
                 | Command::Acquire { .. }
                 | Command::CheckpointSessions { .. }
                 | Command::RenewSessions { .. }

@@ -95,6 +95,10 @@ struct ClusterFile {
     /// it through so `deny_unknown_fields` still catches typos elsewhere.
     #[serde(default, rename = "api")]
     _api: Option<toml::Table>,
+    /// `[[auth.tokens]]`: the HTTP server's too (raftlock-server's
+    /// `AuthConfig`), let through the same way.
+    #[serde(default, rename = "auth")]
+    _auth: Option<toml::Table>,
 }
 
 /// Where one member listens. Separate from its advertised [`Member`]

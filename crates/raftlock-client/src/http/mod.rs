@@ -49,6 +49,33 @@ pub struct HttpConfig {
     /// An observe stream silent for this long is reconnected (the state is
     /// re-read on connect, so nothing is missed). Default 60 s.
     pub observe_idle_timeout: Duration,
+    /// Sent as `Authorization: Bearer …` with every request, for a
+    /// cluster that defines tokens (docs/security.md). Default none.
+    pub token: Option<BearerToken>,
+}
+
+/// A bearer token for the API. Its `Debug` output hides the secret, so
+/// logging an [`HttpConfig`] does not leak it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token as `raftlock token new` printed it (surrounding
+    /// whitespace, such as a token file's newline, is dropped).
+    pub fn new(token: impl Into<String>) -> BearerToken {
+        BearerToken(token.into().trim().to_string())
+    }
+
+    /// The secret itself.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<hidden>)")
+    }
 }
 
 impl Default for HttpConfig {
@@ -58,6 +85,7 @@ impl Default for HttpConfig {
             connect_timeout: Duration::from_secs(1),
             retry: RetryPolicy::default(),
             observe_idle_timeout: Duration::from_secs(60),
+            token: None,
         }
     }
 }
@@ -173,10 +201,22 @@ impl HttpClient {
                 "endpoint {bad:?} must start with http:// (this build has no TLS)"
             )));
         }
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &config.token {
+            let mut value =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.secret()))
+                    .map_err(|_| {
+                        ClientError::BadRequest("the bearer token is not printable ASCII".into())
+                    })?;
+            // Kept out of reqwest's debug output and HTTP/2 header tables.
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .no_proxy()
+            .default_headers(headers)
             .build()
             .map_err(|e| ClientError::Internal(format!("cannot build HTTP client: {e}")))?;
         Ok(HttpClient {
@@ -357,6 +397,26 @@ mod tests {
         assert_eq!(client.endpoints(), ["http://a:1", "http://b:2"]);
         assert!(HttpClient::new(Vec::<String>::new()).is_err());
         assert!(HttpClient::new(["https://a:1"]).is_err());
+    }
+
+    #[test]
+    fn the_token_stays_out_of_debug_output() {
+        let config = HttpConfig {
+            token: Some(BearerToken::new("s3cret\n")),
+            ..HttpConfig::default()
+        };
+        let client = HttpClient::with_config(["http://a:1"], config).expect("valid");
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert_eq!(
+            client.config().token.as_ref().map(BearerToken::secret),
+            Some("s3cret")
+        );
+        let bad = HttpConfig {
+            token: Some(BearerToken::new("a\u{7f}b")),
+            ..HttpConfig::default()
+        };
+        assert!(HttpClient::with_config(["http://a:1"], bad).is_err());
     }
 
     #[test]

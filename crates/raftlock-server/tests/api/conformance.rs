@@ -48,7 +48,7 @@ async fn every_endpoint_through_every_node() {
     let session = c.get(l, &format!("/v1/sessions/{a}")).await;
     assert_eq!(
         *session.expect(200, "get session"),
-        json!({"session_id": a, "owner": "alice", "ttl_ms": 60_000, "nodes": []})
+        json!({"session_id": a, "owner": "alice", "principal": null, "ttl_ms": 60_000, "nodes": []})
     );
 
     // --- Locks ----------------------------------------------------------
