@@ -13,7 +13,7 @@ pub const RAFTLOCK: &str = env!("CARGO_BIN_EXE_raftlock");
 
 /// Free loopback ports below the ephemeral range (see
 /// `raftlock_jepsen::control::setup::free_addrs` for why not port 0).
-fn free_ports(n: usize) -> Vec<u16> {
+pub fn free_ports(n: usize) -> Vec<u16> {
     raftlock_jepsen::control::setup::free_addrs(n)
         .expect("free loopback ports")
         .iter()

@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Modules: one per resource (`sessions`, `locks`, `elections` with
-//! `observe`, `nodes`, `cluster`, `backup`, `metrics`), the long-poll shared by
+//! `observe`, `nodes`, `cluster` with `reachability`, `backup`,
+//! `metrics`), the dashboard's static files (`ui`), the long-poll shared by
 //! acquire and campaign (`acquire`), JSON-rejecting extractors
 //! (`extract`), and the single error mapping (`error`).
 
@@ -36,8 +37,10 @@ mod locks;
 mod metrics;
 mod nodes;
 mod observe;
+mod reachability;
 mod sessions;
 mod state;
+mod ui;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -144,6 +147,8 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .merge(nodes::routes())
         .merge(cluster::routes())
         .merge(backup::routes())
+        .merge(reachability::routes())
+        .merge(ui::routes())
         .route("/metrics", get(metrics::scrape))
         .fallback(no_route)
         // After every route is added: applies to the routes present.

@@ -1,6 +1,7 @@
 //! The route table of permissions, enforced before any handler runs.
 //!
-//! Every request but `/v1/health` and `/metrics` needs a valid bearer
+//! Every request but `/v1/health`, `/metrics` and the dashboard's static
+//! files (`/ui/…`) needs a valid bearer
 //! token (`401 unauthorized`), whichever route it names, so an unknown
 //! route says nothing to a caller without one. Routes that name a lock,
 //! election or node need a permission on that name (`403 forbidden`);
@@ -65,7 +66,9 @@ fn without_action(rest: &str) -> &str {
 
 fn need(method: &Method, path: &str) -> Need {
     let reading = method == Method::GET || method == Method::HEAD;
-    if path == "/v1/health" || path == "/metrics" {
+    // The dashboard's static files hold no data (`ui.rs`).
+    let dashboard = path == "/ui" || path.starts_with("/ui/");
+    if path == "/v1/health" || path == "/metrics" || dashboard {
         return Need::Nothing;
     }
     if path == "/v1/sessions" && method == Method::POST {
@@ -230,6 +233,10 @@ mod tests {
             (Method::DELETE, "/v1/nodes/a", name(Permission::Write, "a")),
             (Method::GET, "/v1/cluster", Need::Token),
             (Method::GET, "/v1/cluster/members", Need::Token),
+            (Method::GET, "/v1/cluster/reachability", Need::Token),
+            (Method::GET, "/ui", Need::Nothing),
+            (Method::GET, "/ui/app.js", Need::Nothing),
+            (Method::GET, "/uix", Need::Token),
             (Method::POST, "/v1/cluster/members", Need::ClusterAdmin),
             (Method::DELETE, "/v1/cluster/members/4", Need::ClusterAdmin),
             (Method::GET, "/v1/snapshot", Need::ClusterAdmin),

@@ -1,0 +1,169 @@
+//! `GET /v1/cluster/reachability`: can the answering member reach each
+//! member's API right now? `GET /v1/cluster` only knows what Raft knows,
+//! and a follower knows nothing of the other followers; the dashboard
+//! (`/ui`) uses this to show a dead member as down whichever member
+//! serves the page (docs/api.md).
+//!
+//! A probe opens a TCP connection to the member's `api_addr`, sends
+//! `GET /v1/health` and waits for the first bytes of an answer, all within
+//! [`PROBE_TIMEOUT`]. A connection alone is not enough: the kernel accepts
+//! connections for a stopped (SIGSTOP, swapped-out) process. Any answer
+//! counts as reachable; an HTTP status line also tells whether the member
+//! is healthy (has a leader and is caught up), and a healthy member's
+//! answer carries its applied index, so the page can show every member's
+//! lag from any member.
+
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::state::AppState;
+
+/// Bound on one probe (connect, send, first bytes back). The members are
+/// probed concurrently, so this bounds the request.
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
+
+/// The reachability routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/cluster/reachability", get(reachability))
+}
+
+#[derive(Debug, Serialize)]
+struct Probe {
+    id: u64,
+    api_addr: String,
+    reachable: bool,
+    /// `true`/`false` from the member's `/v1/health` status (200/503);
+    /// `null` when it did not answer in HTTP.
+    healthy: Option<bool>,
+    /// The member's applied index, from its healthy answer.
+    applied_index: Option<u64>,
+    /// Round trip of the probe, when it answered.
+    rtt_ms: Option<u64>,
+    /// Why not reachable.
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Reachability {
+    /// The member that probed.
+    node_id: u64,
+    timeout_ms: u64,
+    members: Vec<Probe>,
+}
+
+async fn reachability(State(app): State<AppState>) -> Json<Reachability> {
+    let status = app.node.status();
+    let probes = status
+        .members
+        .into_iter()
+        .map(|m| async move { probe(m.id, m.api_addr).await });
+    Json(Reachability {
+        node_id: status.id,
+        timeout_ms: PROBE_TIMEOUT.as_millis() as u64,
+        members: futures::future::join_all(probes).await,
+    })
+}
+
+async fn probe(id: u64, api_addr: String) -> Probe {
+    let started = Instant::now();
+    let answer = tokio::time::timeout(PROBE_TIMEOUT, ask_health(&api_addr)).await;
+    let (reachable, answer, error) = match answer {
+        Ok(Ok(answer)) => (true, answer, None),
+        Ok(Err(e)) => (false, Vec::new(), Some(e.to_string())),
+        Err(_) => (
+            false,
+            Vec::new(),
+            Some(format!("no answer within {} ms", PROBE_TIMEOUT.as_millis())),
+        ),
+    };
+    Probe {
+        id,
+        rtt_ms: reachable.then(|| started.elapsed().as_millis() as u64),
+        api_addr,
+        reachable,
+        healthy: health_of(&answer),
+        applied_index: applied_index_of(&answer),
+        error,
+    }
+}
+
+/// Bound on the answer read (a health answer is about 100 bytes).
+const MAX_ANSWER: usize = 4096;
+
+/// Connects, asks for `/v1/health`, returns what the member answered
+/// before closing the connection (at most [`MAX_ANSWER`] bytes).
+async fn ask_health(api_addr: &str) -> std::io::Result<Vec<u8>> {
+    let mut stream = TcpStream::connect(api_addr).await?;
+    let request =
+        format!("GET /v1/health HTTP/1.1\r\nHost: {api_addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while answer.len() < MAX_ANSWER {
+        match stream.read(&mut chunk).await {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            // Some bytes already came: the member answers.
+            Err(_) if !answer.is_empty() => break,
+            Err(e) => return Err(e),
+        }
+    }
+    if answer.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "closed the connection without an answer",
+        ));
+    }
+    Ok(answer)
+}
+
+/// `applied_index` of a `200` health answer's JSON body.
+fn applied_index_of(answer: &[u8]) -> Option<u64> {
+    if health_of(answer) != Some(true) {
+        return None;
+    }
+    let text = std::str::from_utf8(answer).ok()?;
+    let (_, body) = text.split_once("\r\n\r\n")?;
+    let body: serde_json::Value = serde_json::from_str(body).ok()?;
+    body.get("applied_index")?.as_u64()
+}
+
+/// `HTTP/1.1 200 …` → healthy, another status → not; not HTTP → unknown.
+fn health_of(answer: &[u8]) -> Option<bool> {
+    let head = answer.get(..answer.len().min(12))?;
+    let text = std::str::from_utf8(head).ok()?;
+    let code = text.strip_prefix("HTTP/1.")?.get(2..5)?;
+    Some(code == "200")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{applied_index_of, health_of};
+
+    #[test]
+    fn reads_the_health_status_line() {
+        assert_eq!(health_of(b"HTTP/1.1 200 OK\r\n"), Some(true));
+        assert_eq!(
+            health_of(b"HTTP/1.1 503 Service Unavailable\r\n"),
+            Some(false)
+        );
+        assert_eq!(health_of(b"\x15\x03\x03\x00\x02"), None);
+        assert_eq!(health_of(b"HTTP/1.1 2"), None);
+    }
+
+    #[test]
+    fn reads_the_applied_index_of_a_healthy_answer() {
+        let ok =
+            b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n{\"healthy\":true,\"applied_index\":42}";
+        assert_eq!(applied_index_of(ok), Some(42));
+        let no = b"HTTP/1.1 503 Service Unavailable\r\n\r\n{\"applied_index\":42}";
+        assert_eq!(applied_index_of(no), None);
+        assert_eq!(applied_index_of(b"HTTP/1.1 200 OK\r\n\r\nnot json"), None);
+    }
+}

@@ -1,0 +1,56 @@
+//! `/ui`: the operator dashboard. Three static files compiled into the
+//! binary (`crates/raftlock-server/ui/`), so every member serves the page
+//! without a build step or files on disk. The page holds no data; it reads
+//! the API from the browser (with the operator's bearer token when the
+//! cluster has tokens), so these routes are public (`auth/policy.rs`).
+
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
+use axum::http::HeaderName;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::state::AppState;
+
+const INDEX_HTML: &str = include_str!("../ui/index.html");
+const APP_JS: &str = include_str!("../ui/app.js");
+const APP_CSS: &str = include_str!("../ui/app.css");
+
+/// The page may only talk to the member that served it: no inline script,
+/// no third-party origin.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+                   connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
+                   form-action 'none'; frame-ancestors 'none'";
+
+/// The dashboard routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/ui", get(|| async { Redirect::permanent("/ui/") }))
+        .route(
+            "/ui/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
+        )
+        .route(
+            "/ui/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/ui/app.css",
+            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
+        )
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (CONTENT_TYPE, content_type),
+            // A member upgraded in place must serve its own page, not a
+            // cached one of the old version.
+            (CACHE_CONTROL, "no-cache"),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (HeaderName::from_static("content-security-policy"), CSP),
+        ],
+        body,
+    )
+        .into_response()
+}

@@ -1,0 +1,367 @@
+//! The dashboard (`/ui`) in a real browser: headless Chromium, driven
+//! through chromedriver's WebDriver HTTP protocol, against a 3-member
+//! cluster of real `raftlock serve` processes. Asserts on the page's DOM,
+//! polled with a deadline: a held lock appears with its holder and fencing
+//! token, a release makes it disappear, a killed member shows as down.
+//!
+//! Needs `chromium` and `chromedriver` (Debian packages `chromium` and
+//! `chromium-driver`): `scripts/install-chromium.sh`, which `.ci/run` calls.
+//! Without them the test fails and says so; it never skips.
+//!
+//! The screenshot goes to `target/tmp/ui.png`; with
+//! `RAFTLOCK_UI_SCREENSHOT=docs/ui.png` (a path relative to the repository)
+//! it also replaces the README's screenshot.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use support::ProcessCluster;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// `name` on the PATH, or a failure naming the install script.
+fn required_program(name: &str) -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "`{name}` is not on the PATH: the dashboard's browser test needs \
+             headless Chromium and chromedriver. Install them with \
+             scripts/install-chromium.sh (Debian packages chromium and chromium-driver)."
+        )
+    })
+}
+
+/// A chromedriver process and one browser session in it; both end on drop.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    http: reqwest::Client,
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let chromium = required_program("chromium");
+        let chromedriver = required_program("chromedriver");
+        let port = support::free_ports(1)[0];
+        let driver = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("http client");
+        let mut browser = Browser {
+            driver,
+            base,
+            session: String::new(),
+            http,
+        };
+        browser.await_driver().await;
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                // --no-sandbox: CI containers run as root, where Chromium's
+                // sandbox refuses to start.
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1360,1000",
+                         "--hide-scrollbars"]
+            }
+        }}});
+        let created = browser.command("POST", "/session", capabilities).await;
+        browser.session = created["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {created}"))
+            .to_string();
+        browser
+    }
+
+    async fn await_driver(&self) {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let status = self.http.get(format!("{}/status", self.base)).send().await;
+            if let Ok(response) = status {
+                let body: Value = response.json().await.unwrap_or(Value::Null);
+                if body["value"]["ready"] == json!(true) {
+                    return;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "chromedriver did not become ready"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// One WebDriver command; returns its `value`.
+    async fn command(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}{path}", self.base);
+        let request = match method {
+            "POST" => self.http.post(url).json(&body),
+            "DELETE" => self.http.delete(url),
+            _ => self.http.get(url),
+        };
+        let response = request.send().await.expect("WebDriver request");
+        let status = response.status();
+        let body: Value = response.json().await.expect("WebDriver JSON");
+        assert!(status.is_success(), "WebDriver {method} {path}: {body}");
+        body["value"].clone()
+    }
+
+    async fn session_command(&self, method: &str, path: &str, body: Value) -> Value {
+        let path = format!("/session/{}{path}", self.session);
+        self.command(method, &path, body).await
+    }
+
+    async fn open(&self, url: &str) {
+        self.session_command("POST", "/url", json!({"url": url}))
+            .await;
+    }
+
+    /// Runs `script` (a function body) in the page and returns its result.
+    async fn run(&self, script: &str) -> Value {
+        self.session_command(
+            "POST",
+            "/execute/sync",
+            json!({"script": script, "args": []}),
+        )
+        .await
+    }
+
+    /// Polls `script` until `done` accepts its result, or fails after the
+    /// deadline with the last result.
+    async fn wait_for(&self, what: &str, script: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let value = self.run(script).await;
+            if done(&value) {
+                return value;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the page never showed {what}; last: {value}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn screenshot(&self, path: &Path) {
+        let png = self
+            .session_command("GET", "/screenshot", Value::Null)
+            .await;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().expect("base64 screenshot"))
+            .expect("screenshot is base64");
+        std::fs::write(path, bytes).expect("write screenshot");
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// The locks table as `[{lock, holder, fencing, waiters}]`.
+const LOCK_ROWS: &str = r#"
+return [...document.querySelectorAll('#locks tbody tr[data-lock]')].map(r => ({
+  lock: r.dataset.lock,
+  holder: r.querySelector('.holder').textContent,
+  fencing: r.querySelector('.fencing').textContent,
+  waiters: [...r.querySelectorAll('.waiters li')].map(li => li.textContent),
+}));"#;
+
+/// The members table as `{id: state}`.
+const MEMBER_STATES: &str = r#"
+const out = {};
+for (const r of document.querySelectorAll('#members tbody tr[data-member-id]'))
+  out[r.dataset.memberId] = r.dataset.state;
+return out;"#;
+
+fn lock_row<'a>(rows: &'a Value, name: &str) -> Option<&'a Value> {
+    rows.as_array()?.iter().find(|r| r["lock"] == json!(name))
+}
+
+async fn acquire(cluster: &ProcessCluster, via: u64, lock: &str, session: &str) -> u64 {
+    let path = format!("/v1/locks/{lock}/acquire");
+    let (status, body) = cluster
+        .post(via, &path, json!({"session_id": session, "wait_ms": 0}))
+        .await;
+    assert_eq!(status, 200, "acquire {lock}: {body}");
+    body["fencing_token"].as_u64().expect("fencing token")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
+    let browser = Browser::start().await;
+    let mut cluster = ProcessCluster::start(3);
+    let leader = cluster.leader(&[1, 2, 3]).await;
+    let followers: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+    // Served by a follower, which learns of the other follower's death
+    // only through its own probes (GET /v1/cluster/reachability).
+    let (serving, victim) = (followers[0], followers[1]);
+
+    let worker = cluster.open_session(leader, "worker-7", 120_000).await;
+    let token = acquire(&cluster, leader, "orders/42", &worker).await;
+    let cron = cluster.open_session(leader, "cron-nightly", 120_000).await;
+    acquire(&cluster, leader, "reports/daily", &cron).await;
+    // A waiter behind worker-7, and an elected leader, for the screenshot.
+    let billing = cluster.open_session(leader, "billing-2", 120_000).await;
+    let waiting = {
+        let http = cluster.http.clone();
+        let url = cluster.url(leader, "/v1/locks/orders/42/acquire");
+        let body = json!({"session_id": billing, "wait_ms": 120_000});
+        tokio::spawn(async move { http.post(url).json(&body).send().await })
+    };
+    let (status, body) = cluster
+        .post(
+            leader,
+            "/v1/elections/scheduler/campaign",
+            json!({"session_id": cron, "value": "10.0.3.17:9000", "wait_ms": 0}),
+        )
+        .await;
+    assert_eq!(status, 200, "campaign: {body}");
+
+    browser.open(&cluster.url(serving, "/ui")).await;
+    let rows = browser
+        .wait_for("orders/42 held by worker-7", LOCK_ROWS, |rows| {
+            lock_row(rows, "orders/42").is_some_and(|r| {
+                r["holder"].as_str().is_some_and(|h| h.contains("worker-7"))
+                    && r["fencing"] == json!(token.to_string())
+                    && r["waiters"].as_array().is_some_and(|w| w.len() == 1)
+            })
+        })
+        .await;
+    let orders = lock_row(&rows, "orders/42").expect("row");
+    assert!(orders["waiters"][0]
+        .as_str()
+        .is_some_and(|w| w.contains("billing-2")));
+    assert!(lock_row(&rows, "reports/daily").is_some(), "{rows}");
+
+    let (status, body) = cluster
+        .post(
+            leader,
+            "/v1/locks/reports/daily/release",
+            json!({"session_id": cron}),
+        )
+        .await;
+    assert_eq!(status, 204, "release: {body}");
+    browser
+        .wait_for("reports/daily gone after its release", LOCK_ROWS, |rows| {
+            lock_row(rows, "orders/42").is_some() && lock_row(rows, "reports/daily").is_none()
+        })
+        .await;
+
+    let up = |states: &Value| (1..=3).all(|id| states[id.to_string()] == json!("up"));
+    browser.wait_for("every member up", MEMBER_STATES, up).await;
+    cluster.kill9(victim);
+    let states = browser
+        .wait_for(&format!("member {victim} down"), MEMBER_STATES, |states| {
+            states[victim.to_string()] == json!("down")
+        })
+        .await;
+    assert_eq!(states[serving.to_string()], json!("up"), "{states}");
+    assert_eq!(states[leader.to_string()], json!("up"), "{states}");
+
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui.png");
+    browser.screenshot(&shot).await;
+    if let Ok(target) = std::env::var("RAFTLOCK_UI_SCREENSHOT") {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        std::fs::copy(&shot, repo.join(target)).expect("copy the screenshot");
+    }
+    waiting.abort();
+}
+
+/// `raftlock token new NAME --allow GRANT`: (secret, config block).
+fn new_token(dir: &Path, name: &str, grant: &str) -> (String, String) {
+    let file = dir.join(format!("{name}.token"));
+    let output = Command::new(support::RAFTLOCK)
+        .args(["token", "new", name, "--allow", grant, "--out"])
+        .arg(&file)
+        .output()
+        .expect("raftlock token new");
+    assert!(output.status.success(), "{output:?}");
+    let secret = std::fs::read_to_string(&file).expect("token file");
+    let block = String::from_utf8(output.stdout).expect("utf-8");
+    (secret.trim().to_string(), block)
+}
+
+/// The status pill and the banner's text.
+const STATUS: &str = r#"
+const banner = document.getElementById('banner');
+return {
+  state: document.getElementById('status').dataset.state,
+  banner: banner.hidden ? '' : banner.textContent,
+};"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_asks_for_a_token_and_shows_what_it_may_read() {
+    let browser = Browser::start().await;
+    let mut cluster = ProcessCluster::configure(1);
+    let dir = cluster.dir.path().to_path_buf();
+    let (ops, ops_block) = new_token(&dir, "ops", "=admin");
+    let (jobs, jobs_block) = new_token(&dir, "jobs", "jobs/=read,lock");
+    let text = std::fs::read_to_string(&cluster.config).expect("config");
+    std::fs::write(
+        &cluster.config,
+        format!("{text}\n{ops_block}\n{jobs_block}"),
+    )
+    .expect("write config");
+    cluster.use_token(&ops);
+    cluster.start_member(1);
+    cluster.leader(&[1]).await;
+    let session = cluster.open_session(1, "nightly", 120_000).await;
+    let token = acquire(&cluster, 1, "jobs/nightly", &session).await;
+    acquire(&cluster, 1, "secret/payroll", &session).await;
+
+    // The page itself is public; its reads need a token.
+    browser.open(&cluster.url(1, "/ui/")).await;
+    browser
+        .wait_for("the token prompt", STATUS, |s| {
+            s["state"] == json!("auth")
+                && s["banner"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("requires a bearer token"))
+        })
+        .await;
+
+    browser
+        .run("sessionStorage.setItem('raftlock.token', 'not-a-token'); return null;")
+        .await;
+    browser
+        .wait_for("the refused token", STATUS, |s| {
+            s["banner"]
+                .as_str()
+                .is_some_and(|b| b.contains("token was refused") && b.contains("401"))
+        })
+        .await;
+
+    let use_jobs = format!("sessionStorage.setItem('raftlock.token', {jobs:?}); return null;");
+    browser.run(&use_jobs).await;
+    browser
+        .wait_for("live data", STATUS, |s| s["state"] == json!("live"))
+        .await;
+    let rows = browser
+        .wait_for("jobs/nightly", LOCK_ROWS, |rows| {
+            lock_row(rows, "jobs/nightly").is_some_and(|r| r["fencing"] == json!(token.to_string()))
+        })
+        .await;
+    // The listing holds only names the token may read.
+    assert!(lock_row(&rows, "secret/payroll").is_none(), "{rows}");
+}
