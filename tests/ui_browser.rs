@@ -219,6 +219,10 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
 
     let worker = cluster.open_session(leader, "worker-7", 120_000).await;
     let token = acquire(&cluster, leader, "orders/42", &worker).await;
+    // Two more holders, so the screenshot looks like a cluster in use.
+    let importer = cluster.open_session(leader, "importer-eu", 120_000).await;
+    acquire(&cluster, leader, "inventory/sku-1138", &importer).await;
+    acquire(&cluster, leader, "payments/settlement-2026-11", &importer).await;
     let cron = cluster.open_session(leader, "cron-nightly", 120_000).await;
     acquire(&cluster, leader, "reports/daily", &cron).await;
     // A waiter behind worker-7, and an elected leader, for the screenshot.

@@ -283,7 +283,8 @@ async function renderSessions(locks, details, elections) {
     const ttl = info && info.ttl_ms !== undefined ? duration(info.ttl_ms) : "—";
     return el("tr", { "data-session": s.id || "" },
       el("td", { class: "mono", title: s.id || "another principal's session: id hidden" }, s.id ? shortId(s.id) : "(hidden)"),
-      el("td", {}, who(s)),
+      // An election's leader carries no owner; the session read does.
+      el("td", {}, who(s.owner === undefined && info ? info : s)),
       el("td", {}, s.principal || "—"),
       el("td", { class: "num", title: info && info.error ? info.error : "" }, ttl),
       el("td", { class: "mono" }, s.holds.join(", ") || "—"),
@@ -364,7 +365,7 @@ function start() {
   $("token-clear").addEventListener("click", () => {
     sessionStorage.removeItem(TOKEN_KEY);
     sessionInfo.clear();
-    $("token").placeholder = "paste a token (kept in this tab only)";
+    $("token").placeholder = "paste a token (this tab only)";
   });
   if (sessionStorage.getItem(TOKEN_KEY)) $("token").placeholder = "token set for this tab";
   loop();
