@@ -2,7 +2,8 @@
 //! through chromedriver's WebDriver HTTP protocol, against a 3-member
 //! cluster of real `raftlock serve` processes. Asserts on the page's DOM,
 //! polled with a deadline: a held lock appears with its holder and fencing
-//! token, a release makes it disappear, a killed member shows as down.
+//! token, a release makes it disappear, a killed member shows as down,
+//! and the death of the member serving the page is said, not waited on.
 //!
 //! Needs `chromium` and `chromedriver` (Debian packages `chromium` and
 //! `chromium-driver`): `scripts/install-chromium.sh`, which `.ci/run` calls.
@@ -289,6 +290,20 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         std::fs::copy(&shot, repo.join(target)).expect("copy the screenshot");
     }
+
+    // The member serving the page dies: the page says so and keeps the
+    // last data, instead of waiting forever.
+    cluster.kill9(serving);
+    browser
+        .wait_for("the serving member not answering", STATUS, |s| {
+            s["state"] == json!("error")
+                && s["banner"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("does not answer"))
+        })
+        .await;
+    let rows = browser.run(LOCK_ROWS).await;
+    assert!(lock_row(&rows, "orders/42").is_some(), "{rows}");
     waiting.abort();
 }
 

@@ -8,7 +8,9 @@
 //! `GET /v1/health` and waits for the first bytes of an answer, all within
 //! [`PROBE_TIMEOUT`]. A connection alone is not enough: the kernel accepts
 //! connections for a stopped (SIGSTOP, swapped-out) process. Any answer
-//! counts as reachable; an HTTP status line also tells whether the member
+//! counts as reachable, and so does a connection the member closes (a
+//! live process did that); only a refused connection or silence until the
+//! deadline is unreachable. An HTTP status line also tells whether the member
 //! is healthy (has a leader and is caught up), and a healthy member's
 //! answer carries its applied index, so the page can show every member's
 //! lag from any member.
@@ -45,7 +47,8 @@ struct Probe {
     applied_index: Option<u64>,
     /// Round trip of the probe, when it answered.
     rtt_ms: Option<u64>,
-    /// Why not reachable.
+    /// Why not reachable: the connection failed, or nothing came back in
+    /// time.
     error: Option<String>,
 }
 
@@ -114,12 +117,8 @@ async fn ask_health(api_addr: &str) -> std::io::Result<Vec<u8>> {
             Err(e) => return Err(e),
         }
     }
-    if answer.is_empty() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "closed the connection without an answer",
-        ));
-    }
+    // An empty answer is a live process closing the connection (a TLS
+    // listener refusing plain HTTP does that): reachable, health unknown.
     Ok(answer)
 }
 
@@ -145,6 +144,7 @@ fn health_of(answer: &[u8]) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::{applied_index_of, health_of};
+    use tokio::io::AsyncReadExt;
 
     #[test]
     fn reads_the_health_status_line() {
@@ -155,6 +155,47 @@ mod tests {
         );
         assert_eq!(health_of(b"\x15\x03\x03\x00\x02"), None);
         assert_eq!(health_of(b"HTTP/1.1 2"), None);
+    }
+
+    #[tokio::test]
+    async fn a_member_that_accepts_but_never_answers_is_unreachable() {
+        // The kernel completes the handshake for a listener nobody
+        // accepts from, as for a stopped process.
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = silent.local_addr().unwrap().to_string();
+        let started = std::time::Instant::now();
+        let probe = super::probe(7, addr).await;
+        assert!(!probe.reachable, "{probe:?}");
+        assert!(probe.error.unwrap().contains("no answer within"));
+        assert!(started.elapsed() < super::PROBE_TIMEOUT * 2);
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_is_unreachable_and_a_closing_member_reachable() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let closing = tokio::spawn(async move {
+            // Reads the request, then closes without a word (as a TLS
+            // listener given plain HTTP may). Closing with the request
+            // unread would reset the connection instead.
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 256];
+            let mut read = 0;
+            while !request[..read].ends_with(b"\r\n\r\n") {
+                match stream.read(&mut request[read..]).await.unwrap() {
+                    0 => break,
+                    n => read += n,
+                }
+            }
+            drop(stream);
+        });
+        let probe = super::probe(1, addr.clone()).await;
+        assert!(probe.reachable, "{probe:?}");
+        assert_eq!(probe.healthy, None);
+        closing.await.unwrap();
+        // The listener is gone: connections are refused.
+        let probe = super::probe(1, addr).await;
+        assert!(!probe.reachable, "{probe:?}");
     }
 
     #[test]
