@@ -150,6 +150,7 @@ fn every_route(session: &str, name: &str) -> Vec<(Method, String, Option<Value>)
         (Method::DELETE, format!("/v1/nodes/{name}"), None),
         (Method::GET, "/v1/cluster".into(), None),
         (Method::GET, "/v1/cluster/members".into(), None),
+        (Method::GET, "/v1/cluster/reachability".into(), None),
         (
             Method::POST,
             "/v1/cluster/members".into(),
@@ -195,6 +196,11 @@ async fn every_route_family_answers_401_without_a_valid_token() {
     health.expect(200, "health without a token");
     let metrics = call(&c, None, Method::GET, "/metrics", None).await;
     assert_eq!(metrics.status, StatusCode::OK, "metrics without a token");
+    // So do the dashboard's static files, which hold no data (ui.rs).
+    for asset in ["/ui/", "/ui/app.js", "/ui/app.css"] {
+        let reply = call(&c, None, Method::GET, asset, None).await;
+        assert_eq!(reply.status, StatusCode::OK, "{asset} without a token");
+    }
     // The session was not touched by any of the refused requests.
     let mine = call(
         &c,
