@@ -38,6 +38,7 @@ mod metrics;
 mod nodes;
 mod observe;
 mod reachability;
+mod session_list;
 mod sessions;
 mod state;
 mod ui;
@@ -142,6 +143,7 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
     };
     Router::new()
         .merge(sessions::routes())
+        .merge(session_list::routes())
         .merge(locks::routes())
         .merge(elections::routes())
         .merge(nodes::routes())

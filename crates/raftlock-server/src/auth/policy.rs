@@ -201,6 +201,7 @@ mod tests {
                 "/v1/sessions",
                 Need::Anywhere(Permission::Lock),
             ),
+            (Method::GET, "/v1/sessions", Need::Token),
             (Method::POST, "/v1/sessions/ab/keepalive", Need::Token),
             (Method::DELETE, "/v1/sessions/ab", Need::Token),
             (Method::GET, "/v1/locks", Need::Token),

@@ -106,6 +106,7 @@ fn every_route(session: &str, name: &str) -> Vec<(Method, String, Option<Value>)
             "/v1/sessions".into(),
             Some(json!({"ttl_ms": 5000})),
         ),
+        (Method::GET, "/v1/sessions".into(), None),
         (Method::GET, format!("/v1/sessions/{session}"), None),
         (
             Method::POST,
@@ -311,6 +312,29 @@ async fn sessions_are_isolated_between_principals() {
     let c = TestCluster::start_with(config()).await;
     let b = open(&c, BILLING).await;
     let s = open(&c, SHOP).await;
+    // The session listing shows a principal its own sessions, a cluster
+    // admin every one.
+    let listed = |token: &'static str| {
+        let c = &c;
+        async move {
+            let reply = call(c, Some(token), Method::GET, "/v1/sessions", None).await;
+            let body = reply.expect(200, "session list").clone();
+            let mut ids: Vec<String> = body["sessions"]
+                .as_array()
+                .expect("sessions")
+                .iter()
+                .map(|s| s["session_id"].as_str().expect("id").to_string())
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(listed(BILLING).await, [b.clone()]);
+    assert_eq!(listed(SHOP).await, [s.clone()]);
+    assert_eq!(listed(VIEWER).await, Vec::<String>::new());
+    let mut both = vec![b.clone(), s.clone()];
+    both.sort();
+    assert_eq!(listed(OPS).await, both);
     let acquire = |session: &str| Some(json!({"session_id": session, "wait_ms": 0}));
     call(
         &c,

@@ -78,3 +78,35 @@ async fn reachability_tells_a_stopped_member_from_live_ones() {
     assert!(of(3)["rtt_ms"].is_null(), "{body}");
     c.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_list_shows_every_session_up_to_its_limit() {
+    let c = TestCluster::start().await;
+    let a = c.open_session(1, "worker-a").await;
+    let b = c.open_session(2, "worker-b").await;
+    c.acquire(0, "orders/1", &a, 0).await.expect(200, "a holds");
+    let list = c.get(0, "/v1/sessions").await;
+    let body = list.expect(200, "list");
+    assert_eq!(body["truncated"], false, "{body}");
+    let sessions = body["sessions"].as_array().expect("sessions");
+    let of = |id: &str| sessions.iter().find(|s| s["session_id"] == id).cloned();
+    let a_line = of(&a).expect("a listed");
+    assert_eq!(a_line["owner"], "worker-a");
+    assert!(a_line["ttl_ms"].as_u64().is_some());
+    let nodes = a_line["nodes"].as_array().expect("nodes");
+    assert!(nodes[0]
+        .as_str()
+        .is_some_and(|n| n.starts_with("/locks/orders/1/")));
+    assert_eq!(of(&b).expect("b listed")["owner"], "worker-b");
+
+    let one = c.get(0, "/v1/sessions?limit=1").await;
+    let body = one.expect(200, "limit 1");
+    assert_eq!(body["sessions"].as_array().map(Vec::len), Some(1));
+    assert_eq!(body["truncated"], true);
+    c.get(0, "/v1/sessions?limit=10001").await.expect_error(
+        400,
+        "bad_request",
+        "limit above the maximum",
+    );
+    c.shutdown().await;
+}
