@@ -329,8 +329,8 @@ async fn sessions_are_isolated_between_principals() {
             ids
         }
     };
-    assert_eq!(listed(BILLING).await, [b.clone()]);
-    assert_eq!(listed(SHOP).await, [s.clone()]);
+    assert_eq!(listed(BILLING).await, [b.as_str()]);
+    assert_eq!(listed(SHOP).await, [s.as_str()]);
     assert_eq!(listed(VIEWER).await, Vec::<String>::new());
     let mut both = vec![b.clone(), s.clone()];
     both.sort();
