@@ -161,6 +161,27 @@ impl Browser {
         }
     }
 
+    /// Types `text` into the element `css` selects, as a user would.
+    async fn type_into(&self, css: &str, text: &str) {
+        let found = self
+            .session_command(
+                "POST",
+                "/element",
+                json!({"using": "css selector", "value": css}),
+            )
+            .await;
+        let id = found["element-6066-11e4-a52e-4f735466cecf"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {found}"))
+            .to_string();
+        self.session_command(
+            "POST",
+            &format!("/element/{id}/value"),
+            json!({"text": text}),
+        )
+        .await;
+    }
+
     async fn screenshot(&self, path: &Path) {
         let png = self
             .session_command("GET", "/screenshot", Value::Null)
@@ -187,6 +208,14 @@ return [...document.querySelectorAll('#locks tbody tr[data-lock]')].map(r => ({
   fencing: r.querySelector('.fencing').textContent,
   waiters: [...r.querySelectorAll('.waiters li')].map(li => li.textContent),
 }));"#;
+
+/// The sessions table as `{owner: [holds, waits]}`.
+const SESSION_ROWS: &str = r#"
+const out = {};
+for (const r of document.querySelectorAll('#sessions tbody tr[data-session]'))
+  out[r.children[1].textContent] = [r.querySelector('.session-holds').textContent,
+                                    r.querySelector('.session-waits').textContent];
+return out;"#;
 
 /// The members table as `{id: state}`.
 const MEMBER_STATES: &str = r#"
@@ -258,6 +287,24 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         .as_str()
         .is_some_and(|w| w.contains("billing-2")));
     assert!(lock_row(&rows, "reports/daily").is_some(), "{rows}");
+    let sessions = browser
+        .wait_for("the sessions", SESSION_ROWS, |s| s["billing-2"].is_array())
+        .await;
+    assert_eq!(
+        sessions["billing-2"],
+        json!(["—", "orders/42"]),
+        "{sessions}"
+    );
+    assert_eq!(
+        sessions["worker-7"],
+        json!(["orders/42", "—"]),
+        "{sessions}"
+    );
+    assert_eq!(
+        sessions["cron-nightly"],
+        json!(["election scheduler, reports/daily", "—"]),
+        "{sessions}"
+    );
 
     let (status, body) = cluster
         .post(
@@ -291,6 +338,21 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         std::fs::copy(&shot, repo.join(target)).expect("copy the screenshot");
     }
 
+    // The search by prefix narrows locks and sessions alike.
+    browser.type_into("#prefix", "inventory/").await;
+    browser
+        .wait_for("only inventory/ locks", LOCK_ROWS, |rows| {
+            rows.as_array()
+                .is_some_and(|r| r.len() == 1 && r[0]["lock"] == json!("inventory/sku-1138"))
+        })
+        .await;
+    browser
+        .wait_for("only importer-eu's session", SESSION_ROWS, |s| {
+            s.as_object()
+                .is_some_and(|o| o.len() == 1 && o.contains_key("importer-eu"))
+        })
+        .await;
+
     // The member serving the page dies: the page says so and keeps the
     // last data, instead of waiting forever.
     cluster.kill9(serving);
@@ -303,7 +365,7 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         })
         .await;
     let rows = browser.run(LOCK_ROWS).await;
-    assert!(lock_row(&rows, "orders/42").is_some(), "{rows}");
+    assert!(lock_row(&rows, "inventory/sku-1138").is_some(), "{rows}");
     waiting.abort();
 }
 

@@ -12,7 +12,7 @@
 
 const POLL_MS = 1000;
 const REQUEST_TIMEOUT_MS = 3000;
-const MAX_DETAIL_READS = 100; // per round: lock queues and session TTLs
+const MAX_DETAIL_READS = 100; // lock queues read per round
 const TOKEN_KEY = "raftlock.token";
 
 const $ = (id) => document.getElementById(id);
@@ -100,7 +100,6 @@ async function api(path) {
 // ---- state kept across rounds ---------------------------------------------
 
 const firstSeen = new Map(); // "lock\0node" -> ms when this page first saw that grant
-const sessionInfo = new Map(); // session id -> {ttl_ms} or {error}
 let lastSuccess = 0;
 let lastFailure = null;
 let round = 0;
@@ -116,13 +115,14 @@ function heldSince(lock, holder, now) {
 async function refresh() {
   const prefix = $("prefix").value.trim();
   const query = prefix ? "?prefix=" + encodeURIComponent(prefix) : "";
-  const [cluster, reach, locks, elections] = await Promise.allSettled([
+  const [cluster, reach, locks, elections, sessions] = await Promise.allSettled([
     api("/v1/cluster"),
     api("/v1/cluster/reachability"),
     api("/v1/locks" + query),
     api("/v1/elections" + query),
+    api("/v1/sessions"),
   ]);
-  const failures = [cluster, reach, locks, elections].filter((r) => r.status === "rejected");
+  const failures = [cluster, reach, locks, elections, sessions].filter((r) => r.status === "rejected");
   if (cluster.status === "fulfilled") {
     renderCluster(cluster.value, reach.status === "fulfilled" ? reach.value : null);
   } else {
@@ -134,8 +134,8 @@ async function refresh() {
     renderLocks(locks.value.locks, details);
   }
   if (elections.status === "fulfilled") renderElections(elections.value.elections);
-  if (locks.status === "fulfilled" && elections.status === "fulfilled") {
-    await renderSessions(locks.value.locks, details, elections.value.elections);
+  if ([locks, elections, sessions].every((r) => r.status === "fulfilled")) {
+    renderSessions(sessions.value, locks.value.locks, elections.value.elections, prefix);
   }
   $("search-summary").textContent = prefix ? `showing names that start with “${prefix}”` : "showing every name";
   report(failures.map((r) => r.reason));
@@ -257,40 +257,51 @@ function renderElections(elections) {
   fill("elections", rows, 5, "no elections");
 }
 
-// Sessions seen as holders and waiters; their TTL from GET /v1/sessions/{id}
-// once (a session's TTL does not change).
-async function renderSessions(locks, details, elections) {
-  const sessions = new Map();
-  const entry = (s) => {
-    const key = s.session_id || "other:" + (s.principal || "") + ":" + (s.owner || "");
-    if (!sessions.has(key))
-      sessions.set(key, { id: s.session_id, owner: s.owner, principal: s.principal, holds: [], waits: [] });
-    return sessions.get(key);
-  };
-  for (const l of locks) if (l.holder) entry(l.holder).holds.push(l.lock);
-  for (const [name, d] of details) for (const w of d.waiters) entry(w).waits.push(name);
-  for (const e of elections) if (e.leader) entry(e.leader).holds.push("election " + e.election);
-  const unknown = [...sessions.values()].filter((s) => s.id && !sessionInfo.has(s.id)).slice(0, MAX_DETAIL_READS);
-  const answers = await Promise.allSettled(unknown.map((s) => api("/v1/sessions/" + s.id)));
-  answers.forEach((a, i) => {
-    const id = unknown[i].id;
-    if (a.status === "fulfilled") sessionInfo.set(id, { ttl_ms: a.value.ttl_ms, owner: a.value.owner });
-    else if (a.reason.status === 403) sessionInfo.set(id, { error: "another principal's session" });
-  });
-  $("sessions-count").textContent = `(${sessions.size})`;
-  const rows = [...sessions.values()].map((s) => {
-    const info = s.id ? sessionInfo.get(s.id) : null;
-    const ttl = info && info.ttl_ms !== undefined ? duration(info.ttl_ms) : "—";
-    return el("tr", { "data-session": s.id || "" },
-      el("td", { class: "mono", title: s.id || "another principal's session: id hidden" }, s.id ? shortId(s.id) : "(hidden)"),
-      // An election's leader carries no owner; the session read does.
-      el("td", {}, who(s.owner === undefined && info ? info : s)),
+// Sessions from GET /v1/sessions; each queue node of a session holds when
+// it is its queue's holder in the listings above, else it waits.
+function queueOf(path) {
+  for (const [root, label] of [["/locks/", ""], ["/elections/", "election "]]) {
+    if (path.startsWith(root)) {
+      const rest = path.slice(root.length);
+      const cut = rest.lastIndexOf("/");
+      if (cut > 0) return { name: rest.slice(0, cut), label: label + rest.slice(0, cut) };
+    }
+  }
+  return null;
+}
+
+function renderSessions(list, locks, elections, prefix) {
+  const holding = new Set();
+  for (const l of locks) if (l.holder) holding.add(l.holder.node);
+  for (const e of elections) if (e.leader) holding.add(e.leader.node);
+  const rows = [];
+  for (const s of list.sessions) {
+    const holds = [];
+    const waits = [];
+    const others = [];
+    let matches = !prefix;
+    for (const node of s.nodes) {
+      const queue = queueOf(node);
+      if (queue) {
+        (holding.has(node) ? holds : waits).push(queue.label);
+        matches = matches || queue.name.startsWith(prefix);
+      } else {
+        others.push(node);
+        matches = matches || node.startsWith("/" + prefix);
+      }
+    }
+    if (!matches) continue;
+    rows.push(el("tr", { "data-session": s.session_id },
+      el("td", { class: "mono", title: s.session_id }, shortId(s.session_id)),
+      el("td", {}, who(s)),
       el("td", {}, s.principal || "—"),
-      el("td", { class: "num", title: info && info.error ? info.error : "" }, ttl),
-      el("td", { class: "mono" }, s.holds.join(", ") || "—"),
-      el("td", { class: "mono" }, s.waits.join(", ") || "—"));
-  });
-  fill("sessions", rows, 6, "no sessions hold or wait on anything shown");
+      el("td", { class: "num" }, duration(s.ttl_ms)),
+      el("td", { class: "mono session-holds" }, holds.join(", ") || "—"),
+      el("td", { class: "mono session-waits" }, waits.join(", ") || "—"),
+      el("td", { class: "mono", title: others.join("\n") }, others.length ? others.join(", ") : "—")));
+  }
+  $("sessions-count").textContent = `(${rows.length}${list.truncated ? "+, list truncated" : ""})`;
+  fill("sessions", rows, 7, prefix ? "no session has a node under this prefix" : "no sessions");
 }
 
 // ---- status line and banner -------------------------------------------------
@@ -360,11 +371,9 @@ function start() {
     if (token) sessionStorage.setItem(TOKEN_KEY, token);
     $("token").value = "";
     $("token").placeholder = token ? "token set for this tab" : $("token").placeholder;
-    sessionInfo.clear();
   });
   $("token-clear").addEventListener("click", () => {
     sessionStorage.removeItem(TOKEN_KEY);
-    sessionInfo.clear();
     $("token").placeholder = "paste a token (this tab only)";
   });
   if (sessionStorage.getItem(TOKEN_KEY)) $("token").placeholder = "token set for this tab";
