@@ -353,6 +353,20 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         })
         .await;
 
+    // The leader dies too: no quorum. The page says there is no leader and
+    // keeps showing this member's replica (stale reads), not a blank page.
+    cluster.kill9(leader);
+    browser
+        .wait_for("no leader", STATUS, |s| {
+            s["state"] == json!("stale")
+                && s["banner"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("no leader") && b.contains("replica"))
+        })
+        .await;
+    let rows = browser.run(LOCK_ROWS).await;
+    assert!(lock_row(&rows, "inventory/sku-1138").is_some(), "{rows}");
+
     // The member serving the page dies: the page says so and keeps the
     // last data, instead of waiting forever.
     cluster.kill9(serving);

@@ -100,6 +100,9 @@ async function api(path) {
 // ---- state kept across rounds ---------------------------------------------
 
 const firstSeen = new Map(); // "lock\0node" -> ms when this page first saw that grant
+// Without a leader, linearizable reads cannot answer: the listings then
+// read this member's replica (`consistency=stale`) and the page says so.
+let leaderless = false;
 let lastSuccess = 0;
 let lastFailure = null;
 let round = 0;
@@ -114,23 +117,28 @@ function heldSince(lock, holder, now) {
 
 async function refresh() {
   const prefix = $("prefix").value.trim();
-  const query = prefix ? "?prefix=" + encodeURIComponent(prefix) : "";
+  const params = new URLSearchParams();
+  if (prefix) params.set("prefix", prefix);
+  if (leaderless) params.set("consistency", "stale");
+  const query = params.toString() ? "?" + params.toString() : "";
+  const stale = leaderless ? "?consistency=stale" : "";
   const [cluster, reach, locks, elections, sessions] = await Promise.allSettled([
     api("/v1/cluster"),
     api("/v1/cluster/reachability"),
     api("/v1/locks" + query),
     api("/v1/elections" + query),
-    api("/v1/sessions"),
+    api("/v1/sessions" + stale),
   ]);
   const failures = [cluster, reach, locks, elections, sessions].filter((r) => r.status === "rejected");
   if (cluster.status === "fulfilled") {
+    leaderless = cluster.value.leader_id === null;
     renderCluster(cluster.value, reach.status === "fulfilled" ? reach.value : null);
   } else {
     renderClusterUnknown(cluster.reason);
   }
   let details = new Map();
   if (locks.status === "fulfilled") {
-    details = await lockQueues(locks.value.locks);
+    details = await lockQueues(locks.value.locks, stale);
     renderLocks(locks.value.locks, details);
   }
   if (elections.status === "fulfilled") renderElections(elections.value.elections);
@@ -138,14 +146,18 @@ async function refresh() {
     renderSessions(sessions.value, locks.value.locks, elections.value.elections, prefix);
   }
   $("search-summary").textContent = prefix ? `showing names that start with “${prefix}”` : "showing every name";
-  report(failures.map((r) => r.reason));
+  // /v1/cluster is a local read: when it fails to connect or times out,
+  // the member itself is not answering (other reads may only be waiting
+  // for a leader).
+  const memberDown = cluster.status === "rejected" && cluster.reason.status === 0;
+  report(failures.map((r) => r.reason), memberDown);
 }
 
 // Waiters in queue order need the lock's own read; only locks with waiters.
-async function lockQueues(locks) {
+async function lockQueues(locks, stale) {
   const waiting = locks.filter((l) => l.waiters > 0).slice(0, MAX_DETAIL_READS);
   const answers = await Promise.allSettled(
-    waiting.map((l) => api("/v1/locks/" + l.lock.split("/").map(encodeURIComponent).join("/")))
+    waiting.map((l) => api("/v1/locks/" + l.lock.split("/").map(encodeURIComponent).join("/") + stale))
   );
   const out = new Map();
   answers.forEach((a, i) => {
@@ -306,12 +318,22 @@ function renderSessions(list, locks, elections, prefix) {
 
 // ---- status line and banner -------------------------------------------------
 
-function report(errors) {
+function report(errors, memberDown) {
   const now = Date.now();
   const status = $("status");
   const banner = $("banner");
   const auth = errors.find((e) => e.status === 401 || e.status === 403);
-  if (errors.length === 0) {
+  if (errors.length === 0 && leaderless) {
+    lastSuccess = now;
+    lastFailure = null;
+    status.setAttribute("data-state", "stale");
+    status.textContent = "no leader";
+    document.body.classList.remove("stale");
+    banner.hidden = false;
+    banner.setAttribute("data-kind", "error");
+    banner.textContent = "The cluster has no leader: writes fail with no_leader. Locks and sessions below are " +
+      "this member's replica as last applied (stale reads); they may be behind the cluster.";
+  } else if (errors.length === 0) {
     lastSuccess = now;
     lastFailure = null;
     status.setAttribute("data-state", "live");
@@ -320,7 +342,7 @@ function report(errors) {
     banner.hidden = true;
   } else {
     if (!lastFailure) lastFailure = now;
-    const down = errors.every((e) => e.status === 0);
+    const down = memberDown;
     status.setAttribute("data-state", auth ? "auth" : down ? "error" : "stale");
     status.textContent = auth ? "token needed" : down ? "member not answering" : "partly stale";
     document.body.classList.toggle("stale", down || !!auth);
@@ -337,7 +359,7 @@ function report(errors) {
         "Data below is from " + (lastSuccess ? clock(lastSuccess) : "never") + "; open /ui on another member.";
     } else {
       const first = errors[0];
-      banner.textContent = `Some reads failed: ${first.status} ${first.code}: ${first.message}` +
+      banner.textContent = `Some reads failed: ${first.status || ""} ${first.code}: ${first.message}` +
         (first.code === "no_leader" ? " (the cluster has no leader: linearizable reads wait for one)" : "");
     }
   }
@@ -351,7 +373,7 @@ async function loop() {
   try {
     await refresh();
   } catch (e) {
-    report([e instanceof ApiError ? e : new ApiError(0, "error", String(e))]);
+    report([e instanceof ApiError ? e : new ApiError(0, "error", String(e))], false);
   }
   round += 1;
   document.body.setAttribute("data-round", round);
