@@ -151,6 +151,7 @@ impl Node {
         consistency: Consistency,
         f: impl FnOnce(&StateMachine) -> T,
     ) -> Result<T, NodeError> {
+        self.replica.refuse_if_replaced()?;
         if consistency == Consistency::Linearizable {
             self.replica.linearizable_barrier().await?;
         }
@@ -215,6 +216,19 @@ impl Node {
         id: crate::typ::NodeId,
     ) -> Result<crate::MembershipView, NodeError> {
         self.replica.change_member(id, None).await
+    }
+
+    /// This member's data-directory identity: member id, incarnation and
+    /// cluster id (docs/design.md, "Member identity").
+    pub fn identity(&self) -> crate::Identity {
+        self.replica.guard.identity.get()
+    }
+
+    /// Why this member refuses to serve, while the cluster's membership
+    /// names another incarnation of it (its data was wiped): the message,
+    /// which names the fix. `None` normally.
+    pub fn replaced(&self) -> Option<String> {
+        self.replica.guard.replaced_message()
     }
 
     /// The membership as this member knows it (no read index).

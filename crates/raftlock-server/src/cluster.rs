@@ -49,6 +49,7 @@ async fn add_member(
     let member = raftlock_node::Member {
         api_addr: req.api_addr,
         raft_addr: req.raft_addr,
+        incarnation: 0,
     };
     Ok(Json(app.node.add_member(req.id, member).await?))
 }
