@@ -144,6 +144,25 @@ impl IdentityFile {
     }
 }
 
+/// Writes the identity of a data directory being seeded (a restore).
+pub(crate) fn write_new(dir: &Path, identity: &Identity) -> std::io::Result<()> {
+    write_atomically(&dir.join(FILE), &encode(identity))
+}
+
+/// A non-zero id derived from `seed` and `salt`: members restored one by
+/// one from the same backup and config derive the same incarnations and
+/// cluster id without talking to each other (`backup::restore`).
+pub(crate) fn derived(seed: &[u8], salt: &str) -> u64 {
+    let half = |part: &str| {
+        let mut h = crc32fast::Hasher::new();
+        h.update(part.as_bytes());
+        h.update(salt.as_bytes());
+        h.update(seed);
+        h.finalize() as u64
+    };
+    ((half("hi") << 32) | half("lo")).max(1)
+}
+
 /// An id as people read it in logs, the API and the CLI.
 pub fn hex(id: u64) -> String {
     format!("{id:016x}")
