@@ -322,6 +322,24 @@ async fn a_wiped_member_is_refused_then_removed_and_added_back() {
         (503, Some("member_replaced"))
     );
 
+    // The leader's member list says which member refuses, and why.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, view) = cluster.membership(leader).await;
+        let state = view["members"]
+            .as_array()
+            .and_then(|ms| ms.iter().find(|m| m["id"] == wiped))
+            .map(|m| m["state"].clone());
+        if state == Some(json!("member_replaced")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the leader does not show the refusal: {view}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
     // The others keep their leader, the lock and its queue.
     assert_eq!(cluster.leader(&others).await, leader);
     let lock = lock_state(&cluster, leader).await;

@@ -153,7 +153,7 @@ fn print_view(view: &Value) -> anyhow::Result<()> {
         }
     );
     println!(
-        "{:<6} {:<8} {:<22} {:<22} {:<16}",
+        "{:<6} {:<8} {:<22} {:<22} {:<16}  STATE",
         "ID", "KIND", "API", "RAFT", "INCARNATION"
     );
     for m in members {
@@ -163,14 +163,15 @@ fn print_view(view: &Value) -> anyhow::Result<()> {
             "learner"
         };
         println!(
-            "{:<6} {:<8} {:<22} {:<22} {:<16}",
+            "{:<6} {:<8} {:<22} {:<22} {:<16}  {}",
             m["id"]
                 .as_u64()
                 .map_or("-".to_string(), |id| id.to_string()),
             kind,
             m["api_addr"].as_str().unwrap_or("-"),
             m["raft_addr"].as_str().unwrap_or("-"),
-            m["incarnation"].as_str().unwrap_or("-")
+            m["incarnation"].as_str().unwrap_or("-"),
+            m["state"].as_str().unwrap_or("-")
         );
     }
     Ok(())

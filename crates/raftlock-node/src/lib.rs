@@ -47,6 +47,7 @@ pub use identity::{Identity, IdentityError};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};
 pub use ops::{Consistency, Grant, NodeCounters, OpenedSession};
+pub use peer_guard::PeerState;
 pub use raftlock_core as core;
 pub use replica::membership::{MembershipMember, MembershipView};
 pub use snapshot_file::SnapshotFileError;

@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::config::NodeConfig;
-use crate::peer_guard::PeerGuard;
+use crate::peer_guard::{PeerGuard, PeerState};
 use crate::quorum::QuorumClock;
 use crate::typ::{LogId, Member, NodeId, TypeConfig};
 
@@ -94,6 +94,19 @@ impl PeerClient {
         let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
         for (id, member) in members {
             known.insert(*id, member.raft_addr.clone());
+        }
+    }
+
+    /// Records how `peer` answered a Raft request (`peer_guard::PeerState`).
+    fn observe<T>(&self, peer: NodeId, answer: &Result<T, CallError>) {
+        if let Some(guard) = &self.guard {
+            guard.observe(
+                peer,
+                match answer {
+                    Ok(_) => PeerState::Ok,
+                    Err(CallError::NotSent(m) | CallError::NoAnswer(m)) => PeerState::of_failure(m),
+                },
+            );
         }
     }
 
@@ -236,7 +249,7 @@ impl PeerConnection {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
-        let answer: Result<Resp, RaftError<NodeId, E>> = self
+        let answer: Result<Result<Resp, RaftError<NodeId, E>>, CallError> = self
             .client
             .call_to(
                 self.target,
@@ -245,15 +258,16 @@ impl PeerConnection {
                 request,
                 option.hard_ttl(),
             )
-            .await
-            .map_err(|e| match e {
-                CallError::NotSent(m) => {
-                    RPCError::Unreachable(Unreachable::new(&std::io::Error::other(m)))
-                }
-                CallError::NoAnswer(m) => {
-                    RPCError::Network(NetworkError::new(&std::io::Error::other(m)))
-                }
-            })?;
+            .await;
+        self.client.observe(self.target, &answer);
+        let answer = answer.map_err(|e| match e {
+            CallError::NotSent(m) => {
+                RPCError::Unreachable(Unreachable::new(&std::io::Error::other(m)))
+            }
+            CallError::NoAnswer(m) => {
+                RPCError::Network(NetworkError::new(&std::io::Error::other(m)))
+            }
+        })?;
         answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }

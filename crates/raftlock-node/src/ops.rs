@@ -231,6 +231,21 @@ impl Node {
         self.replica.guard.replaced_message()
     }
 
+    /// How member `id` looks from here: for this member itself `ok`, or
+    /// `member_replaced` while the cluster names another incarnation of
+    /// it; for a peer, how it last answered this member's Raft requests
+    /// (`None`: this member sent it none, as a follower usually has not).
+    pub fn member_state(&self, id: crate::typ::NodeId) -> Option<crate::PeerState> {
+        if id == self.id() {
+            return Some(if self.replaced().is_some() {
+                crate::PeerState::Replaced
+            } else {
+                crate::PeerState::Ok
+            });
+        }
+        self.replica.guard.peer_state(id)
+    }
+
     /// The membership as this member knows it (no read index).
     pub fn membership(&self) -> crate::MembershipView {
         self.replica.membership_view()

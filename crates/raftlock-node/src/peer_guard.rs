@@ -9,6 +9,7 @@
 //! its new incarnation in the membership (docs/design.md, "Member
 //! identity").
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -31,10 +32,50 @@ pub(crate) struct Replaced {
     pub from: NodeId,
 }
 
+/// How a peer last answered this member's Raft requests (a leader sends
+/// them to every member; a follower mostly to none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerState {
+    /// It answered.
+    Ok,
+    /// It refused: it is another incarnation than the membership names
+    /// (its data was wiped).
+    Replaced,
+    /// It refused: it belongs to another cluster.
+    OtherCluster,
+    /// No answer (down, partitioned, or too slow).
+    Unreachable,
+}
+
+impl PeerState {
+    /// The name the API and the CLI show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerState::Ok => "ok",
+            PeerState::Replaced => "member_replaced",
+            PeerState::OtherCluster => "other_cluster",
+            PeerState::Unreachable => "unreachable",
+        }
+    }
+
+    /// Classifies a refusal's or failure's message (`network::CallError`).
+    pub(crate) fn of_failure(message: &str) -> Self {
+        if message.contains("member_replaced:") {
+            PeerState::Replaced
+        } else if message.contains("other_cluster:") {
+            PeerState::OtherCluster
+        } else {
+            PeerState::Unreachable
+        }
+    }
+}
+
 /// This member's identity and what the guard last concluded.
 pub(crate) struct PeerGuard {
     pub identity: IdentityFile,
     replaced: Mutex<Option<Replaced>>,
+    /// How each peer last answered this member's Raft requests.
+    peers: Mutex<BTreeMap<NodeId, PeerState>>,
 }
 
 /// A refusal: status and a message naming the cause and the fix.
@@ -45,7 +86,25 @@ impl PeerGuard {
         PeerGuard {
             identity,
             replaced: Mutex::new(None),
+            peers: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Records how `peer` answered a Raft request.
+    pub(crate) fn observe(&self, peer: NodeId, state: PeerState) {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        if peers.insert(peer, state) != Some(state) && state == PeerState::Replaced {
+            tracing::warn!(
+                peer,
+                "member {peer} refuses this cluster's requests: its data was wiped; run `raftlock member remove {peer}`, then add it again"
+            );
+        }
+    }
+
+    /// How `peer` last answered, if this member has sent it anything.
+    pub(crate) fn peer_state(&self, peer: NodeId) -> Option<PeerState> {
+        let peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers.get(&peer).copied()
     }
 
     /// The headers of a request to a peer whose membership entry names

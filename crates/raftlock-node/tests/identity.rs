@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{eventually, settings, Cluster, WAIT};
-use raftlock_node::{Consistency, Member, MembershipError, Node, NodeConfig, NodeError};
+use raftlock_node::{Consistency, Member, MembershipError, Node, NodeConfig, NodeError, PeerState};
 use tokio::net::TcpListener;
 
 /// The members other than `id` agree on a leader that is not `id`.
@@ -98,6 +98,12 @@ async fn a_wiped_member_is_refused_until_removed_and_added_again() {
         .keepalive(kept.id)
         .await
         .expect("the two others still commit");
+    let leading = cluster.node(settled).clone();
+    eventually("the leader to see the refusal", WAIT, || {
+        leading.member_state(wiped) == Some(PeerState::Replaced)
+    })
+    .await;
+    assert_eq!(node.member_state(wiped), Some(PeerState::Replaced));
 
     // The fix the message names: remove it, then add it back.
     let survivor = cluster.node(settled).clone();
@@ -116,6 +122,11 @@ async fn a_wiped_member_is_refused_until_removed_and_added_again() {
     })
     .await;
     assert_eq!(node.identity().cluster_id, cluster_id, "it learnt the id");
+    assert_eq!(node.member_state(wiped), Some(PeerState::Ok));
+    eventually("the leader to reach it again", WAIT, || {
+        survivor.member_state(wiped) == Some(PeerState::Ok)
+    })
+    .await;
     let sessions = node
         .read(Consistency::Linearizable, |sm| {
             sm.session(kept.id).is_some()

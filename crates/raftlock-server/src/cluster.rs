@@ -48,10 +48,14 @@ struct MembershipMember {
     /// names (docs/design.md, "Member identity").
     incarnation: String,
     voter: bool,
+    /// How the member looks from the answering one (`Node::member_state`):
+    /// `ok`, `member_replaced`, `other_cluster`, `unreachable`, or
+    /// `unknown` (no request sent to it yet: ask the leader).
+    state: &'static str,
 }
 
-impl From<MembershipView> for Membership {
-    fn from(view: MembershipView) -> Self {
+impl Membership {
+    fn of(view: MembershipView, node: &raftlock_node::Node) -> Self {
         Membership {
             log_index: view.log_index,
             joint: view.joint,
@@ -59,6 +63,7 @@ impl From<MembershipView> for Membership {
                 .members
                 .into_iter()
                 .map(|m| MembershipMember {
+                    state: node.member_state(m.id).map_or("unknown", |s| s.as_str()),
                     id: m.id,
                     api_addr: m.api_addr,
                     raft_addr: m.raft_addr,
@@ -89,7 +94,7 @@ fn refuse_if_replaced(app: &AppState) -> Result<(), ApiError> {
 /// the leader committed it).
 async fn members(State(app): State<AppState>) -> Result<Json<Membership>, ApiError> {
     refuse_if_replaced(&app)?;
-    Ok(Json(app.node.membership().into()))
+    Ok(Json(Membership::of(app.node.membership(), &app.node)))
 }
 
 /// Adds a member: a learner until caught up, then a voter. Blocks until
@@ -107,14 +112,16 @@ async fn add_member(
         raft_addr: req.raft_addr,
         incarnation: 0,
     };
-    Ok(Json(app.node.add_member(req.id, member).await?.into()))
+    let view = app.node.add_member(req.id, member).await?;
+    Ok(Json(Membership::of(view, &app.node)))
 }
 
 async fn remove_member(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<NodeId>,
 ) -> Result<Json<Membership>, ApiError> {
-    Ok(Json(app.node.remove_member(id).await?.into()))
+    let view = app.node.remove_member(id).await?;
+    Ok(Json(Membership::of(view, &app.node)))
 }
 
 #[derive(Debug, Serialize)]
