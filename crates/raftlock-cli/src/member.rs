@@ -88,7 +88,12 @@ enum Request {
 
 /// Codes worth retrying: nothing changed, and the cause passes.
 fn transient(code: &str) -> bool {
-    matches!(code, "no_leader" | "membership_changing" | "shutting_down")
+    // `member_unreachable`: the leader could not reach the new member yet
+    // (it may still be starting).
+    matches!(
+        code,
+        "no_leader" | "membership_changing" | "shutting_down" | "member_unreachable"
+    )
 }
 
 /// Sends `request` to each endpoint in turn until one answers for good;
