@@ -98,9 +98,10 @@ async fn a_wiped_member_is_refused_until_removed_and_added_again() {
         .keepalive(kept.id)
         .await
         .expect("the two others still commit");
-    let leading = cluster.node(settled).clone();
+    // (The election may still be settling: ask whoever leads now.)
     eventually("the leader to see the refusal", WAIT, || {
-        leading.member_state(wiped) == Some(PeerState::Replaced)
+        others_agree(&cluster, wiped)
+            .is_some_and(|l| cluster.node(l).member_state(wiped) == Some(PeerState::Replaced))
     })
     .await;
     assert_eq!(node.member_state(wiped), Some(PeerState::Replaced));
@@ -124,7 +125,8 @@ async fn a_wiped_member_is_refused_until_removed_and_added_again() {
     assert_eq!(node.identity().cluster_id, cluster_id, "it learnt the id");
     assert_eq!(node.member_state(wiped), Some(PeerState::Ok));
     eventually("the leader to reach it again", WAIT, || {
-        survivor.member_state(wiped) == Some(PeerState::Ok)
+        others_agree(&cluster, wiped)
+            .is_some_and(|l| cluster.node(l).member_state(wiped) == Some(PeerState::Ok))
     })
     .await;
     let sessions = node
@@ -185,5 +187,31 @@ async fn a_member_of_another_cluster_is_refused() {
     let text = answer.text().await.expect("text");
     assert!(text.contains("other_cluster"), "{text}");
     theirs.shutdown().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_founder_rejoins_instead_of_founding_a_second_cluster() {
+    let mut cluster = Cluster::start(3, settings()).await;
+    let cluster_id = cluster.node(1).identity().cluster_id;
+    let data_dir = cluster.node(1).config().data_dir.clone();
+    cluster.stop(1).await;
+    std::fs::remove_dir_all(&data_dir).expect("wipe");
+    cluster.restart(1).await;
+    let founder = cluster.node(1).clone();
+    eventually("the wiped founder to be refused", WAIT, || {
+        founder.replaced().is_some()
+    })
+    .await;
+    // It asked the seeds, saw a cluster, and founded nothing.
+    assert!(!founder.raft().is_initialized().await.expect("initialized?"));
+    assert_eq!(founder.identity().cluster_id, None);
+    eventually("the others to agree on a leader", WAIT, || {
+        others_agree(&cluster, 1).is_some()
+    })
+    .await;
+    for id in [2, 3] {
+        assert_eq!(cluster.node(id).identity().cluster_id, cluster_id);
+    }
     cluster.shutdown().await;
 }
