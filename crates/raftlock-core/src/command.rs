@@ -116,6 +116,9 @@ pub enum Response {
         version: u64,
         create_revision: u64,
         mod_revision: u64,
+        /// The session the node belongs to (kept from its creation by an
+        /// update), so a PUT answers without a second, linearizable read.
+        ephemeral_owner: Option<SessionId>,
     },
     Deleted {
         path: String,

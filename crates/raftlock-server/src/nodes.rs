@@ -14,7 +14,6 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use raftlock_core::path::{is_reserved, validate_node_path};
 use raftlock_core::{Command, Response as CoreResponse};
-use raftlock_node::Consistency;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -128,30 +127,12 @@ async fn put_node(
         version,
         create_revision,
         mod_revision,
+        ephemeral_owner,
     } = response
     else {
         return Err(ApiError::from(raftlock_node::NodeError::Internal(format!(
             "unexpected response to a put: {response:?}"
         ))));
-    };
-    let ephemeral_owner = if created {
-        session
-    } else {
-        // An update keeps the owner the node was created with.
-        let owner_of = |s: &raftlock_core::StateMachine| {
-            s.node(&path)
-                .filter(|n| n.create_revision == create_revision)
-                .and_then(|n| n.ephemeral_owner)
-        };
-        match app.node.read(Consistency::Linearizable, owner_of).await {
-            Ok(owner) => owner,
-            Err(_) => app
-                .node
-                .read(Consistency::Stale, owner_of)
-                .await
-                .ok()
-                .flatten(),
-        }
     };
     let status = if created {
         StatusCode::CREATED

@@ -287,6 +287,19 @@ async fn every_endpoint_through_every_node() {
         member.expect(200, "ephemeral update")["ephemeral_owner"],
         b.as_str()
     );
+    // An update without a session keeps, and reports, the creator's.
+    let member = c
+        .call(
+            f2,
+            Method::PUT,
+            "/v1/nodes/members/b",
+            Some(json!({"data": ""})),
+        )
+        .await;
+    assert_eq!(
+        member.expect(200, "ephemeral update, no session")["ephemeral_owner"],
+        b.as_str()
+    );
 
     let read = c.get(l, "/v1/nodes/config/db").await;
     assert_eq!(*read.expect(200, "get node"), updated);
