@@ -57,6 +57,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let me = raftlock_node::Member {
                 api_addr: api_addr.clone(),
                 raft_addr: raft_addr.clone(),
+                incarnation: 0,
             };
             NodeConfig::from_cluster_file_joining(&args.config, args.id, Some(me))?
         }

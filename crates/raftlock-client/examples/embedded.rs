@@ -29,6 +29,7 @@ async fn main() -> anyhow::Result<()> {
             Member {
                 api_addr,
                 raft_addr,
+                incarnation: 0,
             },
         );
         listeners.push(listener);

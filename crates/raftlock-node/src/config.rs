@@ -290,6 +290,7 @@ impl NodeConfig {
             let member = Member {
                 api_addr: m.api_addr.clone(),
                 raft_addr: m.raft_addr.clone(),
+                incarnation: 0,
             };
             if members.insert(m.id, member).is_some() {
                 return Err(invalid(
@@ -382,6 +383,7 @@ impl NodeConfig {
         static EMPTY: Member = Member {
             api_addr: String::new(),
             raft_addr: String::new(),
+            incarnation: 0,
         };
         self.members.get(&self.id).unwrap_or(&EMPTY)
     }

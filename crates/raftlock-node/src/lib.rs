@@ -15,13 +15,16 @@ mod acquire;
 mod backup;
 mod config;
 mod error;
+mod founding;
 #[doc(hidden)]
 pub mod fuzzing;
+mod identity;
 mod leader;
 mod local;
 mod network;
 mod node;
 mod ops;
+mod peer_guard;
 mod quorum;
 mod replica;
 mod routes;
@@ -40,9 +43,11 @@ pub use backup::{
 };
 pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeConfig};
 pub use error::{MembershipError, NodeError};
+pub use identity::{Identity, IdentityError};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};
 pub use ops::{Consistency, Grant, NodeCounters, OpenedSession};
+pub use peer_guard::PeerState;
 pub use raftlock_core as core;
 pub use replica::membership::{MembershipMember, MembershipView};
 pub use snapshot_file::SnapshotFileError;

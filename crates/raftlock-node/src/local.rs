@@ -40,6 +40,7 @@ impl LocalCluster {
                 Member {
                     api_addr,
                     raft_addr,
+                    incarnation: 0,
                 },
             );
             listeners.push(listener);

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
@@ -103,6 +104,19 @@ async fn initialized(State(replica): Shared) -> Response {
     encode(&replica.is_initialized_now())
 }
 
+async fn identity(State(replica): Shared) -> Response {
+    encode(&replica.peer_identity())
+}
+
+/// Refuses a request from another cluster, or one meant for another
+/// incarnation of this member (`peer_guard`), before it reaches Raft.
+async fn guard(State(replica): Shared, request: Request, next: Next) -> Response {
+    match replica.guard.admit(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
 /// Serves the internal routes until the node stops.
 pub(crate) async fn serve(replica: Arc<Replica>, listener: TcpListener) {
     let router = Router::new()
@@ -110,7 +124,10 @@ pub(crate) async fn serve(replica: Arc<Replica>, listener: TcpListener) {
         .route(route::VOTE, post(vote))
         .route(route::SNAPSHOT, post(snapshot))
         .route(route::LEADER, post(leader))
+        .route_layer(axum::middleware::from_fn_with_state(replica.clone(), guard))
+        // Asked before a member is in any membership: not guarded.
         .route(route::INITIALIZED, post(initialized))
+        .route(route::IDENTITY, post(identity))
         // Snapshot chunks and entry batches can be large.
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(replica.clone());

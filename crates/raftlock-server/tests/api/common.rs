@@ -101,6 +101,7 @@ impl TestCluster {
                 Member {
                     api_addr: api.local_addr().expect("addr").to_string(),
                     raft_addr: raft.local_addr().expect("addr").to_string(),
+                    incarnation: 0,
                 },
             );
             raft_listeners.push(raft);
