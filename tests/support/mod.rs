@@ -94,6 +94,8 @@ impl ProcessCluster {
         }
         let config = dir.path().join("cluster.toml");
         std::fs::write(&config, text).expect("write config");
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
         ProcessCluster {
             dir,
             config,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use raftlock_tls::TlsSettings;
 use serde::Deserialize;
 
 use crate::typ::{Member, NodeId};
@@ -95,6 +96,9 @@ struct ClusterFile {
     /// it through so `deny_unknown_fields` still catches typos elsewhere.
     #[serde(default, rename = "api")]
     _api: Option<toml::Table>,
+    /// TLS on both ports (cluster-config/README.md, `[tls]`).
+    #[serde(default)]
+    tls: Option<TlsSettings>,
 }
 
 /// Where one member listens. Separate from its advertised [`Member`]
@@ -159,6 +163,9 @@ pub struct NodeConfig {
     /// Address to dial for a peer's Raft routes instead of its configured
     /// `raft_addr` (lets a test harness put a proxy on any link).
     pub peer_overrides: BTreeMap<NodeId, String>,
+    /// The `[tls]` table, paths resolved: with it the Raft port speaks
+    /// mutual TLS (and the client API TLS, which raftlock-server serves).
+    pub tls: Option<TlsSettings>,
 }
 
 /// A configuration that cannot start a node, naming the key at fault.
@@ -298,12 +305,17 @@ impl NodeConfig {
         if settings.data_dir.is_relative() {
             settings.data_dir = base.join(&settings.data_dir);
         }
+        let tls = file.tls.map(|mut tls| {
+            tls.resolve_against(base);
+            tls
+        });
         let config = NodeConfig {
             id,
             data_dir: settings.data_dir.join(format!("node-{id}")),
             members,
             settings,
             peer_overrides: BTreeMap::new(),
+            tls,
         };
         config.validate()?;
         Ok(config)

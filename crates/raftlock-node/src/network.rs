@@ -18,6 +18,7 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use raftlock_storage::DurableIndex;
+use raftlock_tls::rustls;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -57,19 +58,29 @@ pub struct PeerClient {
     /// Raft addresses of the members of the Raft membership, as this node
     /// last saw it: how members absent from the config file are reached.
     known: Arc<RwLock<BTreeMap<NodeId, String>>>,
+    /// `https` with `[tls]` (mutual TLS, see routes.rs), else `http`.
+    scheme: &'static str,
 }
 
 impl PeerClient {
-    pub fn new(config: Arc<NodeConfig>) -> Self {
-        let http = reqwest::Client::builder()
+    /// `tls`: how to dial peers with `[tls]` (trust the cluster CA, show
+    /// this member's certificate); `None` dials plain HTTP.
+    pub fn new(config: Arc<NodeConfig>, tls: Option<rustls::ClientConfig>) -> Self {
+        let builder = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .tcp_nodelay(true)
-            .connect_timeout(Duration::from_millis(500))
-            .build()
-            .unwrap_or_default();
+            .connect_timeout(Duration::from_millis(500));
+        let (builder, scheme) = match tls {
+            Some(tls) => (builder.tls_backend_preconfigured(tls), "https"),
+            None => (builder, "http"),
+        };
+        // reqwest's fallback client below needs a default provider.
+        raftlock_tls::install_default_provider();
+        let http = builder.build().unwrap_or_default();
         PeerClient {
             http,
             config,
+            scheme,
             cut: Arc::default(),
             known: Arc::default(),
         }
@@ -130,7 +141,7 @@ impl PeerClient {
         let bytes = bincode::serialize(body).map_err(|e| CallError::NotSent(e.to_string()))?;
         let response = self
             .http
-            .post(format!("http://{addr}{route}"))
+            .post(format!("{}://{addr}{route}", self.scheme))
             .timeout(timeout)
             .body(bytes)
             .send()

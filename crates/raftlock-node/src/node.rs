@@ -54,6 +54,8 @@ pub enum StartError {
     Storage { path: String, message: String },
     #[error("raft: {0}")]
     Raft(String),
+    #[error("[tls]: {0}")]
+    Tls(#[from] raftlock_tls::TlsError),
 }
 
 impl Node {
@@ -94,6 +96,8 @@ impl Node {
         bootstrap: bool,
     ) -> Result<Node, StartError> {
         config.validate()?;
+        // Before the data directory is touched: a bad PEM file fails fast.
+        let tls = crate::member_tls::MemberTls::load(&config)?;
         let config = Arc::new(config);
         let storage_err = |message: String| StartError::Storage {
             path: config.data_dir.display().to_string(),
@@ -136,7 +140,7 @@ impl Node {
         }
         .validate()
         .map_err(|e| StartError::Raft(e.to_string()))?;
-        let peers = PeerClient::new(config.clone());
+        let peers = PeerClient::new(config.clone(), tls.as_ref().map(|t| t.client.clone()));
         let quorum = Arc::new(QuorumClock::default());
         let raft = Raft::new(
             config.id,
@@ -177,7 +181,8 @@ impl Node {
             }),
         };
         let replica = &node.replica;
-        node.spawn(crate::routes::serve(replica.clone(), listener));
+        let tls_server = tls.map(|t| t.server);
+        node.spawn(crate::routes::serve(replica.clone(), listener, tls_server));
         node.spawn(crate::leader::watch_leadership(replica.clone()));
         node.spawn(crate::leader::expire_sessions(replica.clone()));
         node.spawn(proposer::run(replica.clone(), proposals));
