@@ -189,3 +189,109 @@ async fn a_member_with_a_foreign_certificate_is_refused_by_its_peers() {
         .expect("json");
     assert!(view["leader_id"].is_null(), "member 3 joined: {view}");
 }
+
+/// A base port P with P..P+2 and P+100..P+102 free (the layout `raftlock
+/// up --base-port P` uses).
+fn free_base_port() -> u16 {
+    for candidate in (20_500..60_000).step_by(991) {
+        let ports = [0, 1, 2, 100, 101, 102].map(|o| candidate + o);
+        if ports
+            .iter()
+            .all(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        {
+            return candidate;
+        }
+    }
+    panic!("no free port range");
+}
+
+/// `raftlock ARGS`, its output.
+fn raftlock(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(support::RAFTLOCK)
+        .args(args)
+        .output()
+        .expect("run raftlock")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_tls_starts_a_tls_cluster_the_cli_talks_to_with_cacert() {
+    use std::io::BufRead;
+    let base = free_base_port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let mut up = std::process::Command::new(support::RAFTLOCK)
+        .args([
+            "up",
+            "--tls",
+            "--base-port",
+            &base.to_string(),
+            "--data-dir",
+        ])
+        .arg(&data)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("raftlock up --tls");
+    let stdout = up.stdout.take().expect("stdout");
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    // Reads every line, so `up` never writes into a closed pipe.
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut printed = String::new();
+    while !printed.contains("Ctrl-C stops") {
+        match lines.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => printed += &(line + "\n"),
+            Err(e) => panic!("raftlock up --tls never got ready ({e}): {printed}"),
+        }
+    }
+    let ca = data.join("tls").join("ca.pem");
+    let ca = ca.to_str().expect("utf-8 path");
+    assert!(printed.contains("cluster ready"), "{printed}");
+    assert!(printed.contains(&format!("--cacert {ca}")), "{printed}");
+    assert!(
+        printed.contains(&format!("https://127.0.0.1:{base}")),
+        "{printed}"
+    );
+
+    let endpoints = (0..3)
+        .map(|i| format!("http://127.0.0.1:{}", base + i))
+        .collect::<Vec<_>>()
+        .join(",");
+    // With the CA the CLI switches to https; without it, plain HTTP gets
+    // no answer from the HTTPS ports.
+    let status = raftlock(&["status", "--cacert", ca, "--endpoints", &endpoints]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{status:?}");
+    assert!(text.contains("leader:"), "{text}");
+    let plain = raftlock(&["status", "--endpoints", &endpoints]);
+    assert!(
+        !plain.status.success(),
+        "plain HTTP status worked: {plain:?}"
+    );
+    let locked = raftlock(&[
+        "lock",
+        "tls-job",
+        "--cacert",
+        ca,
+        "--endpoints",
+        &endpoints,
+        "--",
+        "true",
+    ]);
+    assert!(locked.status.success(), "{locked:?}");
+
+    // Stop `up` the way a user does: Ctrl-C.
+    let pid = nix::unistd::Pid::from_raw(up.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let stopped = up.wait().expect("up exits");
+    assert!(
+        stopped.success(),
+        "raftlock up did not stop cleanly: {stopped:?}"
+    );
+}

@@ -16,6 +16,20 @@ pub struct Endpoints {
         value_delimiter = ','
     )]
     pub endpoints: Vec<String>,
+    #[command(flatten)]
+    pub tls: crate::client_tls::ClientTls,
+}
+
+impl Endpoints {
+    /// The endpoints with the scheme the TLS flags ask for.
+    pub fn urls(&self) -> Vec<String> {
+        self.endpoints.iter().map(|e| self.tls.url(e)).collect()
+    }
+
+    /// A reqwest builder set up for these endpoints (TLS flags).
+    pub fn http(&self) -> anyhow::Result<reqwest::ClientBuilder> {
+        self.tls.http()
+    }
 }
 
 #[derive(Args)]
@@ -27,12 +41,10 @@ pub struct LocksArgs {
 }
 
 /// GETs `path` from the first endpoint that answers with JSON.
-async fn get_json(endpoints: &[String], path: &str) -> anyhow::Result<Value> {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()?;
+async fn get_json(endpoints: &Endpoints, path: &str) -> anyhow::Result<Value> {
+    let http = endpoints.http()?.timeout(Duration::from_secs(5)).build()?;
     let mut last_error = None;
-    for endpoint in endpoints {
+    for endpoint in endpoints.urls() {
         let url = format!("{}{path}", endpoint.trim_end_matches('/'));
         match http.get(&url).send().await {
             Ok(response) if response.status().is_success() => return Ok(response.json().await?),
@@ -59,7 +71,7 @@ fn text(v: &Value) -> String {
 }
 
 pub async fn status(args: Endpoints) -> anyhow::Result<()> {
-    let cluster = get_json(&args.endpoints, "/v1/cluster").await?;
+    let cluster = get_json(&args, "/v1/cluster").await?;
     let Some(members) = cluster["members"].as_array() else {
         bail!("unexpected answer from /v1/cluster: {cluster}");
     };
@@ -98,7 +110,7 @@ pub async fn status(args: Endpoints) -> anyhow::Result<()> {
 pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
     let prefix = args.prefix.unwrap_or_default();
     let query = format!("/v1/locks?prefix={}", urlencode(&prefix));
-    let answer = get_json(&args.endpoints.endpoints, &query).await?;
+    let answer = get_json(&args.endpoints, &query).await?;
     let Some(locks) = answer["locks"].as_array() else {
         bail!("unexpected answer from /v1/locks: {answer}");
     };

@@ -1,5 +1,6 @@
 //! `raftlock`: one binary for running and using a raftlock cluster.
 
+mod client_tls;
 mod inspect;
 mod lock;
 mod member;

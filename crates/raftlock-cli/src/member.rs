@@ -44,22 +44,27 @@ enum MemberCommand {
 }
 
 pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
-    let http = reqwest::Client::builder()
+    let endpoints = match &args.command {
+        MemberCommand::List(endpoints)
+        | MemberCommand::Add { endpoints, .. }
+        | MemberCommand::Remove { endpoints, .. } => endpoints,
+    };
+    let http = endpoints
+        .http()?
         // An add waits for the new member to catch up (bounded at the
         // leader by about a minute).
         .timeout(Duration::from_secs(120))
         .build()?;
+    let urls = endpoints.urls();
     let view = match args.command {
-        MemberCommand::List(endpoints) => send(&http, &endpoints.endpoints, Request::List).await?,
+        MemberCommand::List(_) => send(&http, &urls, Request::List).await?,
         MemberCommand::Add {
             id,
             api_addr,
             raft_addr,
-            endpoints,
-        } => add(&http, &endpoints.endpoints, id, &api_addr, &raft_addr).await?,
-        MemberCommand::Remove { id, endpoints } => {
-            send(&http, &endpoints.endpoints, Request::Remove(id)).await?
-        }
+            ..
+        } => add(&http, &urls, id, &api_addr, &raft_addr).await?,
+        MemberCommand::Remove { id, .. } => send(&http, &urls, Request::Remove(id)).await?,
     };
     print_view(&view)
 }
