@@ -295,3 +295,21 @@ async fn up_tls_starts_a_tls_cluster_the_cli_talks_to_with_cacert() {
         "raftlock up did not stop cleanly: {stopped:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_refuses_to_start_with_a_missing_key_naming_the_file() {
+    let mut cluster = ProcessCluster::configure(1);
+    let tls = cluster.enable_tls("none");
+    std::fs::remove_file(&tls.member.key).expect("remove the key");
+    let config = cluster.config.to_str().expect("utf-8 path").to_string();
+    let output = raftlock(&["serve", "--config", &config, "--id", "1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "started without its key: {output:?}"
+    );
+    assert!(
+        stderr.contains("private key") && stderr.contains("member-key.pem"),
+        "{stderr}"
+    );
+}

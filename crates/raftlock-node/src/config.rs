@@ -441,6 +441,26 @@ mod tests {
     }
 
     #[test]
+    fn the_tls_table_resolves_against_the_config_file() {
+        let c = NodeConfig::from_cluster_toml(GOOD, 1, Path::new("/etc/rl")).expect("valid");
+        assert_eq!(c.tls, None, "plain HTTP without [tls]");
+        let text = format!(
+            "{GOOD}\n[tls]\nca = \"tls/ca.pem\"\ncert = \"/srv/m.pem\"\nkey = \"m-key.pem\"\nclient_auth = \"required\"\n"
+        );
+        let c = NodeConfig::from_cluster_toml(&text, 1, Path::new("/etc/rl")).expect("valid");
+        let tls = c.tls.expect("[tls]");
+        assert_eq!(tls.ca, Path::new("/etc/rl/tls/ca.pem"));
+        assert_eq!(tls.cert, Path::new("/srv/m.pem"));
+        assert_eq!(tls.key, Path::new("/etc/rl/m-key.pem"));
+        assert_eq!(tls.client_auth, raftlock_tls::ClientAuth::Required);
+        let typo = text.replace("client_auth = \"required\"", "client_auth = \"always\"");
+        let e = NodeConfig::from_cluster_toml(&typo, 1, Path::new("/etc/rl"))
+            .expect_err("bad client_auth")
+            .to_string();
+        assert!(e.contains("always"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let cases = [
             (
