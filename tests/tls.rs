@@ -128,6 +128,25 @@ async fn client_auth_required_refuses_clients_without_a_cluster_certificate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_auth_optional_lets_anonymous_clients_in_but_checks_presented_certificates() {
+    let mut cluster = ProcessCluster::configure(1);
+    let tls = cluster.enable_tls("optional");
+    cluster.start_member(1);
+    cluster.leader(&[1]).await;
+    let health = cluster.url(1, "/v1/health");
+    assert_eq!(get(&cluster.http, &health).await, Ok(200));
+    let anonymous = https_client(&tls.ca_path(), None);
+    assert_eq!(get(&anonymous, &health).await, Ok(200));
+    let foreign = TestCa::create(&cluster.dir.path().join("foreign"), "foreign CA");
+    let impostor = https_client(&tls.ca_path(), Some(&foreign.client));
+    let answer = get(&impostor, &health).await;
+    assert!(
+        answer.is_err(),
+        "a foreign client certificate got {answer:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_with_a_foreign_certificate_is_refused_by_its_peers() {
     let mut cluster = ProcessCluster::configure(3);
     let tls = cluster.enable_tls("none");

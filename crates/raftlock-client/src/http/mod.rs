@@ -407,7 +407,30 @@ mod tests {
         let client = HttpClient::from_list("http://a:1/, http://b:2").expect("valid list");
         assert_eq!(client.endpoints(), ["http://a:1", "http://b:2"]);
         assert!(HttpClient::new(Vec::<String>::new()).is_err());
-        assert!(HttpClient::new(["https://a:1"]).is_err());
+        assert!(HttpClient::new(["https://a:1"]).is_ok());
+        assert!(HttpClient::new(["ftp://a:1"]).is_err());
+        assert!(HttpClient::new(["a:1"]).is_err());
+    }
+
+    #[test]
+    fn tls_files_must_come_in_usable_sets() {
+        let with = |ca: Option<&str>, cert: Option<&str>, key: Option<&str>| {
+            let config = HttpConfig {
+                tls: TlsFiles {
+                    ca: ca.map(PathBuf::from),
+                    cert: cert.map(PathBuf::from),
+                    key: key.map(PathBuf::from),
+                },
+                ..HttpConfig::default()
+            };
+            HttpClient::with_config(["https://a:1"], config).map(|_| ())
+        };
+        let e = with(None, Some("c.pem"), Some("k.pem")).expect_err("cert without CA");
+        assert!(e.to_string().contains("--cacert"), "{e}");
+        let e = with(Some("ca.pem"), Some("c.pem"), None).expect_err("cert without key");
+        assert!(e.to_string().contains("--key"), "{e}");
+        let e = with(Some("/nonexistent/ca.pem"), None, None).expect_err("missing CA");
+        assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
     }
 
     #[test]
