@@ -58,7 +58,7 @@ pub struct PeerClient {
     /// Raft addresses of the members of the Raft membership, as this node
     /// last saw it: how members absent from the config file are reached.
     known: Arc<RwLock<BTreeMap<NodeId, String>>>,
-    /// `https` with `[tls]` (mutual TLS, see routes.rs), else `http`.
+    /// `https` with `[tls]` (mutual TLS, see member_tls.rs), else `http`.
     scheme: &'static str,
 }
 
