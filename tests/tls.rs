@@ -147,6 +147,23 @@ async fn client_auth_optional_lets_anonymous_clients_in_but_checks_presented_cer
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_a_tls_cluster_with_client_certificates_required() {
+    // `serve --join` asks the cluster's HTTPS API to add it, presenting
+    // its member certificate (the API wants one); the leader then
+    // replicates to it over mutual TLS until it votes.
+    let mut cluster = ProcessCluster::configure_with_spares(3, 1);
+    cluster.enable_tls("required");
+    for id in 1..=3 {
+        cluster.start_member(id);
+    }
+    cluster.leader(&[1, 2, 3]).await;
+    cluster.start_joining(4, &[1, 2, 3]);
+    cluster.await_voters(&[1, 2, 3, 4], &[1, 2, 3, 4]).await;
+    let (status, _) = cluster.get(4, "/v1/health").await;
+    assert_eq!(status, 200, "{}", cluster.logs());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_with_a_foreign_certificate_is_refused_by_its_peers() {
     let mut cluster = ProcessCluster::configure(3);
     let tls = cluster.enable_tls("none");
