@@ -95,6 +95,12 @@ async fn a_tls_cluster_elects_serves_locks_and_refuses_strangers() {
     let impostor = https_client(&tls.ca_path(), Some(&foreign.member));
     let answer = get(&impostor, &url).await;
     assert!(answer.is_err(), "a foreign certificate got {answer:?}");
+    // A client certificate from the cluster CA (for `client_auth`) is for
+    // the API only: the Raft port wants one good for serving too.
+    let api_client = https_client(&tls.ca_path(), Some(&tls.client));
+    assert_eq!(get(&api_client, &health).await, Ok(200));
+    let answer = get(&api_client, &url).await;
+    assert!(answer.is_err(), "a client-only certificate got {answer:?}");
     assert!(
         cluster
             .logs()

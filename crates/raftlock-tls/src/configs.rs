@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, ServerConfig};
 
+use crate::members_only::MembersOnly;
 use crate::{load_certs, load_key, load_roots, provider, ClientAuth, TlsError, TlsSettings};
 
 fn config_error(path: &Path, e: impl std::fmt::Display) -> TlsError {
@@ -21,6 +22,9 @@ enum Clients {
     Anonymous,
     MayPresent,
     MustPresent,
+    /// Must present a CA-signed certificate that is also good for
+    /// serving (members_only.rs).
+    Members,
 }
 
 fn server_config(settings: &TlsSettings, clients: Clients) -> Result<Arc<ServerConfig>, TlsError> {
@@ -31,9 +35,9 @@ fn server_config(settings: &TlsSettings, clients: Clients) -> Result<Arc<ServerC
         .map_err(|e| config_error(&settings.cert, e))?;
     let builder = match clients {
         Clients::Anonymous => builder.with_no_client_auth(),
-        Clients::MayPresent | Clients::MustPresent => {
+        Clients::MayPresent | Clients::MustPresent | Clients::Members => {
             let roots = Arc::new(load_roots(&settings.ca)?);
-            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider());
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider());
             let verifier = match clients {
                 Clients::MayPresent => verifier.allow_unauthenticated(),
                 _ => verifier,
@@ -41,7 +45,15 @@ fn server_config(settings: &TlsSettings, clients: Clients) -> Result<Arc<ServerC
             let verifier = verifier
                 .build()
                 .map_err(|e| config_error(&settings.ca, e))?;
-            builder.with_client_cert_verifier(verifier)
+            if let Clients::Members = clients {
+                builder.with_client_cert_verifier(Arc::new(MembersOnly {
+                    inner: verifier,
+                    roots,
+                    algorithms: provider().signature_verification_algorithms,
+                }))
+            } else {
+                builder.with_client_cert_verifier(verifier)
+            }
         }
     };
     let config = builder
@@ -62,9 +74,10 @@ pub fn api_server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, Tl
 }
 
 /// The Raft port's server config: a peer without a certificate signed by
-/// `ca` fails the handshake, whatever `client_auth` says.
+/// `ca` fails the handshake, whatever `client_auth` says, and so does one
+/// whose certificate is for clients only (members_only.rs).
 pub fn member_server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
-    server_config(settings, Clients::MustPresent)
+    server_config(settings, Clients::Members)
 }
 
 /// How a member dials its peers' Raft ports: it trusts only `ca` and

@@ -15,6 +15,7 @@
 mod accept;
 mod configs;
 pub mod generate;
+mod members_only;
 mod pem;
 mod settings;
 
