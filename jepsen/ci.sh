@@ -13,7 +13,12 @@
 #      INVALID);
 #   3. run jepsen/tests/isolated_leader.rs, the regression scenario of
 #      issue 10 (a client on a cut-off leader must observe its loss before
-#      the majority grants its lock to another client).
+#      the majority grants its lock to another client);
+#   4. run jepsen/tests/membership.rs: mutex and register for 20 s while
+#      the `membership` nemesis adds spare members (`raftlock serve
+#      --join`) and removes voters (the leader too) must be valid, with
+#      adds and removals completed; and mutex with membership changes
+#      between kills, pauses and partitions.
 #
 # How the injected build is made (JEPSEN_INJECTED_BUILD):
 #   target-dir  (default outside CI) `--target-dir target/injected`: never
@@ -26,7 +31,7 @@
 #               for a moment: only for a machine nobody else is testing on.
 #
 # Reports of these runs land in target/tmp/jepsen-store/ (the newest under
-# target/tmp/jepsen-store/latest). About 3 minutes of tests after the
+# target/tmp/jepsen-store/latest). About 4 minutes of tests after the
 # builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,3 +69,5 @@ echo "== jepsen: workloads under faults, and the injected bug"
 cargo test --locked -p raftlock-jepsen --test cluster -- --ignored --test-threads=1 --nocapture
 echo "== jepsen: issue 10 regression (isolated leader, sticky client)"
 cargo test --locked -p raftlock-jepsen --test isolated_leader -- --ignored --nocapture
+echo "== jepsen: membership changes under load (issue 12)"
+cargo test --locked -p raftlock-jepsen --test membership -- --ignored --test-threads=1 --nocapture

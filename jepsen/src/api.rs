@@ -77,6 +77,17 @@ pub struct ClusterView {
     pub term: u64,
 }
 
+/// `GET /v1/cluster/members`, the fields the harness uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MembersView {
+    /// Voter ids, ascending.
+    pub voters: Vec<u64>,
+    /// Every member id (voters and learners), ascending.
+    pub members: Vec<u64>,
+    /// True while a change is being committed.
+    pub joint: bool,
+}
+
 /// Client for every node of one cluster.
 #[derive(Debug, Clone)]
 pub struct Api {
@@ -280,6 +291,27 @@ impl Api {
             })
     }
 
+    /// `GET /v1/cluster/members`: the membership as `node` knows it.
+    pub async fn members(&self, node: u64) -> Reply<MembersView> {
+        let req = self.http.get(self.url(node, "/v1/cluster/members"));
+        self.send(req, self.timeout)
+            .await
+            .and_then(|(_, body)| parse_members(&body))
+    }
+
+    /// `DELETE /v1/cluster/members/{id}` through `node` (which takes it to
+    /// the leader): the membership after the change.
+    pub async fn remove_member(&self, node: u64, id: u64) -> Reply<MembersView> {
+        let req = self
+            .http
+            .delete(self.url(node, &format!("/v1/cluster/members/{id}")));
+        // The leader commits two configurations (joint, then the new one).
+        let timeout = self.timeout * 4;
+        self.send(req, timeout)
+            .await
+            .and_then(|(_, body)| parse_members(&body))
+    }
+
     /// `GET /v1/health`: true on 200.
     pub async fn healthy(&self, node: u64) -> bool {
         let req = self.http.get(self.url(node, "/v1/health"));
@@ -360,6 +392,30 @@ fn classify<T>(status: u16, body: &Json) -> Reply<T> {
     }
 }
 
+fn parse_members(body: &Json) -> Result<MembersView, ApiError> {
+    let bad = || ApiError::new("bad_response", format!("bad membership {body}"));
+    let list = body
+        .get("members")
+        .and_then(Json::as_array)
+        .ok_or_else(bad)?;
+    let mut voters = Vec::new();
+    let mut members = Vec::new();
+    for m in list {
+        let id = m.get("id").and_then(Json::as_u64).ok_or_else(bad)?;
+        members.push(id);
+        if m.get("voter").and_then(Json::as_bool).ok_or_else(bad)? {
+            voters.push(id);
+        }
+    }
+    voters.sort_unstable();
+    members.sort_unstable();
+    Ok(MembersView {
+        voters,
+        members,
+        joint: body.get("joint").and_then(Json::as_bool).ok_or_else(bad)?,
+    })
+}
+
 fn parse_node(body: &Json) -> Option<NodeData> {
     let data = body.get("data").and_then(Json::as_str)?;
     let data = base64::engine::general_purpose::STANDARD
@@ -384,6 +440,19 @@ mod tests {
         let r: Reply<()> = classify(404, &Json::Null);
         assert_eq!(r.code(), Some("http_404"));
         assert!(matches!(r, Reply::Fail(_)));
+    }
+
+    #[test]
+    fn membership_bodies_decode() {
+        let body = json!({"log_index": 9, "joint": false, "members": [
+            {"id": 4, "api_addr": "a:1", "raft_addr": "a:2", "voter": false},
+            {"id": 1, "api_addr": "b:1", "raft_addr": "b:2", "voter": true},
+        ]});
+        let view = parse_members(&body).unwrap();
+        assert_eq!(view.voters, vec![1]);
+        assert_eq!(view.members, vec![1, 4]);
+        assert!(!view.joint);
+        assert!(parse_members(&json!({"members": [{"id": 1}]})).is_err());
     }
 
     #[test]

@@ -39,8 +39,11 @@ pub struct TestOptions {
     pub concurrency: usize,
     /// Seeds the op mix and the fault schedule.
     pub seed: u64,
-    /// Cluster members.
+    /// Cluster members at the start.
     pub nodes: usize,
+    /// Spare member ids the `membership` nemesis may add (only started
+    /// with that nemesis, and not with embedded clients).
+    pub spares: usize,
     /// The `raftlock` binary.
     pub raftlock_bin: PathBuf,
     /// How clients reach the cluster: sticky (default), random, or
@@ -72,6 +75,7 @@ impl TestOptions {
             concurrency: 10,
             seed: 0,
             nodes: 3,
+            spares: 2,
             raftlock_bin: crate::control::default_raftlock_bin(),
             clients: Routing::default(),
             member_bin: crate::control::default_member_bin(),
@@ -132,6 +136,8 @@ pub struct TestOutcome {
     pub operations: usize,
     /// Faults injected.
     pub faults: usize,
+    /// Membership changes: completed adds, completed removes, failed.
+    pub membership: (usize, usize, usize),
     /// The one-screen summary.
     pub summary: String,
 }
@@ -146,9 +152,18 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
         "--clients embedded runs the lock workloads (mutex, fenced), not register"
     );
     let dir = run_dir(&opts.store, opts.workload, opts.seed)?;
+    // Members that join at run time are `raftlock serve --join`
+    // processes: with embedded clients the membership fault does nothing.
+    let membership = opts.faults.contains(&Fault::Membership);
+    let spares = if membership && !embedded {
+        opts.spares
+    } else {
+        0
+    };
     let cluster = Arc::new(
         Cluster::start(&ClusterOptions {
             nodes: opts.nodes,
+            spares,
             bin: opts.raftlock_bin.clone(),
             embedded: embedded.then(|| opts.member_bin.clone()),
             log_dir: dir.clone(),
@@ -175,7 +190,7 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
             .control
             .clone()
             .unwrap_or_else(|| cluster.api.clone()),
-        cluster.ids.clone(),
+        Arc::clone(&cluster.roster),
         opts.settings.clone(),
         (opts.concurrency, opts.clients),
         stop_rx.clone(),
@@ -225,12 +240,29 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
     let run = RunResults::new(&history, &ops, &results);
     let starts = cluster.starts().await;
     let restarts: u32 = starts.values().map(|s| s.saturating_sub(1)).sum();
+    let changes = cluster.changes.get();
+    let membership_line = if membership {
+        format!(
+            "membership changes: {} adds, {} removes, {} failed; members at the end: {}\n",
+            changes.0,
+            changes.1,
+            changes.2,
+            cluster
+                .members()
+                .iter()
+                .map(|i| format!("n{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    } else {
+        String::new()
+    };
     let summary = format!(
         "raftlock-jepsen test: workload {}, {} nodes, {} {} clients, {} s, seed {}\n\
          nemesis: {}\n\
          replay: {}\n\
          processes: {}, faults injected: {injected}, node restarts: {restarts}\n\
-         {}report: {}\n",
+         {membership_line}{}report: {}\n",
         workload_name(opts.workload),
         opts.nodes,
         opts.concurrency,
@@ -257,6 +289,7 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
         results,
         operations: ops.len(),
         faults: injected,
+        membership: changes,
         summary,
     })
 }

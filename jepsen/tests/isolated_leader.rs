@@ -91,6 +91,7 @@ async fn an_isolated_leader_does_not_keep_a_lost_holder_holding() {
     let _ = std::fs::remove_dir_all(&dir);
     let cluster = Cluster::start(&ClusterOptions {
         nodes: 3,
+        spares: 0,
         bin: bin.clone(),
         embedded: None,
         log_dir: dir.clone(),
@@ -117,7 +118,7 @@ async fn an_isolated_leader_does_not_keep_a_lost_holder_holding() {
         Arc::clone(&log),
         cluster.api.clone(),
         cluster.api.clone(),
-        cluster.ids.clone(),
+        Arc::clone(&cluster.roster),
         settings,
         (3, Routing::Embedded),
         stop_rx,

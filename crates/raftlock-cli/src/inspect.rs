@@ -16,6 +16,9 @@ pub struct Endpoints {
         value_delimiter = ','
     )]
     pub endpoints: Vec<String>,
+    /// The bearer token to send, when the cluster defines tokens.
+    #[command(flatten)]
+    pub token: crate::token::TokenArgs,
     #[command(flatten)]
     pub tls: crate::client_tls::ClientTls,
 }
@@ -26,9 +29,14 @@ impl Endpoints {
         self.endpoints.iter().map(|e| self.tls.url(e)).collect()
     }
 
-    /// A reqwest builder set up for these endpoints (TLS flags).
-    pub fn http(&self) -> anyhow::Result<reqwest::ClientBuilder> {
-        self.tls.http()
+    /// An HTTP client for these endpoints: the TLS flags, the token.
+    pub fn http(&self, timeout: Duration) -> anyhow::Result<reqwest::Client> {
+        Ok(self
+            .tls
+            .http()?
+            .timeout(timeout)
+            .default_headers(self.token.headers()?)
+            .build()?)
     }
 }
 
@@ -42,7 +50,7 @@ pub struct LocksArgs {
 
 /// GETs `path` from the first endpoint that answers with JSON.
 async fn get_json(endpoints: &Endpoints, path: &str) -> anyhow::Result<Value> {
-    let http = endpoints.http()?.timeout(Duration::from_secs(5)).build()?;
+    let http = endpoints.http(Duration::from_secs(5))?;
     let mut last_error = None;
     for endpoint in endpoints.urls() {
         let url = format!("{}{path}", endpoint.trim_end_matches('/'));
@@ -131,10 +139,12 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
     );
     for lock in locks {
         let holder = &lock["holder"];
-        let who = match holder["owner"].as_str().filter(|o| !o.is_empty()) {
-            Some(owner) => owner.to_string(),
-            None => text(&holder["session_id"]),
-        };
+        // The owner label; else the principal (another principal's
+        // session id is not shown to us); else the session id.
+        let who = ["owner", "principal", "session_id"]
+            .iter()
+            .find_map(|k| holder[*k].as_str().filter(|v| !v.is_empty()))
+            .map_or_else(|| text(&holder["session_id"]), str::to_string);
         println!(
             "{:<32} {:<20} {:>10} {:>8}",
             text(&lock["lock"]),

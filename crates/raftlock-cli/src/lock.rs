@@ -89,7 +89,7 @@ pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
     crate::init_logging("warn");
     let config = HttpConfig {
         tls: args.endpoints.tls.files(),
-        ..HttpConfig::default()
+        ..args.endpoints.token.http_config()?
     };
     let client: Arc<dyn LockClient> =
         Arc::new(HttpClient::with_config(args.endpoints.urls(), config)?);

@@ -6,6 +6,7 @@ mod lock;
 mod member;
 mod serve;
 mod snapshot;
+mod token;
 mod up;
 
 use std::path::PathBuf;
@@ -48,6 +49,8 @@ enum Command {
     Snapshot(snapshot::SnapshotArgs),
     /// List, add or remove cluster members (Raft membership).
     Member(member::MemberArgs),
+    /// Make bearer tokens for a cluster with authentication.
+    Token(token::TokenCommandArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
             Command::Locks(args) => inspect::locks(args).await.map(|()| 0),
             Command::Snapshot(args) => snapshot::run(args).await.map(|()| 0),
             Command::Member(args) => member::run(args).await.map(|()| 0),
+            Command::Token(args) => token::run(args).map(|()| 0),
         }
     });
     match result {

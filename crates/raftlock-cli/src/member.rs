@@ -45,16 +45,12 @@ enum MemberCommand {
 
 pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     let endpoints = match &args.command {
-        MemberCommand::List(endpoints)
-        | MemberCommand::Add { endpoints, .. }
-        | MemberCommand::Remove { endpoints, .. } => endpoints,
+        MemberCommand::List(e) => e,
+        MemberCommand::Add { endpoints, .. } | MemberCommand::Remove { endpoints, .. } => endpoints,
     };
-    let http = endpoints
-        .http()?
-        // An add waits for the new member to catch up (bounded at the
-        // leader by about a minute).
-        .timeout(Duration::from_secs(120))
-        .build()?;
+    // An add waits for the new member to catch up (bounded at the leader
+    // by about a minute).
+    let http = endpoints.http(Duration::from_secs(120))?;
     let urls = endpoints.urls();
     let view = match args.command {
         MemberCommand::List(_) => send(&http, &urls, Request::List).await?,

@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// This member's Raft address, when the config does not list it.
     #[arg(long, value_name = "HOST:PORT", requires = "api_addr")]
     raft_addr: Option<String>,
+    /// With --join on a cluster with tokens: an admin token, to ask for
+    /// this member to be added.
+    #[command(flatten)]
+    token: crate::token::TokenArgs,
 }
 
 fn parse_peer(text: &str) -> Result<(NodeId, String), String> {
@@ -80,7 +84,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Node::start_with_listener(config, raft).await?
     };
     if joining {
-        join(&node, &args.join, &me, tls.as_ref()).await?;
+        join(&node, &args.join, &me, tls.as_ref(), &args.token).await?;
     }
     tracing::info!(
         id = args.id,
@@ -118,6 +122,7 @@ async fn join(
     endpoints: &[String],
     me: &raftlock_node::Member,
     tls: Option<&TlsSettings>,
+    token: &crate::token::TokenArgs,
 ) -> anyhow::Result<()> {
     let id = node.id();
     if node.membership().voters().contains(&id) {
@@ -125,7 +130,9 @@ async fn join(
         return Ok(());
     }
     tracing::info!(id, ?endpoints, "asking the cluster to add this member");
-    let mut http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(120));
+    let mut http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(120))
+        .default_headers(token.headers()?);
     // With `[tls]`, the cluster's API is HTTPS and may want a client
     // certificate: this member's own does (the same CA signed it).
     let endpoints: Vec<String> = match tls {

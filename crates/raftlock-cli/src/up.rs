@@ -56,6 +56,24 @@ pub struct UpArgs {
     /// For trying TLS out: the CA key sits next to the certificates.
     #[arg(long)]
     tls: bool,
+    /// Turn authentication on: a file of [[auth.tokens]] blocks (as
+    /// `raftlock token new` prints them), copied into the generated
+    /// config. Without it the local cluster needs no token.
+    #[arg(long, value_name = "FILE")]
+    auth: Option<PathBuf>,
+}
+
+/// The `[[auth.tokens]]` blocks of `--auth`, checked as a member will
+/// check them, so a bad file fails here and not in three member logs.
+fn auth_toml(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --auth {}", path.display()))?;
+    let config = raftlock_server::ApiConfig::from_cluster_toml(&text)
+        .with_context(|| format!("--auth {}", path.display()))?;
+    if !config.auth.enabled() {
+        bail!("--auth {} defines no [[auth.tokens]]", path.display());
+    }
+    Ok(format!("\n# From --auth {}\n{text}", path.display()))
 }
 
 /// The files `up --tls` generates, relative to the data directory (and
@@ -102,14 +120,17 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
+    let mut toml = cluster_toml(args.base_port, members, args.tls);
+    if let Some(path) = &args.auth {
+        toml += &auth_toml(path)?;
+    }
     let config = args.data_dir.join("cluster.toml");
     let ca = if args.tls {
         Some(throwaway_certificates(&args.data_dir)?)
     } else {
         None
     };
-    std::fs::write(&config, cluster_toml(args.base_port, members, args.tls))
-        .with_context(|| format!("cannot write {}", config.display()))?;
+    std::fs::write(&config, toml).with_context(|| format!("cannot write {}", config.display()))?;
     let exe = std::env::current_exe().context("cannot find the raftlock executable")?;
     let mut children = Vec::new();
     for id in 1..=members {
@@ -175,8 +196,14 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     if args.base_port != 7001 || members != 3 {
         flags += &format!(" --endpoints {}", endpoints.join(","));
     }
+    let bearer = if args.auth.is_some() {
+        say!("  (authentication is on: export RAFTLOCK_TOKEN=<a token from --auth>)");
+        " -H \"Authorization: Bearer $RAFTLOCK_TOKEN\""
+    } else {
+        ""
+    };
     say!(
-        "  curl -s{curl_flags} -X POST {}/v1/sessions -H 'Content-Type: application/json' -d '{{\"ttl_ms\": 10000, \"owner\": \"me\"}}'",
+        "  curl -s{curl_flags} -X POST {}/v1/sessions -H 'Content-Type: application/json'{bearer} -d '{{\"ttl_ms\": 10000, \"owner\": \"me\"}}'",
         endpoints[0]
     );
     say!("  raftlock status{flags}\n\nCtrl-C stops all {members}.");

@@ -99,6 +99,10 @@ struct ClusterFile {
     /// TLS on both ports (cluster-config/README.md, `[tls]`).
     #[serde(default)]
     tls: Option<TlsSettings>,
+    /// `[[auth.tokens]]`: the HTTP server's too (raftlock-server's
+    /// `AuthConfig`), let through the same way.
+    #[serde(default, rename = "auth")]
+    _auth: Option<toml::Table>,
 }
 
 /// Where one member listens. Separate from its advertised [`Member`]

@@ -71,6 +71,19 @@ impl Node {
         owner: &str,
         ttl: Duration,
     ) -> Result<OpenedSession, NodeError> {
+        self.open_session_as(None, owner, ttl).await
+    }
+
+    /// Opens a session on behalf of `principal` (the HTTP API's
+    /// authenticated token name), recorded in the replicated state so every
+    /// member can refuse the session to other principals. `None` is
+    /// [`open_session`](Self::open_session): no owner beyond the label.
+    pub async fn open_session_as(
+        &self,
+        principal: Option<&str>,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<OpenedSession, NodeError> {
         let s = &self.replica.config.settings;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         if ttl_ms < s.session_ttl_min_ms || ttl_ms > s.session_ttl_max_ms {
@@ -81,10 +94,18 @@ impl Node {
             .into());
         }
         let id = SessionId(rand::random());
-        let command = Command::OpenSession {
-            id,
-            owner: owner.to_string(),
-            ttl_ms,
+        let command = match principal {
+            None => Command::OpenSession {
+                id,
+                owner: owner.to_string(),
+                ttl_ms,
+            },
+            Some(principal) => Command::OpenSessionAs {
+                id,
+                principal: principal.to_string(),
+                owner: owner.to_string(),
+                ttl_ms,
+            },
         };
         match self.replica.write(command).await?.1.result? {
             Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession { id, ttl_ms }),

@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod acquire;
+mod auth;
 mod backup;
 mod cluster;
 mod config;
@@ -51,6 +52,7 @@ use raftlock_node::Node;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+pub use auth::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};
 pub use config::{ApiConfig, ApiConfigError};
 
 /// For the fuzz targets (`fuzz/`) and their corpus replay test: decodes
@@ -109,10 +111,15 @@ pub async fn serve(
     };
     let header_timeout = std::time::Duration::from_millis(config.header_read_timeout_ms);
     let stopping = Arc::new(watch::channel(false).0);
+    let tokens = config.auth.tokens.len();
     let app = build(node, config, stopping.clone());
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    tracing::info!(%addr, scheme, "API listening");
+    if tokens > 0 {
+        tracing::info!(%addr, scheme, tokens, "API listening; bearer tokens required");
+    } else {
+        tracing::info!(%addr, scheme, "API listening; no tokens configured: the API is open");
+    }
     let shutdown = async move {
         shutdown.await;
         tracing::info!(%addr, "API shutting down");
@@ -129,6 +136,10 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         max_bytes: config.max_body_bytes,
         timeout: std::time::Duration::from_millis(config.body_read_timeout_ms),
     };
+    let tokens = config
+        .auth
+        .enabled()
+        .then(|| auth::Tokens::new(&config.auth));
     let state = AppState {
         node,
         config: Arc::new(config),
@@ -151,6 +162,9 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
             body_limits,
             connection::read_body,
         ))
+        // Outside the body limits: a request without a valid token is
+        // refused before its body is read.
+        .layer(middleware::from_fn_with_state(tokens, auth::authenticate))
         .layer(middleware::map_response(json_errors))
         .with_state(state)
 }

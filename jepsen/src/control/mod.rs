@@ -4,15 +4,20 @@
 //!
 //! - [`setup`]: the binary's location, free ports, the cluster TOML;
 //! - [`process`]: one member's process (kill -9, SIGSTOP/SIGCONT, restart);
-//! - [`net`]: the per-link proxies and partitions built from them.
+//! - [`net`]: the per-link proxies and partitions built from them;
+//! - [`roster`]: which ids are members now (the `membership` nemesis
+//!   adds spare ids and removes members at run time).
 
 pub mod net;
 pub mod process;
+pub mod roster;
 pub mod setup;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -21,6 +26,7 @@ use tokio::sync::Mutex;
 use crate::api::{Api, Reply};
 use net::Net;
 use process::{NodeProcess, NodeSpec};
+use roster::Roster;
 pub use setup::{default_member_bin, default_raftlock_bin, ClusterTiming};
 
 /// How to start a cluster.
@@ -28,6 +34,11 @@ pub use setup::{default_member_bin, default_raftlock_bin, ClusterTiming};
 pub struct ClusterOptions {
     /// Members (3 or 5 make sense).
     pub nodes: usize,
+    /// Spare ids (`nodes + 1 ..= nodes + spares`) with ports and link
+    /// proxies but no process and not in the config: the `membership`
+    /// nemesis adds them with `raftlock serve --join`. Needs `raftlock
+    /// serve` members (not `embedded`).
+    pub spares: usize,
     /// The `raftlock` binary.
     pub bin: PathBuf,
     /// `Some(raftlock-jepsen)`: members are `raftlock-jepsen member`
@@ -44,8 +55,14 @@ pub struct ClusterOptions {
 /// removes the data directories.
 #[derive(Debug)]
 pub struct Cluster {
-    /// Member ids, 1..=n.
+    /// Every id the run may use: the founding members 1..=n, then the
+    /// spares. The members now are in [`Cluster::roster`].
     pub ids: Vec<u64>,
+    /// The members now: the founders at the start; the `membership`
+    /// nemesis changes it.
+    pub roster: Arc<Roster>,
+    /// Membership changes completed (adds, removes) and failed.
+    pub changes: ChangeCounts,
     /// The proxies between the members.
     pub net: Net,
     /// An API client for every member.
@@ -53,10 +70,15 @@ pub struct Cluster {
     /// With embedded clients: a client for every member's control
     /// endpoint (the same paths as the API, see [`crate::member`]).
     pub control: Option<Api>,
-    /// The member processes; a tokio mutex because kill/stop await.
+    /// The member processes (spares too, not started); a tokio mutex
+    /// because kill/stop await.
     procs: Mutex<BTreeMap<u64, NodeProcess>>,
+    /// API and Raft address of every id (spares join with these).
+    addrs: BTreeMap<u64, (SocketAddr, SocketAddr)>,
+    /// Ids listed in the config file (1..=nodes).
+    founders: usize,
     /// Data directories, removed when the cluster is dropped.
-    _scratch: tempfile::TempDir,
+    scratch: tempfile::TempDir,
 }
 
 impl Cluster {
@@ -76,17 +98,25 @@ impl Cluster {
             .prefix("raftlock-jepsen-")
             .tempdir()
             .context("creating a scratch directory")?;
-        let ids: Vec<u64> = (1..=opts.nodes as u64).collect();
+        anyhow::ensure!(
+            opts.spares == 0 || opts.embedded.is_none(),
+            "spare members need `raftlock serve` members, not embedded clients"
+        );
+        let total = opts.nodes + opts.spares;
+        let ids: Vec<u64> = (1..=total as u64).collect();
         let ports = if opts.embedded.is_some() { 3 } else { 2 };
-        let addrs = setup::free_addrs(ports * opts.nodes).context("finding free ports")?;
-        let controls: Option<Vec<SocketAddr>> = opts
-            .embedded
-            .is_some()
-            .then(|| addrs[2 * opts.nodes..].to_vec());
-        let members: BTreeMap<u64, (SocketAddr, SocketAddr)> = ids
+        let addrs = setup::free_addrs(ports * total).context("finding free ports")?;
+        let controls: Option<Vec<SocketAddr>> =
+            opts.embedded.is_some().then(|| addrs[2 * total..].to_vec());
+        let all: BTreeMap<u64, (SocketAddr, SocketAddr)> = ids
             .iter()
             .enumerate()
-            .map(|(i, &id)| (id, (addrs[i], addrs[opts.nodes + i])))
+            .map(|(i, &id)| (id, (addrs[i], addrs[total + i])))
+            .collect();
+        let members: BTreeMap<u64, (SocketAddr, SocketAddr)> = all
+            .iter()
+            .filter(|(&id, _)| id <= opts.nodes as u64)
+            .map(|(&id, &a)| (id, a))
             .collect();
         let config_text = setup::cluster_toml(&members, ".", &opts.timing);
         let config = scratch.path().join("cluster.toml");
@@ -95,7 +125,7 @@ impl Cluster {
         let _ = std::fs::write(opts.log_dir.join("cluster.toml"), &config_text);
 
         let raft_addrs: BTreeMap<u64, SocketAddr> =
-            members.iter().map(|(&id, &(_, raft))| (id, raft)).collect();
+            all.iter().map(|(&id, &(_, raft))| (id, raft)).collect();
         let net = Net::start(&raft_addrs)
             .await
             .context("starting link proxies")?;
@@ -112,19 +142,19 @@ impl Cluster {
                 control: controls.as_ref().map(|c| c[(id - 1) as usize]),
                 config: config.clone(),
                 peers,
+                extra: Vec::new(),
                 log: opts.log_dir.join(format!("node-{id}.log")),
             };
             let mut node = NodeProcess::new(spec);
-            node.start()
-                .with_context(|| format!("starting node {id} ({})", bin.display()))?;
+            if id <= opts.nodes as u64 {
+                node.start()
+                    .with_context(|| format!("starting node {id} ({})", bin.display()))?;
+            }
             procs.insert(id, node);
         }
         let timeout = Duration::from_millis(opts.timing.leader_wait_ms + 3_000);
         let api = Api::new(
-            members
-                .values()
-                .map(|(a, _)| format!("http://{a}"))
-                .collect(),
+            all.values().map(|(a, _)| format!("http://{a}")).collect(),
             timeout,
         );
         let control = controls.map(|c| {
@@ -132,12 +162,16 @@ impl Cluster {
             Api::new(urls, timeout)
         });
         Ok(Cluster {
+            roster: Arc::new(Roster::new(members.keys().copied())),
+            changes: ChangeCounts::default(),
             ids,
+            addrs: all,
+            founders: opts.nodes,
             net,
             api,
             control,
             procs: Mutex::new(procs),
-            _scratch: scratch,
+            scratch,
         })
     }
 
@@ -158,16 +192,17 @@ impl Cluster {
     }
 
     async fn health_problem(&self) -> Result<u64, String> {
+        let members = self.roster.members();
         {
             let mut procs = self.procs.lock().await;
-            for (id, p) in procs.iter_mut() {
-                if !p.is_running() {
+            for id in &members {
+                if !procs.get_mut(id).is_some_and(NodeProcess::is_running) {
                     return Err(format!("node {id} is not running"));
                 }
             }
         }
         let mut leaders = Vec::new();
-        for &id in &self.ids {
+        for &id in &members {
             if !self.api.healthy(id).await {
                 return Err(format!("node {id} is not healthy"));
             }
@@ -186,7 +221,7 @@ impl Cluster {
     /// term by any reachable member.
     pub async fn leader(&self) -> Option<u64> {
         let mut best: Option<(u64, u64)> = None;
-        for &id in &self.ids {
+        for id in self.roster.members() {
             if let Reply::Ok(view) = self.api.cluster(id).await {
                 if let Some(l) = view.leader {
                     if best.is_none_or(|(term, _)| view.term > term) {
@@ -230,18 +265,98 @@ impl Cluster {
     }
 
     /// Undoes every process fault: resumes paused members and restarts
-    /// killed ones (links are healed with [`Net::heal`]).
+    /// killed ones (links are healed with [`Net::heal`]). Spares and
+    /// removed members stay down.
     pub async fn heal_processes(&self) -> std::io::Result<()> {
+        let members = self.roster.members();
         let mut procs = self.procs.lock().await;
-        for p in procs.values_mut() {
+        for (id, p) in procs.iter_mut() {
             if p.is_paused() {
                 let _ = p.resume();
             }
-            if !p.is_running() {
+            if members.contains(id) && !p.is_running() {
                 p.start()?;
             }
         }
         Ok(())
+    }
+
+    /// True while member `id`'s process runs (paused or not).
+    pub async fn running(&self, id: u64) -> bool {
+        self.procs
+            .lock()
+            .await
+            .get_mut(&id)
+            .is_some_and(NodeProcess::is_running)
+    }
+
+    /// The members now.
+    pub fn members(&self) -> Vec<u64> {
+        self.roster.members()
+    }
+
+    /// Ids that are neither members nor running: ready to join.
+    pub async fn spares(&self) -> Vec<u64> {
+        let members = self.roster.members();
+        let mut procs = self.procs.lock().await;
+        let mut out = Vec::new();
+        for (&id, p) in procs.iter_mut() {
+            if !members.contains(&id) && !p.is_running() {
+                out.push(id);
+            }
+        }
+        out
+    }
+
+    /// Starts spare `id` as a new member: `raftlock serve --join` through
+    /// the current members' APIs (with its addresses when the config file
+    /// does not list it). The process asks to be added and serves once it
+    /// is a voter; it is not in the roster until the caller adds it.
+    pub async fn start_joining(&self, id: u64) -> anyhow::Result<()> {
+        let endpoints: Vec<String> = self
+            .roster
+            .members()
+            .iter()
+            .filter_map(|m| self.addrs.get(m))
+            .map(|(api, _)| format!("http://{api}"))
+            .collect();
+        let mut extra = vec!["--join".to_string(), endpoints.join(",")];
+        if id > self.founders as u64 {
+            let (api, raft) = self
+                .addrs
+                .get(&id)
+                .with_context(|| format!("no addresses for member {id}"))?;
+            extra.extend([
+                "--api-addr".to_string(),
+                api.to_string(),
+                "--raft-addr".to_string(),
+                raft.to_string(),
+            ]);
+        }
+        let mut procs = self.procs.lock().await;
+        let p = procs
+            .get_mut(&id)
+            .with_context(|| format!("no member {id}"))?;
+        p.spec.extra = extra;
+        p.start()
+            .with_context(|| format!("starting member {id} with --join"))
+    }
+
+    /// The Raft address member `id` advertises (what the membership lists).
+    pub fn raft_addr(&self, id: u64) -> Option<SocketAddr> {
+        self.addrs.get(&id).map(|&(_, raft)| raft)
+    }
+
+    /// kill -9 a member that is no longer in the cluster and delete its
+    /// data directory, so that it can only come back as a new member
+    /// (through `--join`, with an empty disk).
+    pub async fn retire(&self, id: u64) -> std::io::Result<()> {
+        self.kill(id).await;
+        let dir = self.scratch.path().join(format!("node-{id}"));
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Every exit the harness did not cause, so far, per member.
@@ -267,6 +382,28 @@ impl Cluster {
         for p in procs.values_mut() {
             p.stop(Duration::from_secs(5)).await;
         }
+    }
+}
+
+/// Membership changes the harness made in one run.
+#[derive(Debug, Default)]
+pub struct ChangeCounts {
+    /// Spares that became voters.
+    pub adds: AtomicUsize,
+    /// Members whose removal committed.
+    pub removes: AtomicUsize,
+    /// Changes that did not complete (see the nemesis's stderr).
+    pub failed: AtomicUsize,
+}
+
+impl ChangeCounts {
+    /// (adds, removes, failed) so far.
+    pub fn get(&self) -> (usize, usize, usize) {
+        (
+            self.adds.load(Ordering::Relaxed),
+            self.removes.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+        )
     }
 }
 

@@ -25,6 +25,9 @@ pub struct NodeSpec {
     pub config: PathBuf,
     /// `--peer ID=ADDR` overrides: every peer is dialled through a proxy.
     pub peers: Vec<(u64, String)>,
+    /// More arguments of `raftlock serve`: `--join …` for a member added
+    /// at run time (harmless on its restarts: a voter does not ask again).
+    pub extra: Vec<String>,
     /// stdout and stderr of every incarnation are appended here.
     pub log: PathBuf,
 }
@@ -75,6 +78,7 @@ impl NodeProcess {
         for (peer, addr) in &self.spec.peers {
             cmd.arg("--peer").arg(format!("{peer}={addr}"));
         }
+        cmd.args(&self.spec.extra);
         let child = cmd
             .env(
                 "RUST_LOG",

@@ -5,8 +5,11 @@
 //!
 //! One fault at a time: each step waits, applies its fault, holds it, and
 //! undoes it. Faults aimed at "the leader" ask the members who leads when
-//! the step runs (a random node if nobody knows).
+//! the step runs (a random node if nobody knows). Every fault picks among
+//! the members of the moment ([`Cluster::roster`]), which the
+//! [`membership`] fault changes.
 
+pub mod membership;
 pub mod schedule;
 
 use std::sync::atomic::Ordering;
@@ -38,6 +41,23 @@ enum Undo {
     Unpause(usize),
     /// Restore every link and end the long holds.
     HealAndLetGo,
+    /// Kill the removed member and wipe its data directory.
+    Retire(u64),
+    /// Nothing (a member was added).
+    Nothing,
+}
+
+/// An applied fault.
+struct Applied {
+    /// Its name in the history.
+    name: String,
+    /// How it ends.
+    undo: Undo,
+    /// How long it is held.
+    hold: Duration,
+    /// True when its `start` event is already recorded (a membership
+    /// change records it before the change, which takes a while).
+    started: bool,
 }
 
 /// How long `isolate-leader` waits for one of the leader's clients to
@@ -58,14 +78,16 @@ pub async fn run(
         if wait_or_stop(step.wait, &mut stop).await {
             break;
         }
-        let Some((name, undo, hold)) = apply(&cluster, &ctx, &step).await else {
+        let Some(applied) = apply(&cluster, &ctx, &step).await else {
             continue;
         };
         injected += 1;
-        ctx.log.nemesis(F::Start, &name);
-        let stopped = wait_or_stop(hold, &mut stop).await;
-        undo_fault(&cluster, &ctx, undo).await;
-        ctx.log.nemesis(F::Stop, &name);
+        if !applied.started {
+            ctx.log.nemesis(F::Start, &applied.name);
+        }
+        let stopped = wait_or_stop(applied.hold, &mut stop).await;
+        undo_fault(&cluster, &ctx, applied.undo).await;
+        ctx.log.nemesis(F::Stop, &applied.name);
         if stopped {
             break;
         }
@@ -74,12 +96,21 @@ pub async fn run(
     injected
 }
 
-/// Undoes every fault there could be.
+/// Undoes every fault there could be: links, paused clients, paused and
+/// killed members; a process that is not a member (removed, or a failed
+/// join) is stopped and wiped.
 pub async fn heal(cluster: &Cluster, ctx: &Ctx) {
     cluster.net.heal();
     for client in &ctx.clients {
         client.pause.send_replace(false);
         client.long_hold.send_replace(false);
+    }
+    for &id in &cluster.ids {
+        if !cluster.roster.contains(id) && cluster.running(id).await {
+            if let Err(e) = cluster.retire(id).await {
+                eprintln!("nemesis: wiping n{id} failed: {e}");
+            }
+        }
     }
     if let Err(e) = cluster.heal_processes().await {
         eprintln!("nemesis: restarting a node failed: {e}");
@@ -106,9 +137,22 @@ fn node_name(ids: &[u64]) -> String {
 
 /// Applies a step's fault; its name, how to undo it, and how long to hold
 /// it. `None` when the fault does not apply (a client pause in a workload
-/// without sessions).
-async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<(String, Undo, Duration)> {
-    let ids = &cluster.ids;
+/// without sessions, a membership change with nothing to change).
+async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<Applied> {
+    if step.fault == Fault::Membership {
+        let (name, changed) = membership::change(cluster, ctx, step.pick).await?;
+        let undo = match changed {
+            membership::Changed::Added => Undo::Nothing,
+            membership::Changed::Removed(id) => Undo::Retire(id),
+        };
+        return Some(Applied {
+            name,
+            undo,
+            hold: step.hold,
+            started: true,
+        });
+    }
+    let ids = &cluster.members();
     let random_node = ids[(step.pick % ids.len() as u64) as usize];
     let leader = match step.fault {
         Fault::KillLeader | Fault::PauseLeader | Fault::PartitionLeader | Fault::IsolateLeader => {
@@ -213,8 +257,15 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<(String, Und
                 .max(Duration::from_millis(ctx.settings.ttl_ms + 3_000));
             (name, Undo::HealAndLetGo, hold)
         }
+        Fault::Membership => return None,
     };
-    Some(applied)
+    let (name, undo, hold) = applied;
+    Some(Applied {
+        name,
+        undo,
+        hold,
+        started: false,
+    })
 }
 
 async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
@@ -239,6 +290,12 @@ async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
                 client.long_hold.send_replace(false);
             }
         }
+        Undo::Retire(id) => {
+            if let Err(e) = cluster.retire(id).await {
+                eprintln!("nemesis: wiping n{id} failed: {e}");
+            }
+        }
+        Undo::Nothing => {}
     }
 }
 
@@ -276,9 +333,8 @@ async fn isolate_leader(
         None
     };
     let rest: Vec<u64> = cluster
-        .ids
-        .iter()
-        .copied()
+        .members()
+        .into_iter()
         .filter(|&i| i != leader)
         .collect();
     cluster

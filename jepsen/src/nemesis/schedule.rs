@@ -32,11 +32,13 @@ pub enum Fault {
     /// Cut the leader's Raft links while the clients attached to it keep
     /// using it, one of them holding the lock for the whole fault.
     IsolateLeader,
+    /// Add a spare member or remove a voter (never below three).
+    Membership,
 }
 
 impl Fault {
     /// Every fault, for `--nemesis all`.
-    pub const ALL: [Fault; 11] = [
+    pub const ALL: [Fault; 12] = [
         Fault::Kill,
         Fault::KillLeader,
         Fault::Pause,
@@ -48,6 +50,7 @@ impl Fault {
         Fault::Delay,
         Fault::ClientPause,
         Fault::IsolateLeader,
+        Fault::Membership,
     ];
 
     /// The name used on the command line and in histories.
@@ -64,6 +67,7 @@ impl Fault {
             Fault::Delay => "delay",
             Fault::ClientPause => "client-pause",
             Fault::IsolateLeader => "isolate-leader",
+            Fault::Membership => "membership",
         }
     }
 
@@ -191,6 +195,13 @@ mod tests {
         assert_eq!(Fault::parse_list("partition").unwrap().len(), 4);
         assert!(Fault::parse_list("none").unwrap().is_empty());
         assert!(Fault::parse_list("bogus").is_err());
+        assert!(Fault::parse_list("all")
+            .unwrap()
+            .contains(&Fault::Membership));
+        assert_eq!(
+            Fault::parse_list("membership").unwrap(),
+            vec![Fault::Membership]
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub async fn phase(
     match cluster.wait_healthy(RECOVERY).await {
         Ok(leader) => notes.push(format!(
             "{} nodes healthy {:.1} s after healing, leader n{leader}",
-            cluster.ids.len(),
+            cluster.members().len(),
             healed.elapsed().as_secs_f64()
         )),
         Err(p) => problems.push(format!(
@@ -105,7 +105,9 @@ pub async fn phase(
 /// attempt by a fresh process) until one is ok.
 async fn final_read(cluster: &Cluster, ctx: &Ctx, key: &str) -> bool {
     for attempt in 0..READ_ATTEMPTS {
-        let node = cluster.ids[attempt % cluster.ids.len()];
+        let Some(node) = cluster.roster.nth(attempt) else {
+            return false;
+        };
         if register::read(ctx, ctx.next_pid(), node, key).await == Outcome::Ok {
             return true;
         }
@@ -120,7 +122,9 @@ async fn lock_comes_free(cluster: &Cluster, ctx: &Ctx) -> Result<(), String> {
     let mut last = String::from("no answer");
     let mut attempt = 0;
     while Instant::now() < deadline {
-        let node = cluster.ids[attempt % cluster.ids.len()];
+        let Some(node) = cluster.roster.nth(attempt) else {
+            break;
+        };
         attempt += 1;
         match ctx.api.lock_state(node, &ctx.settings.lock).await {
             Reply::Ok((None, 0)) => return Ok(()),

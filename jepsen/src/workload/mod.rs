@@ -30,6 +30,7 @@ use tokio::task::JoinHandle;
 
 use crate::api::Api;
 use crate::checker::Workload;
+use crate::control::roster::Roster;
 use crate::runlog::RunLog;
 use route::{Route, Routing};
 
@@ -89,10 +90,11 @@ pub struct ClientControl {
 }
 
 impl ClientControl {
-    /// Client `idx` of a cluster of `nodes`, routed by `routing`.
-    pub fn new(routing: Routing, nodes: Vec<u64>, idx: usize) -> Self {
+    /// Client `idx` of the cluster whose members `roster` lists, routed
+    /// by `routing`.
+    pub fn new(routing: Routing, roster: Arc<Roster>, idx: usize) -> Self {
         ClientControl {
-            route: Route::new(routing, nodes, idx),
+            route: Route::new(routing, roster, idx),
             holding: AtomicBool::new(false),
             pause: watch::channel(false).0,
             long_hold: watch::channel(false).0,
@@ -127,8 +129,8 @@ pub struct Ctx {
     /// Where the clients' requests go: the public API, or the members'
     /// control endpoints in the embedded-client mode (same paths).
     pub client_api: Api,
-    /// Member ids.
-    pub nodes: Vec<u64>,
+    /// The members now (changed by the `membership` nemesis).
+    pub roster: Arc<Roster>,
     /// Client knobs.
     pub settings: Settings,
     /// One per client task.
@@ -153,7 +155,7 @@ impl Ctx {
         log: Arc<RunLog>,
         api: Api,
         client_api: Api,
-        nodes: Vec<u64>,
+        roster: Arc<Roster>,
         settings: Settings,
         (concurrency, routing): (usize, Routing),
         stop: watch::Receiver<bool>,
@@ -164,9 +166,9 @@ impl Ctx {
             api,
             client_api,
             clients: (0..concurrency)
-                .map(|idx| ClientControl::new(routing, nodes.clone(), idx))
+                .map(|idx| ClientControl::new(routing, Arc::clone(&roster), idx))
                 .collect(),
-            nodes,
+            roster,
             settings,
             store: store::FencedStore::default(),
             keys,

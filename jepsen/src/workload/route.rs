@@ -15,6 +15,12 @@
 //!   node to go to), so clients of an isolated member stay with it.
 //! - [`Routing::Random`]: every request to a random member (the old
 //!   behaviour; keepalives too).
+//!
+//! Members are those of the [`Roster`] at the time: with the `membership`
+//! nemesis a sticky client of a removed member moves on once that member
+//! stops answering (it is killed after its removal), to the next member
+//! that is still in the cluster, and random clients pick among the
+//! current members.
 //! - [`Routing::Embedded`]: client `i` lives in member `i mod n`
 //!   (`raftlock-jepsen member`) and never moves; requests go to that
 //!   member's control endpoint, see [`crate::member`].
@@ -22,9 +28,11 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use rand::rngs::StdRng;
-use rand::Rng;
+
+use crate::control::roster::Roster;
 
 /// How clients pick the member for each request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,19 +87,19 @@ const UNREACHABLE: &[&str] = &["connect", "http_timeout", "transport", "shutting
 pub struct Route {
     /// How this client routes.
     routing: Routing,
-    /// Member ids of the cluster.
-    nodes: Vec<u64>,
+    /// The cluster's members now.
+    roster: Arc<Roster>,
     /// The member a sticky or embedded client talks to now.
     home: AtomicU64,
 }
 
 impl Route {
     /// Client `idx`'s route: it starts on member `idx mod n`.
-    pub fn new(routing: Routing, nodes: Vec<u64>, idx: usize) -> Route {
-        let home = nodes.get(idx % nodes.len().max(1)).copied().unwrap_or(1);
+    pub fn new(routing: Routing, roster: Arc<Roster>, idx: usize) -> Route {
+        let home = roster.nth(idx).unwrap_or(1);
         Route {
             routing,
-            nodes,
+            roster,
             home: AtomicU64::new(home),
         }
     }
@@ -99,9 +107,10 @@ impl Route {
     /// The member for the next request.
     pub fn pick(&self, rng: &mut StdRng) -> u64 {
         match self.routing {
-            Routing::Random if !self.nodes.is_empty() => {
-                self.nodes[rng.random_range(0..self.nodes.len())]
-            }
+            Routing::Random => self
+                .roster
+                .pick(rng)
+                .unwrap_or_else(|| self.home.load(Ordering::Relaxed)),
             _ => self.home.load(Ordering::Relaxed),
         }
     }
@@ -120,10 +129,9 @@ impl Route {
         if self.routing != Routing::Sticky || !code.is_some_and(|c| UNREACHABLE.contains(&c)) {
             return;
         }
-        let Some(pos) = self.nodes.iter().position(|&n| n == node) else {
+        let Some(next) = self.roster.next_after(node) else {
             return;
         };
-        let next = self.nodes[(pos + 1) % self.nodes.len()];
         let _ = self
             .home
             .compare_exchange(node, next, Ordering::Relaxed, Ordering::Relaxed);
@@ -137,7 +145,7 @@ mod tests {
 
     #[test]
     fn sticky_moves_only_when_unanswered() {
-        let route = Route::new(Routing::Sticky, vec![1, 2, 3], 4);
+        let route = Route::new(Routing::Sticky, Arc::new(Roster::new([1, 2, 3])), 4);
         let mut rng = StdRng::seed_from_u64(1);
         assert_eq!(route.pick(&mut rng), 2);
         route.observe(2, None);
@@ -155,15 +163,35 @@ mod tests {
 
     #[test]
     fn embedded_never_moves_and_random_attaches_to_nobody() {
-        let route = Route::new(Routing::Embedded, vec![1, 2, 3], 0);
+        let route = Route::new(Routing::Embedded, Arc::new(Roster::new([1, 2, 3])), 0);
         route.observe(1, Some("connect"));
         assert_eq!(route.attached(), Some(1));
-        let random = Route::new(Routing::Random, vec![1, 2, 3], 0);
+        let random = Route::new(Routing::Random, Arc::new(Roster::new([1, 2, 3])), 0);
         assert_eq!(random.attached(), None);
         let mut rng = StdRng::seed_from_u64(3);
         let picks: std::collections::BTreeSet<u64> =
             (0..100).map(|_| random.pick(&mut rng)).collect();
         assert_eq!(picks.len(), 3);
+    }
+
+    #[test]
+    fn a_client_of_a_removed_member_moves_to_a_current_one() {
+        let roster = Arc::new(Roster::new([1, 2, 3, 4]));
+        let route = Route::new(Routing::Sticky, Arc::clone(&roster), 1);
+        assert_eq!(route.attached(), Some(2));
+        roster.remove(2);
+        roster.remove(3);
+        // Still answered by the removed member: the client stays.
+        route.observe(2, Some("no_leader"));
+        assert_eq!(route.attached(), Some(2));
+        // Killed: it moves past every removed id.
+        route.observe(2, Some("connect"));
+        assert_eq!(route.attached(), Some(4));
+        let random = Route::new(Routing::Random, Arc::clone(&roster), 0);
+        let mut rng = StdRng::seed_from_u64(5);
+        let picks: std::collections::BTreeSet<u64> =
+            (0..100).map(|_| random.pick(&mut rng)).collect();
+        assert_eq!(picks, [1, 4].into());
     }
 
     #[test]

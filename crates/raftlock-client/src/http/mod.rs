@@ -54,6 +54,9 @@ pub struct HttpConfig {
     /// PEM files for `https://` endpoints. Default: none (the system's
     /// trusted roots, no client certificate).
     pub tls: TlsFiles,
+    /// Sent as `Authorization: Bearer …` with every request, for a
+    /// cluster that defines tokens (docs/security.md). Default none.
+    pub token: Option<BearerToken>,
 }
 
 /// PEM files of an HTTPS client (the CLI's `--cacert/--cert/--key`).
@@ -92,6 +95,30 @@ impl TlsFiles {
     }
 }
 
+/// A bearer token for the API. Its `Debug` output hides the secret, so
+/// logging an [`HttpConfig`] does not leak it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token as `raftlock token new` printed it (surrounding
+    /// whitespace, such as a token file's newline, is dropped).
+    pub fn new(token: impl Into<String>) -> BearerToken {
+        BearerToken(token.into().trim().to_string())
+    }
+
+    /// The secret itself.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<hidden>)")
+    }
+}
+
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
@@ -100,6 +127,7 @@ impl Default for HttpConfig {
             retry: RetryPolicy::default(),
             observe_idle_timeout: Duration::from_secs(60),
             tls: TlsFiles::default(),
+            token: None,
         }
     }
 }
@@ -217,10 +245,22 @@ impl HttpClient {
                 "endpoint {bad:?} must start with http:// or https://"
             )));
         }
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &config.token {
+            let mut value =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.secret()))
+                    .map_err(|_| {
+                        ClientError::BadRequest("the bearer token is not printable ASCII".into())
+                    })?;
+            // Kept out of reqwest's debug output and HTTP/2 header tables.
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
         let mut builder = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
-            .no_proxy();
+            .no_proxy()
+            .default_headers(headers);
         // Without a CA file, https uses the system's roots through
         // reqwest's own config, which needs the process's rustls provider.
         raftlock_tls::install_default_provider();
@@ -431,6 +471,26 @@ mod tests {
         assert!(e.to_string().contains("--key"), "{e}");
         let e = with(Some("/nonexistent/ca.pem"), None, None).expect_err("missing CA");
         assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
+    }
+
+    #[test]
+    fn the_token_stays_out_of_debug_output() {
+        let config = HttpConfig {
+            token: Some(BearerToken::new("s3cret\n")),
+            ..HttpConfig::default()
+        };
+        let client = HttpClient::with_config(["http://a:1"], config).expect("valid");
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert_eq!(
+            client.config().token.as_ref().map(BearerToken::secret),
+            Some("s3cret")
+        );
+        let bad = HttpConfig {
+            token: Some(BearerToken::new("a\u{7f}b")),
+            ..HttpConfig::default()
+        };
+        assert!(HttpClient::with_config(["http://a:1"], bad).is_err());
     }
 
     #[test]
