@@ -538,10 +538,20 @@ mod tests {
     #[test]
     fn bundled_configs_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cluster-config");
-        for (file, ids) in [("local-3.toml", vec![1, 2, 3]), ("single.toml", vec![1])] {
+        let files = [
+            ("local-3.toml", vec![1, 2, 3]),
+            ("single.toml", vec![1]),
+            ("production-5.toml", vec![1, 2, 3, 4, 5]),
+        ];
+        for (file, ids) in files {
             for id in ids {
                 NodeConfig::from_cluster_file(&dir.join(file), id).expect(file);
             }
         }
+        let production = NodeConfig::from_cluster_file(&dir.join("production-5.toml"), 1)
+            .expect("production-5.toml");
+        let tls = production.tls.expect("production-5.toml has [tls]");
+        assert_eq!(tls.ca, Path::new("/etc/raftlock/tls/ca.pem"));
+        assert_eq!(tls.client_auth, raftlock_tls::ClientAuth::None);
     }
 }
