@@ -54,17 +54,16 @@ pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     // An add waits for the new member to catch up (bounded at the leader
     // by about a minute).
     let http = endpoints.http(Duration::from_secs(120))?;
+    let urls = endpoints.urls();
     let view = match args.command {
-        MemberCommand::List(endpoints) => send(&http, &endpoints.endpoints, Request::List).await?,
+        MemberCommand::List(_) => send(&http, &urls, Request::List).await?,
         MemberCommand::Add {
             id,
             api_addr,
             raft_addr,
-            endpoints,
-        } => add(&http, &endpoints.endpoints, id, &api_addr, &raft_addr).await?,
-        MemberCommand::Remove { id, endpoints } => {
-            send(&http, &endpoints.endpoints, Request::Remove(id)).await?
-        }
+            ..
+        } => add(&http, &urls, id, &api_addr, &raft_addr).await?,
+        MemberCommand::Remove { id, .. } => send(&http, &urls, Request::Remove(id)).await?,
     };
     print_view(&view)
 }

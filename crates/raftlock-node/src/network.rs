@@ -18,6 +18,7 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use raftlock_storage::DurableIndex;
+use raftlock_tls::rustls;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -62,19 +63,29 @@ pub struct PeerClient {
     known: Arc<RwLock<BTreeMap<NodeId, String>>>,
     /// This member's identity, sent with every request (`peer_guard`).
     guard: Option<Arc<PeerGuard>>,
+    /// `https` with `[tls]` (mutual TLS, see member_tls.rs), else `http`.
+    scheme: &'static str,
 }
 
 impl PeerClient {
-    pub fn new(config: Arc<NodeConfig>) -> Self {
-        let http = reqwest::Client::builder()
+    /// `tls`: how to dial peers with `[tls]` (trust the cluster CA, show
+    /// this member's certificate); `None` dials plain HTTP.
+    pub fn new(config: Arc<NodeConfig>, tls: Option<rustls::ClientConfig>) -> Self {
+        let builder = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .tcp_nodelay(true)
-            .connect_timeout(Duration::from_millis(500))
-            .build()
-            .unwrap_or_default();
+            .connect_timeout(Duration::from_millis(500));
+        let (builder, scheme) = match tls {
+            Some(tls) => (builder.tls_backend_preconfigured(tls), "https"),
+            None => (builder, "http"),
+        };
+        // reqwest's fallback client below needs a default provider.
+        raftlock_tls::install_default_provider();
+        let http = builder.build().unwrap_or_default();
         PeerClient {
             http,
             config,
+            scheme,
             cut: Arc::default(),
             known: Arc::default(),
             guard: None,
@@ -167,7 +178,7 @@ impl PeerClient {
             ))
         })?;
         let bytes = bincode::serialize(body).map_err(|e| CallError::NotSent(e.to_string()))?;
-        let mut request = self.http.post(format!("http://{addr}{route}"));
+        let mut request = self.http.post(format!("{}://{addr}{route}", self.scheme));
         if let Some(guard) = &self.guard {
             request = request.headers(guard.outgoing(incarnation));
         }

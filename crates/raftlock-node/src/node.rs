@@ -58,6 +58,8 @@ pub enum StartError {
     /// member's; the message names the fix.
     #[error("{0}")]
     Identity(String),
+    #[error("[tls]: {0}")]
+    Tls(#[from] raftlock_tls::TlsError),
 }
 
 impl Node {
@@ -98,6 +100,8 @@ impl Node {
         bootstrap: bool,
     ) -> Result<Node, StartError> {
         config.validate()?;
+        // Before the data directory is touched: a bad PEM file fails fast.
+        let tls = crate::member_tls::MemberTls::load(&config)?;
         let config = Arc::new(config);
         let storage_err = |message: String| StartError::Storage {
             path: config.data_dir.display().to_string(),
@@ -144,7 +148,8 @@ impl Node {
         }
         .validate()
         .map_err(|e| StartError::Raft(e.to_string()))?;
-        let peers = PeerClient::new(config.clone()).with_guard(guard.clone());
+        let peers = PeerClient::new(config.clone(), tls.as_ref().map(|t| t.client.clone()))
+            .with_guard(guard.clone());
         let quorum = Arc::new(QuorumClock::default());
         let raft = Raft::new(
             config.id,
@@ -186,7 +191,8 @@ impl Node {
             }),
         };
         let replica = &node.replica;
-        node.spawn(crate::routes::serve(replica.clone(), listener));
+        let tls_server = tls.map(|t| t.server);
+        node.spawn(crate::routes::serve(replica.clone(), listener, tls_server));
         node.spawn(crate::leader::watch_leadership(replica.clone()));
         node.spawn(crate::leader::expire_sessions(replica.clone()));
         node.spawn(proposer::run(replica.clone(), proposals));

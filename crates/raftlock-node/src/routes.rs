@@ -14,10 +14,12 @@ use axum::Router;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest,
 };
+use raftlock_tls::rustls::ServerConfig;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::net::TcpListener;
 
+use crate::member_tls::MemberListener;
 use crate::network::route;
 use crate::replica::at_leader::LeaderRequest;
 use crate::replica::Replica;
@@ -118,7 +120,13 @@ async fn guard(State(replica): Shared, request: Request, next: Next) -> Response
 }
 
 /// Serves the internal routes until the node stops.
-pub(crate) async fn serve(replica: Arc<Replica>, listener: TcpListener) {
+/// With `tls` (the `[tls]` table), only peers presenting a certificate
+/// signed by the cluster CA get past the handshake (member_tls.rs).
+pub(crate) async fn serve(
+    replica: Arc<Replica>,
+    listener: TcpListener,
+    tls: Option<Arc<ServerConfig>>,
+) {
     let router = Router::new()
         .route(route::APPEND, post(append))
         .route(route::VOTE, post(vote))
@@ -133,10 +141,22 @@ pub(crate) async fn serve(replica: Arc<Replica>, listener: TcpListener) {
         .with_state(replica.clone());
     let stopping = replica.shutdown.clone();
     let shutdown = async move { stopping.stopped().await };
-    if let Err(e) = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
+    let served = match tls {
+        None => {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        Some(tls) => match MemberListener::new(listener, tls) {
+            Ok(listener) => {
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+            }
+            Err(e) => Err(e),
+        },
+    };
+    if let Err(e) = served {
         tracing::error!("internal server failed: {e}");
     }
 }

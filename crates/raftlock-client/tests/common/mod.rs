@@ -80,6 +80,7 @@ impl Cluster {
                     data_dir: PathBuf::from(dir.path()).join(format!("node-{id}")),
                     settings: settings(),
                     peer_overrides: BTreeMap::new(),
+                    tls: None,
                 };
                 tokio::spawn(Node::start_with_listener(config, listener))
             })
