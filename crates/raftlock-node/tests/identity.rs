@@ -153,6 +153,7 @@ async fn a_member_of_another_cluster_is_refused() {
         data_dir: dir.path().join("node-2"),
         settings: settings(),
         peer_overrides: BTreeMap::new(),
+        tls: None,
     };
     let theirs = Node::start_with_listener(config, listener)
         .await
