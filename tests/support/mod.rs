@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -94,6 +96,8 @@ impl ProcessCluster {
         }
         let config = dir.path().join("cluster.toml");
         std::fs::write(&config, text).expect("write config");
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
         ProcessCluster {
             dir,
             config,
@@ -139,7 +143,10 @@ impl ProcessCluster {
             "--join".to_string(),
             endpoints.join(","),
             "--api-addr".to_string(),
-            self.api[i].trim_start_matches("http://").to_string(),
+            self.api[i]
+                .trim_start_matches("http://")
+                .trim_start_matches("https://")
+                .to_string(),
             "--raft-addr".to_string(),
             self.raft[i].clone(),
         ];
@@ -147,7 +154,17 @@ impl ProcessCluster {
         self.spawn_member(id, &args);
     }
 
+    /// Starts member `id` with another config file than the cluster's
+    /// (a member with other certificates, say).
+    pub fn start_member_with_config(&mut self, id: u64, config: &std::path::Path) {
+        self.spawn_with(id, config.to_path_buf(), &[]);
+    }
+
     fn spawn_member(&mut self, id: u64, extra: &[String]) {
+        self.spawn_with(id, self.config.clone(), extra);
+    }
+
+    fn spawn_with(&mut self, id: u64, config: PathBuf, extra: &[String]) {
         // Appends: a restarted member's earlier log stays readable.
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -156,7 +173,7 @@ impl ProcessCluster {
             .expect("log file");
         let child = Command::new(RAFTLOCK)
             .args(["serve", "--config"])
-            .arg(&self.config)
+            .arg(&config)
             .args(["--id", &id.to_string()])
             .args(extra)
             .env("RUST_LOG", "info,openraft=warn")

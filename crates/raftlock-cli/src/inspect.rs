@@ -19,12 +19,21 @@ pub struct Endpoints {
     /// The bearer token to send, when the cluster defines tokens.
     #[command(flatten)]
     pub token: crate::token::TokenArgs,
+    #[command(flatten)]
+    pub tls: crate::client_tls::ClientTls,
 }
 
 impl Endpoints {
-    /// A plain HTTP client for these endpoints, sending the token.
+    /// The endpoints with the scheme the TLS flags ask for.
+    pub fn urls(&self) -> Vec<String> {
+        self.endpoints.iter().map(|e| self.tls.url(e)).collect()
+    }
+
+    /// An HTTP client for these endpoints: the TLS flags, the token.
     pub fn http(&self, timeout: Duration) -> anyhow::Result<reqwest::Client> {
-        Ok(reqwest::Client::builder()
+        Ok(self
+            .tls
+            .http()?
             .timeout(timeout)
             .default_headers(self.token.headers()?)
             .build()?)
@@ -43,7 +52,7 @@ pub struct LocksArgs {
 async fn get_json(endpoints: &Endpoints, path: &str) -> anyhow::Result<Value> {
     let http = endpoints.http(Duration::from_secs(5))?;
     let mut last_error = None;
-    for endpoint in &endpoints.endpoints {
+    for endpoint in endpoints.urls() {
         let url = format!("{}{path}", endpoint.trim_end_matches('/'));
         match http.get(&url).send().await {
             Ok(response) if response.status().is_success() => return Ok(response.json().await?),

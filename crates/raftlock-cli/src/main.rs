@@ -1,5 +1,6 @@
 //! `raftlock`: one binary for running and using a raftlock cluster.
 
+mod client_tls;
 mod inspect;
 mod lock;
 mod member;
@@ -53,6 +54,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // reqwest is built without a default TLS provider (crates/raftlock-tls).
+    raftlock_tls::install_default_provider();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 use clap::Args;
-use raftlock_node::{Node, NodeConfig, NodeId};
+use raftlock_node::{Node, NodeConfig, NodeId, TlsSettings};
 use raftlock_server::ApiConfig;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
@@ -57,6 +57,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let me = raftlock_node::Member {
                 api_addr: api_addr.clone(),
                 raft_addr: raft_addr.clone(),
+                incarnation: 0,
             };
             NodeConfig::from_cluster_file_joining(&args.config, args.id, Some(me))?
         }
@@ -77,13 +78,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
     let data_dir = config.data_dir.clone();
     let me = config.me().clone();
+    let tls = config.tls.clone();
     let node = if joining {
         Node::join_with_listener(config, raft).await?
     } else {
         Node::start_with_listener(config, raft).await?
     };
     if joining {
-        join(&node, &args.join, &me, &args.token).await?;
+        join(&node, &args.join, &me, tls.as_ref(), &args.token).await?;
     }
     tracing::info!(
         id = args.id,
@@ -120,6 +122,7 @@ async fn join(
     node: &Node,
     endpoints: &[String],
     me: &raftlock_node::Member,
+    tls: Option<&TlsSettings>,
     token: &crate::token::TokenArgs,
 ) -> anyhow::Result<()> {
     let id = node.id();
@@ -128,11 +131,24 @@ async fn join(
         return Ok(());
     }
     tracing::info!(id, ?endpoints, "asking the cluster to add this member");
-    let http = reqwest::Client::builder()
+    let mut http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(120))
-        .default_headers(token.headers()?)
-        .build()?;
-    crate::member::add(&http, endpoints, id, &me.api_addr, &me.raft_addr)
+        .default_headers(token.headers()?);
+    // With `[tls]`, the cluster's API is HTTPS and may want a client
+    // certificate: this member's own does (the same CA signed it).
+    let endpoints: Vec<String> = match tls {
+        Some(tls) => {
+            http = http.tls_backend_preconfigured(raftlock_tls::member_client_config(tls)?);
+            let tls_flags = crate::client_tls::ClientTls {
+                cacert: Some(tls.ca.clone()),
+                ..Default::default()
+            };
+            endpoints.iter().map(|e| tls_flags.url(e)).collect()
+        }
+        None => endpoints.to_vec(),
+    };
+    let http = http.build()?;
+    crate::member::add(&http, &endpoints, id, &me.api_addr, &me.raft_addr)
         .await
         .with_context(|| format!("member {id} could not join the cluster"))?;
     tracing::info!(id, "joined the cluster as a voter");

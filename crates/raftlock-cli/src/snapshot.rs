@@ -81,13 +81,15 @@ async fn save(file: &Path, endpoints: &Endpoints) -> anyhow::Result<()> {
 async fn fetch(endpoints: &Endpoints) -> anyhow::Result<Backup> {
     // The server answers within its leader wait (3 s by default) plus the
     // time to encode and send the state: generous for large states.
-    let http = reqwest::Client::builder()
+    let http = endpoints
+        .tls
+        .http()?
         .connect_timeout(Duration::from_secs(5))
         .timeout(Duration::from_secs(600))
         .default_headers(endpoints.token.headers()?)
         .build()?;
     let mut last_error = None;
-    for endpoint in &endpoints.endpoints {
+    for endpoint in endpoints.urls() {
         let url = format!("{}/v1/snapshot", endpoint.trim_end_matches('/'));
         let response = match http.get(&url).send().await {
             Ok(response) => response,

@@ -172,6 +172,7 @@ impl Node {
         consistency: Consistency,
         f: impl FnOnce(&StateMachine) -> T,
     ) -> Result<T, NodeError> {
+        self.replica.refuse_if_replaced()?;
         if consistency == Consistency::Linearizable {
             self.replica.linearizable_barrier().await?;
         }
@@ -236,6 +237,34 @@ impl Node {
         id: crate::typ::NodeId,
     ) -> Result<crate::MembershipView, NodeError> {
         self.replica.change_member(id, None).await
+    }
+
+    /// This member's data-directory identity: member id, incarnation and
+    /// cluster id (docs/design.md, "Member identity").
+    pub fn identity(&self) -> crate::Identity {
+        self.replica.guard.identity.get()
+    }
+
+    /// Why this member refuses to serve, while the cluster's membership
+    /// names another incarnation of it (its data was wiped): the message,
+    /// which names the fix. `None` normally.
+    pub fn replaced(&self) -> Option<String> {
+        self.replica.guard.replaced_message()
+    }
+
+    /// How member `id` looks from here: for this member itself `ok`, or
+    /// `member_replaced` while the cluster names another incarnation of
+    /// it; for a peer, how it last answered this member's Raft requests
+    /// (`None`: this member sent it none, as a follower usually has not).
+    pub fn member_state(&self, id: crate::typ::NodeId) -> Option<crate::PeerState> {
+        if id == self.id() {
+            return Some(if self.replaced().is_some() {
+                crate::PeerState::Replaced
+            } else {
+                crate::PeerState::Ok
+            });
+        }
+        self.replica.guard.peer_state(id)
     }
 
     /// The membership as this member knows it (no read index).

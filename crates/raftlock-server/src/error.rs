@@ -216,6 +216,9 @@ impl From<NodeError> for ApiError {
                     M::InProgress(_) => (S::SERVICE_UNAVAILABLE, "membership_changing"),
                     M::NotCaughtUp { .. } => (S::SERVICE_UNAVAILABLE, "not_caught_up"),
                     M::Invalid(_) => (S::BAD_REQUEST, "bad_request"),
+                    M::Replaced { .. } => (S::SERVICE_UNAVAILABLE, "member_replaced"),
+                    M::OtherCluster { .. } => (S::CONFLICT, "other_cluster"),
+                    M::Unreachable { .. } => (S::SERVICE_UNAVAILABLE, "member_unreachable"),
                 }
             }
         };

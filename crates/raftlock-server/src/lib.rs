@@ -104,23 +104,32 @@ pub async fn serve(
     config
         .validate()
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // The cluster file's `[tls]` table, which the node carries: HTTPS
+    // for clients (with client certificates as `client_auth` says).
+    let tls = match &node.config().tls {
+        Some(settings) => Some(
+            raftlock_tls::api_server_config(settings)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+        ),
+        None => None,
+    };
     let header_timeout = std::time::Duration::from_millis(config.header_read_timeout_ms);
     let stopping = Arc::new(watch::channel(false).0);
     let tokens = config.auth.tokens.len();
     let app = build(node, config, stopping.clone());
     let addr = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     if tokens > 0 {
-        tracing::info!(%addr, tokens, "API listening; bearer tokens required");
+        tracing::info!(%addr, scheme, tokens, "API listening; bearer tokens required");
     } else {
-        tracing::info!(%addr, "API listening; no tokens configured: the API is open");
+        tracing::info!(%addr, scheme, "API listening; no tokens configured: the API is open");
     }
     let shutdown = async move {
         shutdown.await;
         tracing::info!(%addr, "API shutting down");
         stopping.send_replace(true);
     };
-    connection::serve(listener, app, header_timeout, shutdown).await;
-    Ok(())
+    connection::serve(listener, tls, app, header_timeout, shutdown).await
 }
 
 fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> Router {
