@@ -61,6 +61,8 @@ impl Browser {
             .spawn()
             .expect("start chromedriver");
         let base = format!("http://127.0.0.1:{port}");
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()
