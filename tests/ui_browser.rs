@@ -462,3 +462,36 @@ async fn dashboard_asks_for_a_token_and_shows_what_it_may_read() {
     // The listing holds only names the token may read.
     assert!(lock_row(&rows, "secret/payroll").is_none(), "{rows}");
 }
+
+/// With `[tls]` (client certificates required) the members serve HTTPS;
+/// the probes behind the page's member states speak TLS as a member does,
+/// so health and applied index stay known (no browser needed here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reachability_probes_tls_members() {
+    let mut cluster = ProcessCluster::configure(3);
+    cluster.enable_tls("required");
+    for id in 1..=3 {
+        cluster.start_member(id);
+    }
+    let leader = cluster.leader(&[1, 2, 3]).await;
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let victim = (1..=3)
+        .find(|id| *id != leader && *id != follower)
+        .expect("another follower");
+    let (status, body) = cluster.get(follower, "/v1/cluster/reachability").await;
+    assert_eq!(status, 200, "{body}");
+    for member in body["members"].as_array().expect("members") {
+        assert_eq!(member["reachable"], json!(true), "{body}");
+        assert_eq!(member["healthy"], json!(true), "{body}");
+        assert!(member["applied_index"].as_u64().is_some(), "{body}");
+    }
+    cluster.kill9(victim);
+    let (status, body) = cluster.get(follower, "/v1/cluster/reachability").await;
+    assert_eq!(status, 200, "{body}");
+    let dead = body["members"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["id"] == json!(victim)))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(dead["reachable"], json!(false), "{body}");
+}

@@ -8,21 +8,25 @@
 //! `GET /v1/health` and waits for the first bytes of an answer, all within
 //! [`PROBE_TIMEOUT`]. A connection alone is not enough: the kernel accepts
 //! connections for a stopped (SIGSTOP, swapped-out) process. Any answer
-//! counts as reachable, and so does a connection the member closes (a
-//! live process did that); only a refused connection or silence until the
+//! counts as reachable, and so does a connection the member closes or a
+//! TLS handshake it fails (a live process did that); only a refused connection or silence until the
 //! deadline is unreachable. An HTTP status line also tells whether the member
 //! is healthy (has a leader and is caught up), and a healthy member's
 //! answer carries its applied index, so the page can show every member's
 //! lag from any member.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
+use raftlock_tls::rustls::pki_types::ServerName;
+use raftlock_tls::rustls::ClientConfig;
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
 
 use crate::state::AppState;
 
@@ -62,10 +66,19 @@ struct Reachability {
 
 async fn reachability(State(app): State<AppState>) -> Json<Reachability> {
     let status = app.node.status();
-    let probes = status
-        .members
-        .into_iter()
-        .map(|m| async move { probe(m.id, m.api_addr).await });
+    // With the cluster's `[tls]` table the members serve HTTPS: probe as a
+    // member does (the cluster CA, this member's certificate, which
+    // satisfies `client_auth = "required"`). Built per request: three
+    // small PEM files, once a second at most per open dashboard.
+    let tls = app.node.config().tls.as_ref().map(|settings| {
+        raftlock_tls::member_client_config(settings)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    });
+    let probes = status.members.into_iter().map(|m| {
+        let tls = tls.clone();
+        async move { probe(m.id, m.api_addr, tls).await }
+    });
     Json(Reachability {
         node_id: status.id,
         timeout_ms: PROBE_TIMEOUT.as_millis() as u64,
@@ -73,9 +86,13 @@ async fn reachability(State(app): State<AppState>) -> Json<Reachability> {
     })
 }
 
-async fn probe(id: u64, api_addr: String) -> Probe {
+/// `None` for plain HTTP, else the TLS client config (or why it could not
+/// be built).
+type ProbeTls = Option<Result<Arc<ClientConfig>, String>>;
+
+async fn probe(id: u64, api_addr: String, tls: ProbeTls) -> Probe {
     let started = Instant::now();
-    let answer = tokio::time::timeout(PROBE_TIMEOUT, ask_health(&api_addr)).await;
+    let answer = tokio::time::timeout(PROBE_TIMEOUT, ask_health(&api_addr, tls)).await;
     let (reachable, answer, error) = match answer {
         Ok(Ok(answer)) => (true, answer, None),
         Ok(Err(e)) => (false, Vec::new(), Some(e.to_string())),
@@ -99,10 +116,34 @@ async fn probe(id: u64, api_addr: String) -> Probe {
 /// Bound on the answer read (a health answer is about 100 bytes).
 const MAX_ANSWER: usize = 4096;
 
-/// Connects, asks for `/v1/health`, returns what the member answered
-/// before closing the connection (at most [`MAX_ANSWER`] bytes).
-async fn ask_health(api_addr: &str) -> std::io::Result<Vec<u8>> {
-    let mut stream = TcpStream::connect(api_addr).await?;
+/// Connects (over TLS when `tls` says so), asks for `/v1/health`, returns
+/// what the member answered before closing the connection (at most
+/// [`MAX_ANSWER`] bytes).
+async fn ask_health(api_addr: &str, tls: ProbeTls) -> std::io::Result<Vec<u8>> {
+    let tcp = TcpStream::connect(api_addr).await?;
+    let Some(tls) = tls else {
+        return exchange(tcp, api_addr).await;
+    };
+    let config = tls.map_err(std::io::Error::other)?;
+    let host = api_addr
+        .rsplit_once(':')
+        .map_or(api_addr, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let name = ServerName::try_from(host.to_string()).map_err(std::io::Error::other)?;
+    match TlsConnector::from(config).connect(name, tcp).await {
+        Ok(stream) => exchange(stream, api_addr).await,
+        // The member accepted and spoke TLS (or closed): it is alive, even
+        // if the handshake failed.
+        Err(_) => Ok(Vec::new()),
+    }
+}
+
+/// Sends the health request on `stream` and reads the answer.
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    api_addr: &str,
+) -> std::io::Result<Vec<u8>> {
     let request =
         format!("GET /v1/health HTTP/1.1\r\nHost: {api_addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
@@ -164,7 +205,7 @@ mod tests {
         let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = silent.local_addr().unwrap().to_string();
         let started = std::time::Instant::now();
-        let probe = super::probe(7, addr).await;
+        let probe = super::probe(7, addr, None).await;
         assert!(!probe.reachable, "{probe:?}");
         assert!(probe.error.unwrap().contains("no answer within"));
         assert!(started.elapsed() < super::PROBE_TIMEOUT * 2);
@@ -189,12 +230,12 @@ mod tests {
             }
             drop(stream);
         });
-        let probe = super::probe(1, addr.clone()).await;
+        let probe = super::probe(1, addr.clone(), None).await;
         assert!(probe.reachable, "{probe:?}");
         assert_eq!(probe.healthy, None);
         closing.await.unwrap();
         // The listener is gone: connections are refused.
-        let probe = super::probe(1, addr).await;
+        let probe = super::probe(1, addr, None).await;
         assert!(!probe.reachable, "{probe:?}");
     }
 
