@@ -303,8 +303,8 @@ attempts:
 		index := (start + attempt) % n
 		endpoint := c.endpoints[index]
 		status, body, sent, err := c.attempt(ctx, endpoint, cl, payload)
-		if err != nil && tlsFailure(err) {
-			return 0, nil, &Error{Code: CodeTLS, Message: endpoint + ": TLS handshake failed", Err: err}
+		if why := tlsError(err); why != "" {
+			return 0, nil, &Error{Code: CodeTLS, Message: endpoint + ": " + why, Err: err}
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -78,22 +78,39 @@ func httpsEndpoint(e string, withCA bool) string {
 	return e
 }
 
-// tlsFailure reports whether err is a failed TLS handshake: a server
-// certificate the client does not trust, the server refusing the
-// client's certificate (or its lack of one) with an alert, or a server
-// that does not speak TLS. The server reads no request before its
-// handshake finishes, so nothing was applied; and every member would
-// fail the same way, so it is not retried.
-func tlsFailure(err error) bool {
+// tlsFailure describes err if it is a failed TLS handshake, else "": a
+// server certificate the client does not trust, the server refusing the
+// client's certificate (or its lack of one) with an alert, a server that
+// does not speak TLS, or a plain-HTTP request answered with a TLS alert
+// (an HTTPS member dialed as http:// without CACert). The server reads no
+// request before its handshake finishes, so nothing was applied; and
+// every member would fail the same way, so it is not retried.
+func tlsFailure(err error) string {
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var record tls.RecordHeaderError
 	if errors.As(err, &unknownCA) || errors.As(err, &hostname) ||
 		errors.As(err, &invalid) || errors.As(err, &record) {
-		return true
+		return "TLS handshake failed"
 	}
 	// crypto/tls reports the peer's alert as a *net.OpError with this Op.
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "remote error" && strings.HasPrefix(op.Err.Error(), "tls: ")
+	if errors.As(err, &op) && op.Op == "remote error" && strings.HasPrefix(op.Err.Error(), "tls: ") {
+		return "TLS handshake failed"
+	}
+	// net/http quotes the first line of an answer it cannot parse; a TLS
+	// alert record starts with 0x15 0x03 (Go 1.19 gives no typed error).
+	if strings.Contains(err.Error(), `malformed HTTP response "\x15\x03`) {
+		return "the member answered with a TLS alert: it serves HTTPS, set Config.CACert (or $" + CACertEnv + ")"
+	}
+	return ""
+}
+
+// tlsError is tlsFailure of a possibly nil error.
+func tlsError(err error) string {
+	if err == nil {
+		return ""
+	}
+	return tlsFailure(err)
 }

@@ -93,6 +93,10 @@ func TestTLS(t *testing.T) {
 		expectRefused(t, newClient(t, up.Endpoints, nil))
 	})
 
+	t.Run("PlainHTTPToAnHTTPSMemberIsRefused", func(t *testing.T) {
+		expectRefused(t, newClient(t, plainHTTP(up.Endpoints), nil))
+	})
+
 	t.Run("ClientAuthRequired", func(t *testing.T) {
 		mutual := startCluster(t, func() (*testcluster.Cluster, error) {
 			return testcluster.StartMembersTLS(t.TempDir(), up.TLSDir, "required")
