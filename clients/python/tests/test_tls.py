@@ -83,6 +83,13 @@ def test_client_without_the_ca_is_refused_at_once(tls_cluster: UpCluster, name: 
     assert isinstance(refused.value, raftlock.Unavailable)  # nothing was applied
 
 
+def test_plain_http_to_an_https_member_says_why(tls_cluster: UpCluster, name: str) -> None:
+    with raftlock.Client(plain(tls_cluster.endpoints), timeout=5) as c:
+        with pytest.raises(raftlock.RaftlockError) as refused:
+            c.lock_state(name)
+    assert "give cacert=" in str(refused.value)
+
+
 def test_client_auth_required(mutual_tls_cluster: ServeCluster, name: str) -> None:
     tls = mutual_tls_cluster.tls_dir
     assert tls is not None

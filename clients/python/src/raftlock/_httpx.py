@@ -9,6 +9,7 @@ import httpx
 
 from ._failover import Lost, NotSent, Outcome, Refused
 from ._settings import Settings
+from ._tls import CACERT_ENV
 
 
 def outcome_of(error: httpx.TransportError) -> Outcome:
@@ -20,6 +21,11 @@ def outcome_of(error: httpx.TransportError) -> Outcome:
     if tls is not None:
         return Refused(f"TLS handshake failed: {tls}")
     why = f"{type(error).__name__}: {error}".rstrip(": ")
+    if isinstance(error, httpx.RemoteProtocolError) and _plain_http(error):
+        # What a member serving HTTPS does to a plain-HTTP request: it
+        # answers with a TLS alert, which httpx cannot parse (and does
+        # not show), so this is only a likely cause.
+        why += f" (if the cluster serves HTTPS, give cacert= or ${CACERT_ENV})"
     if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
         return NotSent(why)
     return Lost(why)
@@ -37,6 +43,13 @@ def _ssl_error(error: BaseException) -> Optional[ssl.SSLError]:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def _plain_http(error: httpx.RequestError) -> bool:
+    try:
+        return error.request.url.scheme == "http"
+    except RuntimeError:  # an error raised without its request
+        return False
 
 
 def timeouts(settings: Settings, budget: float) -> httpx.Timeout:
