@@ -252,6 +252,18 @@ async fn a_backup_restores_into_a_new_cluster_with_the_same_locks_nodes_and_revi
     let new_follower = (1..=3).find(|id| *id != new_leader).expect("a follower");
     let after = observe(&target, new_follower, &sessions).await;
     assert_eq!(before, after, "restored state differs\n{}", target.logs());
+    // The members restored one by one agree on each other's identity:
+    // the membership names a real incarnation for each (a member wiped
+    // later is refused, as in any cluster).
+    let (_, view) = target.membership(new_follower).await;
+    let incarnations: std::collections::BTreeSet<&str> = view["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .filter_map(|m| m["incarnation"].as_str())
+        .filter(|i| *i != "0000000000000000")
+        .collect();
+    assert_eq!(incarnations.len(), 3, "{view}");
 
     // The restored sessions are live: renewable, and Alice's release hands
     // the lock to Bob's queued node with its original fencing token.

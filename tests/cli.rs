@@ -153,12 +153,14 @@ async fn help_explains_every_subcommand() {
 /// A base port P with P..P+2 and P+100..P+102 free (the layout `raftlock
 /// up --base-port P` uses).
 fn free_base_port() -> u16 {
+    free_base_port_for(3)
+}
+
+/// A base port with `members` free API ports and their Raft ports (+100).
+fn free_base_port_for(members: u16) -> u16 {
     for candidate in (20_000..60_000).step_by(997) {
-        let ports = [0, 1, 2, 100, 101, 102].map(|o| candidate + o);
-        if ports
-            .iter()
-            .all(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        {
+        let mut ports = (0..members).flat_map(|o| [candidate + o, candidate + 100 + o]);
+        if ports.all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
             return candidate;
         }
     }
@@ -362,11 +364,22 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
 
 /// Starts `raftlock up` in `dir`; returns it and a channel of its lines.
 fn spawn_up(dir: &Path) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    spawn_up_with(dir, free_base_port(), 3)
+}
+
+/// `raftlock up --members N` on ports from `base`.
+fn spawn_up_with(
+    dir: &Path,
+    base: u16,
+    members: u16,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     let mut up = Command::new(RAFTLOCK)
         .args([
             "up",
+            "--members",
+            &members.to_string(),
             "--base-port",
-            &free_base_port().to_string(),
+            &base.to_string(),
             "--data-dir",
         ])
         .arg(dir)
@@ -462,4 +475,36 @@ async fn up_stops_its_members_on_sigterm_at_any_moment() {
     }
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
     assert!(left.is_empty(), "members left running: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_starts_a_five_member_cluster() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = free_base_port_for(5);
+    let (mut up, lines) = spawn_up_with(dir.path(), base, 5);
+    wait_line(&lines, "cluster ready");
+    let view: serde_json::Value =
+        reqwest::get(format!("http://127.0.0.1:{base}/v1/cluster/members"))
+            .await
+            .expect("members")
+            .json()
+            .await
+            .expect("json");
+    let members = view["members"].as_array().expect("members");
+    let voters: Vec<u64> = members
+        .iter()
+        .filter(|m| m["voter"] == true)
+        .filter_map(|m| m["id"].as_u64())
+        .collect();
+    assert_eq!(voters, vec![1, 2, 3, 4, 5], "{view}");
+    // The founder named every member's own incarnation.
+    let incarnations: std::collections::BTreeSet<&str> = members
+        .iter()
+        .filter_map(|m| m["incarnation"].as_str())
+        .filter(|i| *i != "0000000000000000")
+        .collect();
+    assert_eq!(incarnations.len(), 5, "{view}");
+    let _ = nix_kill(up.id(), "INT");
+    let stopped = wait_exit(&mut up).expect("up exits");
+    assert!(stopped.success(), "{stopped:?}");
 }

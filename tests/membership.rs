@@ -245,3 +245,116 @@ async fn a_killed_member_is_replaced_and_the_replacement_counts_for_quorum() {
     acked.extend(write_acked(&cluster, seed, "seed-restarted", 5).await);
     assert_readable(&cluster, 4, &acked).await;
 }
+
+/// `raftlock member add ID` for member `id` at its configured addresses,
+/// through member `via`'s API; returns what it printed.
+fn cli_add(cluster: &ProcessCluster, via: u64, id: u64) -> String {
+    let i = (id - 1) as usize;
+    let out = std::process::Command::new(RAFTLOCK)
+        .args(["member", "add", &id.to_string(), "--api-addr"])
+        .arg(cluster.api[i].trim_start_matches("http://"))
+        .arg("--raft-addr")
+        .arg(&cluster.raft[i])
+        .arg("--endpoints")
+        .arg(cluster.url(via, ""))
+        .output()
+        .expect("run raftlock member add");
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "member add {id}: {printed}{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        cluster.logs()
+    );
+    printed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_member_is_refused_then_removed_and_added_back() {
+    let mut cluster = ProcessCluster::start(3);
+    let leader = cluster.leader(&[1, 2, 3]).await;
+    let wiped = (1..=3).find(|id| *id != leader).expect("a follower");
+    let others: Vec<u64> = (1..=3).filter(|id| *id != wiped).collect();
+    let mut acked = write_acked(&cluster, leader, "before", 10).await;
+    let queued = cluster.hold_and_queue(leader, leader, 60_000).await;
+    let (_, before) = cluster.membership(leader).await;
+    let old_incarnation = before["members"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["id"] == wiped))
+        .and_then(|m| m["incarnation"].as_str())
+        .expect("incarnation listed")
+        .to_string();
+
+    // Its disk is wiped; it restarts from the same config.
+    cluster.kill9(wiped);
+    std::fs::remove_dir_all(cluster.data_dir(wiped)).expect("wipe");
+    cluster.start_member(wiped);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let refusal = loop {
+        let (status, body) = cluster.get(wiped, "/v1/health").await;
+        if status == 503 && body["error"] == "member_replaced" {
+            break body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the wiped member was not refused: {status} {body}\n{}",
+            cluster.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let message = refusal["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(&format!("raftlock member remove {wiped}")),
+        "{message}"
+    );
+    assert!(
+        cluster
+            .logs()
+            .contains(&format!("Run `raftlock member remove {wiped}`")),
+        "the wiped member logs the fix\n{}",
+        cluster.logs()
+    );
+    let (status, body) = cluster
+        .post(wiped, "/v1/sessions", json!({"ttl_ms": 5_000}))
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (503, Some("member_replaced"))
+    );
+
+    // The leader's member list says which member refuses, and why.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, view) = cluster.membership(leader).await;
+        let state = view["members"]
+            .as_array()
+            .and_then(|ms| ms.iter().find(|m| m["id"] == wiped))
+            .map(|m| m["state"].clone());
+        if state == Some(json!("member_replaced")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the leader does not show the refusal: {view}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    // The others keep their leader, the lock and its queue.
+    assert_eq!(cluster.leader(&others).await, leader);
+    let lock = lock_state(&cluster, leader).await;
+    assert_eq!(lock["holder"]["session_id"], queued.holder, "{lock}");
+    acked.extend(write_acked(&cluster, leader, "while-refused", 10).await);
+
+    // The fix the message names.
+    cli_remove(&cluster, leader, wiped);
+    cluster.await_voters(&others, &others).await;
+    let printed = cli_add(&cluster, leader, wiped);
+    assert!(!printed.contains(&old_incarnation), "{printed}");
+    cluster.await_voters(&[1, 2, 3], &[1, 2, 3]).await;
+    assert_eq!(cluster.leader(&[1, 2, 3]).await, leader);
+    assert_readable(&cluster, wiped, &acked).await;
+    let lock = lock_state(&cluster, wiped).await;
+    assert_eq!(lock["holder"]["session_id"], queued.holder, "{lock}");
+    queued.waiting.abort();
+}

@@ -1,5 +1,5 @@
 //! Three real `raftlock serve` processes: leader kill -9, a waiter queued
-//! before the kill, restart of every member, a wiped member rejoining.
+//! before the kill, restart of every member.
 
 mod support;
 
@@ -87,19 +87,6 @@ async fn leader_kill_fails_over_and_loses_nothing_acknowledged() {
             assert_eq!(status, 200, "{path} lost on member {id}");
         }
     }
-
-    // A wiped member rejoins (no second cluster) and catches up.
-    cluster.kill9(3);
-    std::fs::remove_dir_all(cluster.data_dir(3)).expect("wipe");
-    cluster.start_member(3);
-    cluster.leader(&[1, 2, 3]).await;
-    for path in &acked {
-        let (status, body) = cluster.get(3, path).await;
-        assert_eq!(
-            status,
-            200,
-            "{path} missing on the wiped member: {body}\n{}",
-            cluster.logs()
-        );
-    }
+    // A wiped member is refused until removed and added again:
+    // tests/membership.rs, a_wiped_member_is_refused_then_removed_and_added_back.
 }

@@ -29,19 +29,25 @@ type Grant struct {
 	SinceRevision uint64 `json:"since_revision"`
 }
 
-// Holder is the holder of a lock.
+// Holder is the holder of a lock. On a cluster with bearer tokens,
+// SessionID is empty when the session belongs to another principal (only
+// its own token and cluster admins see it), and Principal names the token
+// that opened it.
 type Holder struct {
 	SessionID     string `json:"session_id"`
 	Owner         string `json:"owner"`
+	Principal     string `json:"principal"`
 	Node          string `json:"node"`
 	FencingToken  uint64 `json:"fencing_token"`
 	SinceRevision uint64 `json:"since_revision"`
 }
 
-// Waiter is a session queued behind a lock's holder.
+// Waiter is a session queued behind a lock's holder (SessionID and
+// Principal as for Holder).
 type Waiter struct {
 	SessionID string `json:"session_id"`
 	Owner     string `json:"owner"`
+	Principal string `json:"principal"`
 	Node      string `json:"node"`
 }
 
@@ -69,9 +75,11 @@ type FencingStatus struct {
 	CurrentToken uint64 `json:"current_token"`
 }
 
-// Leader is an election's leader and its proclaimed value.
+// Leader is an election's leader and its proclaimed value (SessionID and
+// Principal as for Holder).
 type Leader struct {
 	SessionID string `json:"session_id"`
+	Principal string `json:"principal"`
 	// Value is what the leader campaigned with or last proclaimed.
 	Value        string `json:"value"`
 	Node         string `json:"node"`

@@ -25,6 +25,10 @@ var DefaultEndpoints = []string{"http://127.0.0.1:7001", "http://127.0.0.1:7002"
 // is empty: a comma-separated list, as for the raftlock CLI.
 const EndpointsEnv = "RAFTLOCK_ENDPOINTS"
 
+// TokenEnv names the environment variable read when Config.Token is
+// empty, as for the raftlock CLI.
+const TokenEnv = "RAFTLOCK_TOKEN"
+
 // Config configures a Client. The zero value works against `raftlock up`
 // on this host; every zero field takes the documented default.
 type Config struct {
@@ -61,6 +65,10 @@ type Config struct {
 	// or instrumentation). Default: a transport with ConnectTimeout and
 	// no proxy.
 	Transport http.RoundTripper
+	// Token is the bearer token for a cluster that defines tokens (sent
+	// as "Authorization: Bearer"; without it such a cluster answers
+	// ErrUnauthorized). Empty: $RAFTLOCK_TOKEN, or none when unset.
+	Token string
 }
 
 func (c Config) withDefaults() Config {
@@ -78,6 +86,10 @@ func (c Config) withDefaults() Config {
 	if c.Attempts <= 0 {
 		c.Attempts = 6
 	}
+	if c.Token == "" {
+		c.Token = os.Getenv(TokenEnv)
+	}
+	c.Token = strings.TrimSpace(c.Token)
 	return c
 }
 
@@ -156,6 +168,13 @@ func New(cfg Config) (*Client, error) {
 		cfg:       cfg,
 		rand:      rand.New(rand.NewSource(time.Now().UnixNano())),
 	}, nil
+}
+
+// authorize adds the bearer token, if any, to req.
+func (c *Client) authorize(req *http.Request) {
+	if c.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
 }
 
 // ParseEndpoints splits a comma-separated endpoint list, as in
@@ -330,6 +349,7 @@ func (c *Client) attempt(ctx context.Context, endpoint string, cl call, payload 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil, !notDelivered(err), err

@@ -20,6 +20,8 @@ const (
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeWithdrawn            = "withdrawn"
+	CodeUnauthorized         = "unauthorized"
+	CodeForbidden            = "forbidden"
 	CodeNotEmpty             = "not_empty"
 	CodeEphemeralParent      = "ephemeral_parent"
 	CodeSessionConflict      = "session_conflict"
@@ -107,6 +109,8 @@ var (
 	ErrUnsupportedMediaType = &Error{Code: CodeUnsupportedMediaType}
 	ErrMethodNotAllowed     = &Error{Code: CodeMethodNotAllowed}
 	ErrWithdrawn            = &Error{Code: CodeWithdrawn}
+	ErrUnauthorized         = &Error{Code: CodeUnauthorized}
+	ErrForbidden            = &Error{Code: CodeForbidden}
 	ErrNotEmpty             = &Error{Code: CodeNotEmpty}
 	ErrEphemeralParent      = &Error{Code: CodeEphemeralParent}
 	ErrSessionConflict      = &Error{Code: CodeSessionConflict}

@@ -20,6 +20,7 @@ func TestEveryCodeHasItsSentinel(t *testing.T) {
 		CodeVersionMismatch: ErrVersionMismatch, CodeNotLeader: ErrNotLeader,
 		CodeUnsupportedMediaType: ErrUnsupportedMediaType, CodeMethodNotAllowed: ErrMethodNotAllowed,
 		CodeWithdrawn: ErrWithdrawn, CodeNotEmpty: ErrNotEmpty, CodeEphemeralParent: ErrEphemeralParent,
+		CodeUnauthorized: ErrUnauthorized, CodeForbidden: ErrForbidden,
 		CodeSessionConflict: ErrSessionConflict, CodeSequenceExhausted: ErrSequenceExhausted,
 		CodeAlreadyGranted: ErrAlreadyGranted, CodeOutcomeUnknown: ErrOutcomeUnknown,
 		CodeShuttingDown: ErrShuttingDown, CodeNotCaughtUp: ErrNotCaughtUp, CodeInternal: ErrInternal,

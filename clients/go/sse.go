@@ -104,6 +104,7 @@ func (c *Client) observeOnce(ctx context.Context, endpoint, path string, deliver
 		return false, true, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return false, false, &Error{Code: CodeUnavailable, Message: endpoint + ": " + err.Error(), Err: err}

@@ -103,6 +103,8 @@ impl Api {
     /// A client for the nodes' API base URLs (`http://127.0.0.1:7001`, …),
     /// with `timeout` for every request that does not long-poll.
     pub fn new(nodes: Vec<String>, timeout: Duration) -> Api {
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(500))
             .tcp_nodelay(true)

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -94,6 +96,8 @@ impl ProcessCluster {
         }
         let config = dir.path().join("cluster.toml");
         std::fs::write(&config, text).expect("write config");
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
         ProcessCluster {
             dir,
             config,
@@ -107,6 +111,19 @@ impl ProcessCluster {
         }
     }
 
+    /// Sends `token` as `Authorization: Bearer` with every request of
+    /// [`http`](Self::http) from now on (for a config with tokens).
+    pub fn use_token(&mut self, token: &str) {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let value = format!("Bearer {token}").parse().expect("header value");
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        self.http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(40))
+            .default_headers(headers)
+            .build()
+            .expect("http client");
+    }
+
     pub fn start_member(&mut self, id: u64) {
         self.spawn_member(id, &[]);
     }
@@ -114,20 +131,40 @@ impl ProcessCluster {
     /// Starts spare member `id` with `--join` through the API of
     /// `through` (member ids): it asks the cluster to add it.
     pub fn start_joining(&mut self, id: u64, through: &[u64]) {
+        self.start_joining_with(id, through, &[]);
+    }
+
+    /// As [`start_joining`](Self::start_joining), with more `serve` flags
+    /// (e.g. `--token-file` for a cluster with tokens).
+    pub fn start_joining_with(&mut self, id: u64, through: &[u64], extra: &[String]) {
         let endpoints: Vec<String> = through.iter().map(|m| self.url(*m, "")).collect();
         let i = (id - 1) as usize;
-        let args = [
+        let mut args = vec![
             "--join".to_string(),
             endpoints.join(","),
             "--api-addr".to_string(),
-            self.api[i].trim_start_matches("http://").to_string(),
+            self.api[i]
+                .trim_start_matches("http://")
+                .trim_start_matches("https://")
+                .to_string(),
             "--raft-addr".to_string(),
             self.raft[i].clone(),
         ];
+        args.extend_from_slice(extra);
         self.spawn_member(id, &args);
     }
 
+    /// Starts member `id` with another config file than the cluster's
+    /// (a member with other certificates, say).
+    pub fn start_member_with_config(&mut self, id: u64, config: &std::path::Path) {
+        self.spawn_with(id, config.to_path_buf(), &[]);
+    }
+
     fn spawn_member(&mut self, id: u64, extra: &[String]) {
+        self.spawn_with(id, self.config.clone(), extra);
+    }
+
+    fn spawn_with(&mut self, id: u64, config: PathBuf, extra: &[String]) {
         // Appends: a restarted member's earlier log stays readable.
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -136,7 +173,7 @@ impl ProcessCluster {
             .expect("log file");
         let child = Command::new(RAFTLOCK)
             .args(["serve", "--config"])
-            .arg(&self.config)
+            .arg(&config)
             .args(["--id", &id.to_string()])
             .args(extra)
             .env("RUST_LOG", "info,openraft=warn")
@@ -146,6 +183,22 @@ impl ProcessCluster {
             .spawn()
             .expect("spawn raftlock serve");
         self.processes[(id - 1) as usize] = Some(child);
+    }
+
+    /// Waits up to `within` for member `id`'s process to exit on its
+    /// own; its exit status, or `None` if it still runs.
+    pub fn wait_exit(&mut self, id: u64, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        let child = self.processes[(id - 1) as usize].as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// kill -9: no shutdown path runs.

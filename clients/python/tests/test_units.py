@@ -230,6 +230,7 @@ def test_every_documented_code_has_its_class() -> None:
         "method_not_allowed": 405, "withdrawn": 409, "not_empty": 409, "ephemeral_parent": 409,
         "session_conflict": 409, "sequence_exhausted": 409, "already_granted": 409,
         "outcome_unknown": 503, "shutting_down": 503, "not_caught_up": 503, "internal": 500,
+        "unauthorized": 401, "forbidden": 403,
     }  # fmt: skip
     assert set(raftlock.ERRORS_BY_CODE) == set(documented)
     for code, status in documented.items():

@@ -16,6 +16,28 @@ pub struct Endpoints {
         value_delimiter = ','
     )]
     pub endpoints: Vec<String>,
+    /// The bearer token to send, when the cluster defines tokens.
+    #[command(flatten)]
+    pub token: crate::token::TokenArgs,
+    #[command(flatten)]
+    pub tls: crate::client_tls::ClientTls,
+}
+
+impl Endpoints {
+    /// The endpoints with the scheme the TLS flags ask for.
+    pub fn urls(&self) -> Vec<String> {
+        self.endpoints.iter().map(|e| self.tls.url(e)).collect()
+    }
+
+    /// An HTTP client for these endpoints: the TLS flags, the token.
+    pub fn http(&self, timeout: Duration) -> anyhow::Result<reqwest::Client> {
+        Ok(self
+            .tls
+            .http()?
+            .timeout(timeout)
+            .default_headers(self.token.headers()?)
+            .build()?)
+    }
 }
 
 #[derive(Args)]
@@ -27,12 +49,10 @@ pub struct LocksArgs {
 }
 
 /// GETs `path` from the first endpoint that answers with JSON.
-async fn get_json(endpoints: &[String], path: &str) -> anyhow::Result<Value> {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()?;
+async fn get_json(endpoints: &Endpoints, path: &str) -> anyhow::Result<Value> {
+    let http = endpoints.http(Duration::from_secs(5))?;
     let mut last_error = None;
-    for endpoint in endpoints {
+    for endpoint in endpoints.urls() {
         let url = format!("{}{path}", endpoint.trim_end_matches('/'));
         match http.get(&url).send().await {
             Ok(response) if response.status().is_success() => return Ok(response.json().await?),
@@ -59,7 +79,7 @@ fn text(v: &Value) -> String {
 }
 
 pub async fn status(args: Endpoints) -> anyhow::Result<()> {
-    let cluster = get_json(&args.endpoints, "/v1/cluster").await?;
+    let cluster = get_json(&args, "/v1/cluster").await?;
     let Some(members) = cluster["members"].as_array() else {
         bail!("unexpected answer from /v1/cluster: {cluster}");
     };
@@ -98,7 +118,7 @@ pub async fn status(args: Endpoints) -> anyhow::Result<()> {
 pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
     let prefix = args.prefix.unwrap_or_default();
     let query = format!("/v1/locks?prefix={}", urlencode(&prefix));
-    let answer = get_json(&args.endpoints.endpoints, &query).await?;
+    let answer = get_json(&args.endpoints, &query).await?;
     let Some(locks) = answer["locks"].as_array() else {
         bail!("unexpected answer from /v1/locks: {answer}");
     };
@@ -119,10 +139,12 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
     );
     for lock in locks {
         let holder = &lock["holder"];
-        let who = match holder["owner"].as_str().filter(|o| !o.is_empty()) {
-            Some(owner) => owner.to_string(),
-            None => text(&holder["session_id"]),
-        };
+        // The owner label; else the principal (another principal's
+        // session id is not shown to us); else the session id.
+        let who = ["owner", "principal", "session_id"]
+            .iter()
+            .find_map(|k| holder[*k].as_str().filter(|v| !v.is_empty()))
+            .map_or_else(|| text(&holder["session_id"]), str::to_string);
         println!(
             "{:<32} {:<20} {:>10} {:>8}",
             text(&lock["lock"]),

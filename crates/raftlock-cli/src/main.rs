@@ -1,10 +1,12 @@
 //! `raftlock`: one binary for running and using a raftlock cluster.
 
+mod client_tls;
 mod inspect;
 mod lock;
 mod member;
 mod serve;
 mod snapshot;
+mod token;
 mod up;
 
 use std::path::PathBuf;
@@ -47,9 +49,13 @@ enum Command {
     Snapshot(snapshot::SnapshotArgs),
     /// List, add or remove cluster members (Raft membership).
     Member(member::MemberArgs),
+    /// Make bearer tokens for a cluster with authentication.
+    Token(token::TokenCommandArgs),
 }
 
 fn main() -> ExitCode {
+    // reqwest is built without a default TLS provider (crates/raftlock-tls).
+    raftlock_tls::install_default_provider();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -70,6 +76,7 @@ fn main() -> ExitCode {
             Command::Locks(args) => inspect::locks(args).await.map(|()| 0),
             Command::Snapshot(args) => snapshot::run(args).await.map(|()| 0),
             Command::Member(args) => member::run(args).await.map(|()| 0),
+            Command::Token(args) => token::run(args).map(|()| 0),
         }
     });
     match result {

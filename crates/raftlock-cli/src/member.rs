@@ -23,7 +23,8 @@ enum MemberCommand {
     /// Add a member (learner until caught up, then voter). Start it first
     /// (`raftlock serve --join`, which also sends this request).
     Add {
-        /// The new member's id (not used by any member, past or present).
+        /// The new member's id: a new one, or the id of a member removed
+        /// because its data was wiped (it comes back as a new incarnation).
         id: u64,
         /// Its client API address (host:port).
         #[arg(long)]
@@ -35,7 +36,9 @@ enum MemberCommand {
         endpoints: Endpoints,
     },
     /// Remove a member (the leader too: it hands over). To replace a
-    /// member, add the new one first, then remove the old one.
+    /// member, add the new one first, then remove the old one. A member
+    /// whose data was wiped is refused by the cluster until it is removed
+    /// and added again.
     Remove {
         id: u64,
         #[command(flatten)]
@@ -44,22 +47,23 @@ enum MemberCommand {
 }
 
 pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
-    let http = reqwest::Client::builder()
-        // An add waits for the new member to catch up (bounded at the
-        // leader by about a minute).
-        .timeout(Duration::from_secs(120))
-        .build()?;
+    let endpoints = match &args.command {
+        MemberCommand::List(e) => e,
+        MemberCommand::Add { endpoints, .. } | MemberCommand::Remove { endpoints, .. } => endpoints,
+    };
+    // An add waits for the new member to catch up (bounded at the leader
+    // by about a minute).
+    let http = endpoints.http(Duration::from_secs(120))?;
+    let urls = endpoints.urls();
     let view = match args.command {
-        MemberCommand::List(endpoints) => send(&http, &endpoints.endpoints, Request::List).await?,
+        MemberCommand::List(_) => send(&http, &urls, Request::List).await?,
         MemberCommand::Add {
             id,
             api_addr,
             raft_addr,
-            endpoints,
-        } => add(&http, &endpoints.endpoints, id, &api_addr, &raft_addr).await?,
-        MemberCommand::Remove { id, endpoints } => {
-            send(&http, &endpoints.endpoints, Request::Remove(id)).await?
-        }
+            ..
+        } => add(&http, &urls, id, &api_addr, &raft_addr).await?,
+        MemberCommand::Remove { id, .. } => send(&http, &urls, Request::Remove(id)).await?,
     };
     print_view(&view)
 }
@@ -85,7 +89,12 @@ enum Request {
 
 /// Codes worth retrying: nothing changed, and the cause passes.
 fn transient(code: &str) -> bool {
-    matches!(code, "no_leader" | "membership_changing" | "shutting_down")
+    // `member_unreachable`: the leader could not reach the new member yet
+    // (it may still be starting).
+    matches!(
+        code,
+        "no_leader" | "membership_changing" | "shutting_down" | "member_unreachable"
+    )
 }
 
 /// Sends `request` to each endpoint in turn until one answers for good;
@@ -149,7 +158,10 @@ fn print_view(view: &Value) -> anyhow::Result<()> {
             ""
         }
     );
-    println!("{:<6} {:<8} {:<22} {:<22}", "ID", "KIND", "API", "RAFT");
+    println!(
+        "{:<6} {:<8} {:<22} {:<22} {:<16}  STATE",
+        "ID", "KIND", "API", "RAFT", "INCARNATION"
+    );
     for m in members {
         let kind = if m["voter"].as_bool() == Some(true) {
             "voter"
@@ -157,13 +169,15 @@ fn print_view(view: &Value) -> anyhow::Result<()> {
             "learner"
         };
         println!(
-            "{:<6} {:<8} {:<22} {:<22}",
+            "{:<6} {:<8} {:<22} {:<22} {:<16}  {}",
             m["id"]
                 .as_u64()
                 .map_or("-".to_string(), |id| id.to_string()),
             kind,
             m["api_addr"].as_str().unwrap_or("-"),
-            m["raft_addr"].as_str().unwrap_or("-")
+            m["raft_addr"].as_str().unwrap_or("-"),
+            m["incarnation"].as_str().unwrap_or("-"),
+            m["state"].as_str().unwrap_or("-")
         );
     }
     Ok(())

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 use clap::Args;
-use raftlock_node::{Node, NodeConfig, NodeId};
+use raftlock_node::{Node, NodeConfig, NodeId, TlsSettings};
 use raftlock_server::ApiConfig;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// This member's Raft address, when the config does not list it.
     #[arg(long, value_name = "HOST:PORT", requires = "api_addr")]
     raft_addr: Option<String>,
+    /// With --join on a cluster with tokens: an admin token, to ask for
+    /// this member to be added.
+    #[command(flatten)]
+    token: crate::token::TokenArgs,
 }
 
 fn parse_peer(text: &str) -> Result<(NodeId, String), String> {
@@ -53,6 +57,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let me = raftlock_node::Member {
                 api_addr: api_addr.clone(),
                 raft_addr: raft_addr.clone(),
+                incarnation: 0,
             };
             NodeConfig::from_cluster_file_joining(&args.config, args.id, Some(me))?
         }
@@ -73,13 +78,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
     let data_dir = config.data_dir.clone();
     let me = config.me().clone();
+    let tls = config.tls.clone();
     let node = if joining {
         Node::join_with_listener(config, raft).await?
     } else {
         Node::start_with_listener(config, raft).await?
     };
     if joining {
-        join(&node, &args.join, &me).await?;
+        join(&node, &args.join, &me, tls.as_ref(), &args.token).await?;
     }
     tracing::info!(
         id = args.id,
@@ -112,17 +118,37 @@ fn load_api_config(path: &Path) -> anyhow::Result<ApiConfig> {
 /// Asks the cluster at `endpoints` to add this member, unless it already
 /// votes (a restart). Blocks until it is a voter: the leader first brings
 /// it up to date over the Raft port this node already serves.
-async fn join(node: &Node, endpoints: &[String], me: &raftlock_node::Member) -> anyhow::Result<()> {
+async fn join(
+    node: &Node,
+    endpoints: &[String],
+    me: &raftlock_node::Member,
+    tls: Option<&TlsSettings>,
+    token: &crate::token::TokenArgs,
+) -> anyhow::Result<()> {
     let id = node.id();
     if node.membership().voters().contains(&id) {
         tracing::info!(id, "already a voter; not asking to join");
         return Ok(());
     }
     tracing::info!(id, ?endpoints, "asking the cluster to add this member");
-    let http = reqwest::Client::builder()
+    let mut http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(120))
-        .build()?;
-    crate::member::add(&http, endpoints, id, &me.api_addr, &me.raft_addr)
+        .default_headers(token.headers()?);
+    // With `[tls]`, the cluster's API is HTTPS and may want a client
+    // certificate: this member's own does (the same CA signed it).
+    let endpoints: Vec<String> = match tls {
+        Some(tls) => {
+            http = http.tls_backend_preconfigured(raftlock_tls::member_client_config(tls)?);
+            let tls_flags = crate::client_tls::ClientTls {
+                cacert: Some(tls.ca.clone()),
+                ..Default::default()
+            };
+            endpoints.iter().map(|e| tls_flags.url(e)).collect()
+        }
+        None => endpoints.to_vec(),
+    };
+    let http = http.build()?;
+    crate::member::add(&http, &endpoints, id, &me.api_addr, &me.raft_addr)
         .await
         .with_context(|| format!("member {id} could not join the cluster"))?;
     tracing::info!(id, "joined the cluster as a voter");

@@ -54,7 +54,7 @@ enum SnapshotCommand {
 
 pub async fn run(args: SnapshotArgs) -> anyhow::Result<()> {
     match args.command {
-        SnapshotCommand::Save { file, endpoints } => save(&file, &endpoints.endpoints).await,
+        SnapshotCommand::Save { file, endpoints } => save(&file, &endpoints).await,
         SnapshotCommand::Restore { file, config, id } => restore(&file, &config, id),
         SnapshotCommand::Inspect { file, json } => inspect(&file, json),
     }
@@ -62,7 +62,7 @@ pub async fn run(args: SnapshotArgs) -> anyhow::Result<()> {
 
 /// Fetches a backup from the first endpoint that gives one, verifies it,
 /// and writes it durably.
-async fn save(file: &Path, endpoints: &[String]) -> anyhow::Result<()> {
+async fn save(file: &Path, endpoints: &Endpoints) -> anyhow::Result<()> {
     let backup = fetch(endpoints).await?;
     write_durably(file, backup.as_bytes())
         .with_context(|| format!("cannot write {}", file.display()))?;
@@ -78,15 +78,18 @@ async fn save(file: &Path, endpoints: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn fetch(endpoints: &[String]) -> anyhow::Result<Backup> {
+async fn fetch(endpoints: &Endpoints) -> anyhow::Result<Backup> {
     // The server answers within its leader wait (3 s by default) plus the
     // time to encode and send the state: generous for large states.
-    let http = reqwest::Client::builder()
+    let http = endpoints
+        .tls
+        .http()?
         .connect_timeout(Duration::from_secs(5))
         .timeout(Duration::from_secs(600))
+        .default_headers(endpoints.token.headers()?)
         .build()?;
     let mut last_error = None;
-    for endpoint in endpoints {
+    for endpoint in endpoints.urls() {
         let url = format!("{}/v1/snapshot", endpoint.trim_end_matches('/'));
         let response = match http.get(&url).send().await {
             Ok(response) => response,

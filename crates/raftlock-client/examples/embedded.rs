@@ -29,6 +29,7 @@ async fn main() -> anyhow::Result<()> {
             Member {
                 api_addr,
                 raft_addr,
+                incarnation: 0,
             },
         );
         listeners.push(listener);
@@ -42,6 +43,7 @@ async fn main() -> anyhow::Result<()> {
                 data_dir: dir.path().join(format!("node-{id}")),
                 settings: ClusterSettings::default(),
                 peer_overrides: BTreeMap::new(),
+                tls: None,
             };
             // Started together: the founder asks its peers before it
             // initializes the cluster.

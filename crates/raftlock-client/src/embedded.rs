@@ -117,7 +117,8 @@ fn checked_poll(poll: Poll) -> Result<AcquireOptions> {
 
 fn leader_of(entry: QueueEntryView) -> Leader {
     Leader {
-        session: entry.session,
+        session: Some(entry.session),
+        principal: entry.principal,
         value: String::from_utf8_lossy(&entry.data).into_owned(),
         node: entry.node,
         fencing_token: entry.fencing_token,
@@ -191,7 +192,8 @@ impl LockClient for EmbeddedClient {
             Ok(LockState {
                 name: name.to_string(),
                 holder: view.holder.map(|h| Holder {
-                    session: h.session,
+                    session: Some(h.session),
+                    principal: h.principal,
                     owner: h.owner,
                     node: h.node,
                     fencing_token: h.fencing_token,
@@ -201,7 +203,8 @@ impl LockClient for EmbeddedClient {
                     .waiters
                     .into_iter()
                     .map(|w| Waiter {
-                        session: w.session,
+                        session: Some(w.session),
+                        principal: w.principal,
                         owner: w.owner,
                         node: w.node,
                     })

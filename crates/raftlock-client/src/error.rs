@@ -147,6 +147,9 @@ mod from_node {
                         M::LastVoter { .. } => "last_voter",
                         M::InProgress(_) => "membership_changing",
                         M::NotCaughtUp { .. } => "not_caught_up",
+                        M::Replaced { .. } => "member_replaced",
+                        M::OtherCluster { .. } => "other_cluster",
+                        M::Unreachable { .. } => "member_unreachable",
                     };
                     ClientError::Rejected {
                         code: code.to_string(),

@@ -64,7 +64,7 @@ pub use election::Election;
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedClient;
 pub use error::{ClientError, Result};
-pub use http::{HttpClient, HttpConfig};
+pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
 pub use retry::RetryPolicy;
 pub use session::{lost_margin, LostReason, Session};

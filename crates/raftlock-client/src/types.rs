@@ -63,10 +63,13 @@ pub struct Grant {
 /// The holder of a lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
-    /// The holding session.
-    pub session: SessionId,
+    /// The holding session; `None` when it belongs to another principal
+    /// of a cluster with bearer tokens (docs/security.md).
+    pub session: Option<SessionId>,
     /// That session's owner label.
     pub owner: String,
+    /// The token name that opened it; `None` without tokens.
+    pub principal: Option<String>,
     /// Its queue node.
     pub node: String,
     /// Its fencing token.
@@ -78,10 +81,12 @@ pub struct Holder {
 /// A session queued behind the holder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiter {
-    /// The waiting session.
-    pub session: SessionId,
+    /// The waiting session; `None` when it belongs to another principal.
+    pub session: Option<SessionId>,
     /// That session's owner label.
     pub owner: String,
+    /// The token name that opened it; `None` without tokens.
+    pub principal: Option<String>,
     /// Its queue node.
     pub node: String,
 }
@@ -109,8 +114,10 @@ pub struct FencingCheck {
 /// An election's leader and its proclaimed value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leader {
-    /// The leading session.
-    pub session: SessionId,
+    /// The leading session; `None` when it belongs to another principal.
+    pub session: Option<SessionId>,
+    /// The token name that opened it; `None` without tokens.
+    pub principal: Option<String>,
     /// The value it campaigned with or last proclaimed (e.g. `host-a:8080`).
     pub value: String,
     /// Its queue node.

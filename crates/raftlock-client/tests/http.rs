@@ -75,7 +75,7 @@ async fn fails_over_when_its_node_stops() {
         .await
         .expect("keepalive after failover");
     let state = client.lock_state("orders/9").await.expect("state");
-    assert_eq!(state.holder.map(|h| h.session), Some(session.id()));
+    assert_eq!(state.holder.and_then(|h| h.session), Some(session.id()));
     let other = within("a second lock", Mutex::new(&session, "orders/10").lock())
         .await
         .expect("lock after failover");

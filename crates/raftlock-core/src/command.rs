@@ -80,6 +80,17 @@ pub enum Command {
         session: SessionId,
         value: Vec<u8>,
     },
+    /// Opens a session on behalf of an authenticated principal (the name
+    /// of the bearer token that asked, docs/security.md): only that
+    /// principal, or a cluster admin, may use the session afterwards.
+    /// Otherwise as `OpenSession`. Appended last, so logs and snapshots
+    /// written before it existed still decode (bincode numbers variants).
+    OpenSessionAs {
+        id: SessionId,
+        principal: String,
+        owner: String,
+        ttl_ms: u64,
+    },
 }
 
 impl Command {
@@ -91,6 +102,7 @@ impl Command {
         matches!(
             self,
             Command::OpenSession { .. }
+                | Command::OpenSessionAs { .. }
                 | Command::Acquire { .. }
                 | Command::CheckpointSessions { .. }
                 | Command::RenewSessions { .. }
@@ -116,6 +128,9 @@ pub enum Response {
         version: u64,
         create_revision: u64,
         mod_revision: u64,
+        /// The session the node belongs to (kept from its creation by an
+        /// update), so a PUT answers without a second, linearizable read.
+        ephemeral_owner: Option<SessionId>,
     },
     Deleted {
         path: String,

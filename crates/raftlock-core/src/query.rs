@@ -15,6 +15,8 @@ pub struct QueueEntryView {
     pub session: SessionId,
     /// The session's owner label.
     pub owner: String,
+    /// The principal that opened the session (`None` without tokens).
+    pub principal: Option<String>,
     pub node: String,
     /// The node's create revision.
     pub fencing_token: u64,
@@ -54,6 +56,8 @@ pub enum Position {
 pub struct SessionView {
     pub id: SessionId,
     pub owner: String,
+    /// The principal that opened the session (`None` without tokens).
+    pub principal: Option<String>,
     pub ttl_ms: u64,
     pub nodes: Vec<String>,
 }
@@ -134,6 +138,7 @@ impl StateMachine {
         self.sessions.get(&id).map(|s| SessionView {
             id,
             owner: s.owner.to_string(),
+            principal: s.principal.as_deref().map(str::to_string),
             ttl_ms: s.ttl_ms,
             nodes: s.nodes.iter().map(|p| p.to_string()).collect(),
         })
@@ -237,6 +242,21 @@ impl StateMachine {
             .count()
     }
 
+    /// Live sessions opened by `principal`. O(sessions), like
+    /// [`sessions_owned_by`](Self::sessions_owned_by).
+    pub fn sessions_of_principal(&self, principal: &str) -> usize {
+        self.sessions
+            .values()
+            .filter(|s| s.principal.as_deref() == Some(principal))
+            .count()
+    }
+
+    /// The principal of a live session: `None` when the session does not
+    /// exist, `Some(None)` when it was opened without one. O(log n).
+    pub fn session_principal(&self, id: SessionId) -> Option<Option<&str>> {
+        self.sessions.get(&id).map(|s| s.principal.as_deref())
+    }
+
     /// How many nodes a lock or election queue holds (its holder
     /// included), and whether `session` has one of them. O(log n), for
     /// the waiters-per-lock check on every acquire.
@@ -259,13 +279,13 @@ impl StateMachine {
     fn entry_view(&self, queue_path: &str, seq: u64, entry: &QueueEntry) -> QueueEntryView {
         let node = node_path(queue_path, seq);
         let stored = self.nodes.get(node.as_str());
+        let session = self.sessions.get(&entry.session);
         QueueEntryView {
             session: entry.session,
-            owner: self
-                .sessions
-                .get(&entry.session)
-                .map(|s| s.owner.to_string())
-                .unwrap_or_default(),
+            owner: session.map(|s| s.owner.to_string()).unwrap_or_default(),
+            principal: session
+                .and_then(|s| s.principal.as_deref())
+                .map(str::to_string),
             fencing_token: stored.map_or(0, |n| n.create_revision),
             data: stored.map(|n| n.data.to_vec()).unwrap_or_default(),
             granted_revision: entry.granted_revision,

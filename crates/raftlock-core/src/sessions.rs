@@ -9,6 +9,7 @@ impl StateMachine {
     pub(crate) fn open_session(
         &mut self,
         id: SessionId,
+        principal: Option<&str>,
         owner: &str,
         ttl_ms: u64,
     ) -> Result<Outcome, CoreError> {
@@ -18,7 +19,10 @@ impl StateMachine {
         let opened = Response::SessionOpened { id, ttl_ms };
         if let Some(existing) = self.sessions.get(&id) {
             // A retried proposal: same id and parameters is the same open.
-            return if *existing.owner == *owner && existing.ttl_ms == ttl_ms {
+            let same = *existing.owner == *owner
+                && existing.ttl_ms == ttl_ms
+                && existing.principal.as_deref() == principal;
+            return if same {
                 Ok(Outcome::unchanged(opened))
             } else {
                 Err(CoreError::SessionConflict(id))
@@ -31,6 +35,7 @@ impl StateMachine {
                 ttl_ms,
                 nodes: Default::default(),
                 checkpoint_remaining_ms: None,
+                principal: principal.map(Into::into),
             },
         );
         Ok(Outcome::changed(opened))

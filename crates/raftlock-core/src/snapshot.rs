@@ -1,20 +1,81 @@
 //! Versioned snapshot encoding: `RLSM`, a little-endian u32 format
 //! version, then the state in bincode 1. Ordered maps make the bytes a
 //! function of the state alone, so equal states give equal snapshots.
+//!
+//! Formats: 1, the first; 2 adds each session's `principal` (the bearer
+//! token that opened it, docs/security.md). This build writes 2 and reads
+//! both, so a member upgraded in place restarts from its old snapshot and
+//! a backup taken before the upgrade still restores; a format-1 session
+//! has no principal.
 
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::node_set::NodeSet;
+use crate::queue::LockQueue;
 use crate::state::StateMachine;
+use crate::types::{Node, Session, SessionId};
 
 const MAGIC: &[u8; 4] = b"RLSM";
 /// Format written by this build. Bump it (and keep a reader for the old
 /// one) whenever the encoded state changes shape.
-pub const SNAPSHOT_FORMAT: u32 = 1;
+pub const SNAPSHOT_FORMAT: u32 = 2;
+
+/// The state as format 1 encoded it: sessions without a principal.
+/// Field order is the encoding (bincode), so it mirrors `StateMachine`.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct StateV1 {
+    revision: u64,
+    nodes: BTreeMap<Box<str>, Node>,
+    sessions: BTreeMap<SessionId, SessionV1>,
+    queues: BTreeMap<Box<str>, LockQueue>,
+}
+
+/// A format-1 session: `Session` up to, without, `principal`.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct SessionV1 {
+    owner: Box<str>,
+    ttl_ms: u64,
+    nodes: NodeSet,
+    checkpoint_remaining_ms: Option<u64>,
+}
+
+impl From<StateV1> for StateMachine {
+    fn from(old: StateV1) -> Self {
+        let sessions = old
+            .sessions
+            .into_iter()
+            .map(|(id, s)| {
+                let session = Session {
+                    owner: s.owner,
+                    ttl_ms: s.ttl_ms,
+                    nodes: s.nodes,
+                    checkpoint_remaining_ms: s.checkpoint_remaining_ms,
+                    principal: None,
+                };
+                (id, session)
+            })
+            .collect();
+        StateMachine {
+            revision: old.revision,
+            nodes: old.nodes,
+            sessions,
+            queues: old.queues,
+        }
+    }
+}
 
 /// Why snapshot bytes could not become a state.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     #[error("not a raftlock snapshot (bad magic bytes)")]
     BadMagic,
-    #[error("snapshot format {0} is not supported by this build (it reads {SNAPSHOT_FORMAT})")]
+    #[error(
+        "snapshot format {0} is not supported by this build (it reads 1 to {SNAPSHOT_FORMAT})"
+    )]
     UnsupportedFormat(u32),
     #[error("snapshot could not be encoded: {0}")]
     Encode(String),
@@ -42,15 +103,115 @@ impl StateMachine {
         let (version, body) = rest
             .split_first_chunk::<4>()
             .ok_or_else(|| SnapshotError::Decode("truncated header".into()))?;
-        let version = u32::from_le_bytes(*version);
-        if version != SNAPSHOT_FORMAT {
-            return Err(SnapshotError::UnsupportedFormat(version));
-        }
-        let state: StateMachine =
-            bincode::deserialize(body).map_err(|e| SnapshotError::Decode(e.to_string()))?;
+        let decode_error = |e: bincode::Error| SnapshotError::Decode(e.to_string());
+        let state: StateMachine = match u32::from_le_bytes(*version) {
+            1 => bincode::deserialize::<StateV1>(body)
+                .map_err(decode_error)?
+                .into(),
+            SNAPSHOT_FORMAT => bincode::deserialize(body).map_err(decode_error)?,
+            other => return Err(SnapshotError::UnsupportedFormat(other)),
+        };
         state
             .check_invariants()
             .map_err(SnapshotError::Inconsistent)?;
         Ok(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::Command;
+    use crate::types::QueueKind;
+
+    /// A state with a lock holder, a waiter and an ephemeral node.
+    fn state(principal: Option<&str>) -> StateMachine {
+        let mut sm = StateMachine::new();
+        for id in [SessionId(1), SessionId(2)] {
+            let open = match principal {
+                None => Command::OpenSession {
+                    id,
+                    owner: "w".into(),
+                    ttl_ms: 5_000,
+                },
+                Some(p) => Command::OpenSessionAs {
+                    id,
+                    principal: p.into(),
+                    owner: "w".into(),
+                    ttl_ms: 5_000,
+                },
+            };
+            assert!(sm.apply(&open).result.is_ok());
+            let acquire = Command::Acquire {
+                kind: QueueKind::Lock,
+                name: "a/b".into(),
+                session: id,
+                data: vec![],
+                wait: true,
+            };
+            assert!(sm.apply(&acquire).result.is_ok());
+        }
+        sm
+    }
+
+    /// Encodes `sm` as format 1 did (it must have no principals).
+    fn format_1(sm: &StateMachine) -> Vec<u8> {
+        let old = StateV1 {
+            revision: sm.revision,
+            nodes: sm.nodes.clone(),
+            sessions: sm
+                .sessions
+                .iter()
+                .map(|(id, s)| {
+                    assert!(s.principal.is_none());
+                    let v1 = SessionV1 {
+                        owner: s.owner.clone(),
+                        ttl_ms: s.ttl_ms,
+                        nodes: s.nodes.clone(),
+                        checkpoint_remaining_ms: s.checkpoint_remaining_ms,
+                    };
+                    (*id, v1)
+                })
+                .collect(),
+            queues: sm.queues.clone(),
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend(bincode::serialize(&old).expect("encode v1"));
+        bytes
+    }
+
+    #[test]
+    fn format_2_round_trips_principals() {
+        let sm = state(Some("billing-jobs"));
+        let bytes = sm.to_snapshot().expect("encode");
+        assert_eq!(bytes[4..8], 2u32.to_le_bytes());
+        let back = StateMachine::from_snapshot(&bytes).expect("decode");
+        assert_eq!(back, sm);
+        assert_eq!(
+            back.session_principal(SessionId(1)),
+            Some(Some("billing-jobs"))
+        );
+    }
+
+    #[test]
+    fn format_1_still_decodes_without_principals() {
+        let sm = state(None);
+        let old = format_1(&sm);
+        // The old encoding really is shorter: one `None` per session less.
+        assert_eq!(old.len() + 2, sm.to_snapshot().expect("encode").len());
+        let back = StateMachine::from_snapshot(&old).expect("decode v1");
+        assert_eq!(back, sm);
+        assert_eq!(back.session_principal(SessionId(2)), Some(None));
+    }
+
+    #[test]
+    fn unknown_formats_are_refused() {
+        let mut bytes = state(None).to_snapshot().expect("encode");
+        bytes[4..8].copy_from_slice(&3u32.to_le_bytes());
+        assert!(matches!(
+            StateMachine::from_snapshot(&bytes),
+            Err(SnapshotError::UnsupportedFormat(3))
+        ));
     }
 }

@@ -88,7 +88,15 @@ impl StateMachine {
         };
         let mut effects = Effects::default();
         let result = match command {
-            Command::OpenSession { id, owner, ttl_ms } => self.open_session(*id, owner, *ttl_ms),
+            Command::OpenSession { id, owner, ttl_ms } => {
+                self.open_session(*id, None, owner, *ttl_ms)
+            }
+            Command::OpenSessionAs {
+                id,
+                principal,
+                owner,
+                ttl_ms,
+            } => self.open_session(*id, Some(principal), owner, *ttl_ms),
             Command::CloseSession { id } | Command::ExpireSession { id } => {
                 self.end_session(*id, next, &mut effects)
             }

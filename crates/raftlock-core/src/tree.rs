@@ -54,6 +54,7 @@ impl StateMachine {
                 version: node.version,
                 create_revision: node.create_revision,
                 mod_revision: revision,
+                ephemeral_owner: node.ephemeral_owner,
             }));
         }
         match expected_version {
@@ -115,6 +116,7 @@ impl StateMachine {
             version: 1,
             create_revision: revision,
             mod_revision: revision,
+            ephemeral_owner: owner,
         }))
     }
 

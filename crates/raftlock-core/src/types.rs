@@ -79,6 +79,12 @@ pub struct Session {
     /// Remaining TTL recorded by a leader's checkpoint and not renewed
     /// since; counted from when each replica applied that checkpoint.
     pub checkpoint_remaining_ms: Option<u64>,
+    /// The authenticated principal (bearer token name) that opened the
+    /// session, `None` when the API ran without tokens or for the
+    /// embedded in-process API. Only this principal (or a cluster admin)
+    /// may use the session. Last field: snapshot format 1 lacks it
+    /// (`snapshot.rs` reads both).
+    pub principal: Option<Box<str>>,
 }
 
 /// Which recipe a queue belongs to; decides the tree prefix.

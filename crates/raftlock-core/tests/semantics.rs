@@ -355,6 +355,42 @@ fn open_session_retry_is_a_no_op_and_conflicts_are_refused() {
 }
 
 #[test]
+fn a_session_opened_as_a_principal_keeps_it() {
+    let mut sm = StateMachine::new();
+    let id = SessionId(7);
+    let open = |principal: &str| Command::OpenSessionAs {
+        id,
+        principal: principal.into(),
+        owner: "w".into(),
+        ttl_ms: 1000,
+    };
+    assert!(sm.apply(&open("billing-jobs")).result.is_ok());
+    assert_eq!(sm.session_principal(id), Some(Some("billing-jobs")));
+    let view = sm.session(id).expect("open");
+    assert_eq!(view.principal.as_deref(), Some("billing-jobs"));
+    assert_eq!(sm.sessions_of_principal("billing-jobs"), 1);
+    assert_eq!(sm.sessions_of_principal("ops"), 0);
+    // A retry is a no-op; the same id for another principal conflicts,
+    // and so does the same id opened without one.
+    let rev = sm.revision();
+    assert!(sm.apply(&open("billing-jobs")).result.is_ok());
+    assert_eq!(sm.revision(), rev);
+    assert_eq!(
+        sm.apply(&open("ops")).result,
+        Err(CoreError::SessionConflict(id))
+    );
+    let anonymous = Command::OpenSession {
+        id,
+        owner: "w".into(),
+        ttl_ms: 1000,
+    };
+    assert_eq!(
+        sm.apply(&anonymous).result,
+        Err(CoreError::SessionConflict(id))
+    );
+}
+
+#[test]
 fn corrupt_snapshots_are_refused() {
     let sm = with_sessions();
     let bytes = sm.to_snapshot().expect("encode");

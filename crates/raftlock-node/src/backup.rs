@@ -36,6 +36,7 @@ use serde::Serialize;
 
 use crate::config::{ConfigError, NodeConfig};
 use crate::error::NodeError;
+use crate::identity::{self, Identity};
 use crate::node::Node;
 use crate::snapshot_file::{self, SnapshotFileError};
 use crate::typ::{LogId, SnapshotMeta, StoredMembership};
@@ -440,9 +441,26 @@ pub fn restore(backup: &Backup, config: &NodeConfig) -> Result<Restored, Restore
         Err(e) => return Err(io(e)),
     }
     let header = backup.header();
+    // Identities every member restored from this backup and config
+    // agrees on (docs/design.md, "Member identity"): the membership names
+    // them, and a member wiped later is refused like any other.
+    let mut seed = backup.header().encode().to_vec();
+    for (id, member) in &config.members {
+        seed.extend_from_slice(format!("{id}={};", member.raft_addr).as_bytes());
+    }
+    let mut members = config.members.clone();
+    for (id, member) in members.iter_mut() {
+        member.incarnation = identity::derived(&seed, &format!("member {id}"));
+    }
+    let me = Identity {
+        member_id: config.id,
+        incarnation: identity::derived(&seed, &format!("member {}", config.id)),
+        cluster_id: Some(identity::derived(&seed, "cluster")),
+    };
+    identity::write_new(dir, &me).map_err(io)?;
     let log_id = LogId::new(CommittedLeaderId::new(0, 0), header.applied_index);
     let voters: BTreeSet<u64> = config.members.keys().copied().collect();
-    let membership = Membership::new(vec![voters.clone()], config.members.clone());
+    let membership = Membership::new(vec![voters.clone()], members);
     let meta = SnapshotMeta {
         last_log_id: Some(log_id),
         last_membership: StoredMembership::new(Some(log_id), membership),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use raftlock_tls::TlsSettings;
 use serde::Deserialize;
 
 use crate::typ::{Member, NodeId};
@@ -95,6 +96,13 @@ struct ClusterFile {
     /// it through so `deny_unknown_fields` still catches typos elsewhere.
     #[serde(default, rename = "api")]
     _api: Option<toml::Table>,
+    /// TLS on both ports (cluster-config/README.md, `[tls]`).
+    #[serde(default)]
+    tls: Option<TlsSettings>,
+    /// `[[auth.tokens]]`: the HTTP server's too (raftlock-server's
+    /// `AuthConfig`), let through the same way.
+    #[serde(default, rename = "auth")]
+    _auth: Option<toml::Table>,
 }
 
 /// Where one member listens. Separate from its advertised [`Member`]
@@ -159,6 +167,9 @@ pub struct NodeConfig {
     /// Address to dial for a peer's Raft routes instead of its configured
     /// `raft_addr` (lets a test harness put a proxy on any link).
     pub peer_overrides: BTreeMap<NodeId, String>,
+    /// The `[tls]` table, paths resolved: with it the Raft port speaks
+    /// mutual TLS (and the client API TLS, which raftlock-server serves).
+    pub tls: Option<TlsSettings>,
 }
 
 /// A configuration that cannot start a node, naming the key at fault.
@@ -286,6 +297,7 @@ impl NodeConfig {
             let member = Member {
                 api_addr: m.api_addr.clone(),
                 raft_addr: m.raft_addr.clone(),
+                incarnation: 0,
             };
             if members.insert(m.id, member).is_some() {
                 return Err(invalid(
@@ -298,12 +310,17 @@ impl NodeConfig {
         if settings.data_dir.is_relative() {
             settings.data_dir = base.join(&settings.data_dir);
         }
+        let tls = file.tls.map(|mut tls| {
+            tls.resolve_against(base);
+            tls
+        });
         let config = NodeConfig {
             id,
             data_dir: settings.data_dir.join(format!("node-{id}")),
             members,
             settings,
             peer_overrides: BTreeMap::new(),
+            tls,
         };
         config.validate()?;
         Ok(config)
@@ -378,6 +395,7 @@ impl NodeConfig {
         static EMPTY: Member = Member {
             api_addr: String::new(),
             raft_addr: String::new(),
+            incarnation: 0,
         };
         self.members.get(&self.id).unwrap_or(&EMPTY)
     }
@@ -426,6 +444,26 @@ mod tests {
         assert_eq!(c.settings.heartbeat_interval_ms, 20);
         assert_eq!(c.settings.session_ttl_min_ms, 1_000);
         assert_eq!(c.data_dir, Path::new("/etc/rl/data/node-1"));
+    }
+
+    #[test]
+    fn the_tls_table_resolves_against_the_config_file() {
+        let c = NodeConfig::from_cluster_toml(GOOD, 1, Path::new("/etc/rl")).expect("valid");
+        assert_eq!(c.tls, None, "plain HTTP without [tls]");
+        let text = format!(
+            "{GOOD}\n[tls]\nca = \"tls/ca.pem\"\ncert = \"/srv/m.pem\"\nkey = \"m-key.pem\"\nclient_auth = \"required\"\n"
+        );
+        let c = NodeConfig::from_cluster_toml(&text, 1, Path::new("/etc/rl")).expect("valid");
+        let tls = c.tls.expect("[tls]");
+        assert_eq!(tls.ca, Path::new("/etc/rl/tls/ca.pem"));
+        assert_eq!(tls.cert, Path::new("/srv/m.pem"));
+        assert_eq!(tls.key, Path::new("/etc/rl/m-key.pem"));
+        assert_eq!(tls.client_auth, raftlock_tls::ClientAuth::Required);
+        let typo = text.replace("client_auth = \"required\"", "client_auth = \"always\"");
+        let e = NodeConfig::from_cluster_toml(&typo, 1, Path::new("/etc/rl"))
+            .expect_err("bad client_auth")
+            .to_string();
+        assert!(e.contains("always"), "{e}");
     }
 
     #[test]
@@ -502,10 +540,20 @@ mod tests {
     #[test]
     fn bundled_configs_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cluster-config");
-        for (file, ids) in [("local-3.toml", vec![1, 2, 3]), ("single.toml", vec![1])] {
+        let files = [
+            ("local-3.toml", vec![1, 2, 3]),
+            ("single.toml", vec![1]),
+            ("production-5.toml", vec![1, 2, 3, 4, 5]),
+        ];
+        for (file, ids) in files {
             for id in ids {
                 NodeConfig::from_cluster_file(&dir.join(file), id).expect(file);
             }
         }
+        let production = NodeConfig::from_cluster_file(&dir.join("production-5.toml"), 1)
+            .expect("production-5.toml");
+        let tls = production.tls.expect("production-5.toml has [tls]");
+        assert_eq!(tls.ca, Path::new("/etc/raftlock/tls/ca.pem"));
+        assert_eq!(tls.client_auth, raftlock_tls::ClientAuth::None);
     }
 }

@@ -40,6 +40,7 @@ impl LocalCluster {
                 Member {
                     api_addr,
                     raft_addr,
+                    incarnation: 0,
                 },
             );
             listeners.push(listener);
@@ -51,6 +52,7 @@ impl LocalCluster {
                 data_dir: PathBuf::from(dir).join(format!("node-{id}")),
                 settings: settings.clone(),
                 peer_overrides: BTreeMap::new(),
+                tls: None,
             })
             .collect();
         // Start together: the founder initializes, the others must be up

@@ -18,10 +18,12 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use raftlock_storage::DurableIndex;
+use raftlock_tls::rustls;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::config::NodeConfig;
+use crate::peer_guard::{PeerGuard, PeerState};
 use crate::quorum::QuorumClock;
 use crate::typ::{LogId, Member, NodeId, TypeConfig};
 
@@ -33,6 +35,8 @@ pub(crate) mod route {
     /// Writes, keepalives and read indexes for the leader (`at_leader`).
     pub const LEADER: &str = "/internal/leader";
     pub const INITIALIZED: &str = "/internal/initialized";
+    /// The member's data-directory identity (`peer_guard`, founding, adds).
+    pub const IDENTITY: &str = "/internal/identity";
 }
 
 /// Why a call to a peer failed.
@@ -57,22 +61,41 @@ pub struct PeerClient {
     /// Raft addresses of the members of the Raft membership, as this node
     /// last saw it: how members absent from the config file are reached.
     known: Arc<RwLock<BTreeMap<NodeId, String>>>,
+    /// This member's identity, sent with every request (`peer_guard`).
+    guard: Option<Arc<PeerGuard>>,
+    /// `https` with `[tls]` (mutual TLS, see member_tls.rs), else `http`.
+    scheme: &'static str,
 }
 
 impl PeerClient {
-    pub fn new(config: Arc<NodeConfig>) -> Self {
-        let http = reqwest::Client::builder()
+    /// `tls`: how to dial peers with `[tls]` (trust the cluster CA, show
+    /// this member's certificate); `None` dials plain HTTP.
+    pub fn new(config: Arc<NodeConfig>, tls: Option<rustls::ClientConfig>) -> Self {
+        let builder = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .tcp_nodelay(true)
-            .connect_timeout(Duration::from_millis(500))
-            .build()
-            .unwrap_or_default();
+            .connect_timeout(Duration::from_millis(500));
+        let (builder, scheme) = match tls {
+            Some(tls) => (builder.tls_backend_preconfigured(tls), "https"),
+            None => (builder, "http"),
+        };
+        // reqwest's fallback client below needs a default provider.
+        raftlock_tls::install_default_provider();
+        let http = builder.build().unwrap_or_default();
         PeerClient {
             http,
             config,
+            scheme,
             cut: Arc::default(),
             known: Arc::default(),
+            guard: None,
         }
+    }
+
+    /// Sends this member's identity with every request (`peer_guard`).
+    pub(crate) fn with_guard(mut self, guard: Arc<PeerGuard>) -> Self {
+        self.guard = Some(guard);
+        self
     }
 
     /// Records the Raft addresses of the membership's members (see
@@ -82,6 +105,19 @@ impl PeerClient {
         let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
         for (id, member) in members {
             known.insert(*id, member.raft_addr.clone());
+        }
+    }
+
+    /// Records how `peer` answered a Raft request (`peer_guard::PeerState`).
+    fn observe<T>(&self, peer: NodeId, answer: &Result<T, CallError>) {
+        if let Some(guard) = &self.guard {
+            guard.observe(
+                peer,
+                match answer {
+                    Ok(_) => PeerState::Ok,
+                    Err(CallError::NotSent(m) | CallError::NoAnswer(m)) => PeerState::of_failure(m),
+                },
+            );
         }
     }
 
@@ -114,6 +150,20 @@ impl PeerClient {
         body: &Req,
         timeout: Duration,
     ) -> Result<Resp, CallError> {
+        self.call_to(peer, 0, route, body, timeout).await
+    }
+
+    /// [`Self::call`] to a peer whose membership entry names
+    /// `incarnation` (0: not known); the peer refuses it if it is another
+    /// incarnation (`peer_guard`).
+    pub(crate) async fn call_to<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        peer: NodeId,
+        incarnation: u64,
+        route: &str,
+        body: &Req,
+        timeout: Duration,
+    ) -> Result<Resp, CallError> {
         if self
             .cut
             .read()
@@ -128,9 +178,11 @@ impl PeerClient {
             ))
         })?;
         let bytes = bincode::serialize(body).map_err(|e| CallError::NotSent(e.to_string()))?;
-        let response = self
-            .http
-            .post(format!("http://{addr}{route}"))
+        let mut request = self.http.post(format!("{}://{addr}{route}", self.scheme));
+        if let Some(guard) = &self.guard {
+            request = request.headers(guard.outgoing(incarnation));
+        }
+        let response = request
             .timeout(timeout)
             .body(bytes)
             .send()
@@ -142,6 +194,11 @@ impl PeerClient {
                     CallError::NoAnswer(e.to_string())
                 }
             })?;
+        if response.status() == reqwest::StatusCode::CONFLICT {
+            // The peer's identity check refused it before doing anything.
+            let why = response.text().await.unwrap_or_default();
+            return Err(CallError::NotSent(format!("refused by node {peer}: {why}")));
+        }
         if !response.status().is_success() {
             return Err(CallError::NoAnswer(format!("HTTP {}", response.status())));
         }
@@ -174,6 +231,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         PeerConnection {
             client: self.client.clone(),
             target,
+            incarnation: node.incarnation,
             durable: self.durable.clone(),
             quorum: self.quorum.clone(),
         }
@@ -184,6 +242,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 pub struct PeerConnection {
     client: PeerClient,
     target: NodeId,
+    /// The target's incarnation as the membership names it.
+    incarnation: u64,
     durable: DurableIndex,
     quorum: Arc<QuorumClock>,
 }
@@ -200,18 +260,25 @@ impl PeerConnection {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
-        let answer: Result<Resp, RaftError<NodeId, E>> = self
+        let answer: Result<Result<Resp, RaftError<NodeId, E>>, CallError> = self
             .client
-            .call(self.target, route, request, option.hard_ttl())
-            .await
-            .map_err(|e| match e {
-                CallError::NotSent(m) => {
-                    RPCError::Unreachable(Unreachable::new(&std::io::Error::other(m)))
-                }
-                CallError::NoAnswer(m) => {
-                    RPCError::Network(NetworkError::new(&std::io::Error::other(m)))
-                }
-            })?;
+            .call_to(
+                self.target,
+                self.incarnation,
+                route,
+                request,
+                option.hard_ttl(),
+            )
+            .await;
+        self.client.observe(self.target, &answer);
+        let answer = answer.map_err(|e| match e {
+            CallError::NotSent(m) => {
+                RPCError::Unreachable(Unreachable::new(&std::io::Error::other(m)))
+            }
+            CallError::NoAnswer(m) => {
+                RPCError::Network(NetworkError::new(&std::io::Error::other(m)))
+            }
+        })?;
         answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }

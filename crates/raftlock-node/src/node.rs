@@ -1,16 +1,16 @@
 //! The embeddable node: start, bootstrap, background tasks, shutdown.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use raftlock_storage::{Durability, SledLogConfig, SledLogStore, SyncStall};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::config::{ConfigError, NodeConfig};
-use crate::network::{route, Network, PeerClient};
+use crate::identity::IdentityFile;
+use crate::network::{Network, PeerClient};
+use crate::peer_guard::PeerGuard;
 use crate::quorum::QuorumClock;
 use crate::replica::proposer::{self, Proposer};
 use crate::replica::Replica;
@@ -54,6 +54,12 @@ pub enum StartError {
     Storage { path: String, message: String },
     #[error("raft: {0}")]
     Raft(String),
+    /// The data directory's identity file is damaged, missing or another
+    /// member's; the message names the fix.
+    #[error("{0}")]
+    Identity(String),
+    #[error("[tls]: {0}")]
+    Tls(#[from] raftlock_tls::TlsError),
 }
 
 impl Node {
@@ -94,12 +100,18 @@ impl Node {
         bootstrap: bool,
     ) -> Result<Node, StartError> {
         config.validate()?;
+        // Before the data directory is touched: a bad PEM file fails fast.
+        let tls = crate::member_tls::MemberTls::load(&config)?;
         let config = Arc::new(config);
         let storage_err = |message: String| StartError::Storage {
             path: config.data_dir.display().to_string(),
             message,
         };
+        let has_log = config.data_dir.join("log").exists();
         std::fs::create_dir_all(&config.data_dir).map_err(|e| storage_err(e.to_string()))?;
+        let identity = IdentityFile::open(&config.data_dir, config.id, has_log)
+            .map_err(|e| StartError::Identity(e.to_string()))?;
+        let guard = Arc::new(PeerGuard::new(identity));
         let log_config = SledLogConfig::new(config.data_dir.join("log"))
             .with_cache_capacity_bytes(config.settings.sled_cache_mb * 1024 * 1024)
             .with_durability(if config.settings.fsync {
@@ -136,7 +148,8 @@ impl Node {
         }
         .validate()
         .map_err(|e| StartError::Raft(e.to_string()))?;
-        let peers = PeerClient::new(config.clone());
+        let peers = PeerClient::new(config.clone(), tls.as_ref().map(|t| t.client.clone()))
+            .with_guard(guard.clone());
         let quorum = Arc::new(QuorumClock::default());
         let raft = Raft::new(
             config.id,
@@ -168,6 +181,7 @@ impl Node {
                 quorum,
                 durable,
                 membership_change: tokio::sync::Mutex::new(()),
+                guard,
                 shutdown: Shutdown::new(),
             }),
             lifecycle: Arc::new(Lifecycle {
@@ -177,7 +191,8 @@ impl Node {
             }),
         };
         let replica = &node.replica;
-        node.spawn(crate::routes::serve(replica.clone(), listener));
+        let tls_server = tls.map(|t| t.server);
+        node.spawn(crate::routes::serve(replica.clone(), listener, tls_server));
         node.spawn(crate::leader::watch_leadership(replica.clone()));
         node.spawn(crate::leader::expire_sessions(replica.clone()));
         node.spawn(proposer::run(replica.clone(), proposals));
@@ -185,7 +200,8 @@ impl Node {
             replica.clone(),
         ));
         if bootstrap {
-            node.bootstrap().await?;
+            // In the background: the founder waits for every seed to answer.
+            node.spawn(crate::founding::found_cluster(replica.clone()));
         }
         tracing::info!(id = config.id, raft = %raft_addr, "node started");
         Ok(node)
@@ -198,38 +214,6 @@ impl Node {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(handle);
-    }
-
-    /// First start of a fresh cluster: the lowest-id member initializes the
-    /// membership, unless a peer already reports an initialized cluster (a
-    /// wiped node rejoins instead of founding a second cluster).
-    async fn bootstrap(&self) -> Result<(), StartError> {
-        let replica = &self.replica;
-        let initialized = replica
-            .raft
-            .is_initialized()
-            .await
-            .map_err(|e| StartError::Raft(e.to_string()))?;
-        let founder = replica.config.members.keys().next() == Some(&replica.id);
-        if initialized || !founder {
-            return Ok(());
-        }
-        for peer in replica.config.members.keys().filter(|p| **p != replica.id) {
-            let answer: Result<bool, _> = replica
-                .peers
-                .call(*peer, route::INITIALIZED, &(), Duration::from_millis(500))
-                .await;
-            if answer.unwrap_or(false) {
-                tracing::info!(peer, "peer reports an initialized cluster; joining it");
-                return Ok(());
-            }
-        }
-        let members: BTreeMap<_, _> = replica.config.members.clone();
-        match replica.raft.initialize(members).await {
-            Ok(()) => tracing::info!("initialized a new cluster"),
-            Err(e) => tracing::info!("cluster already initialized: {e}"),
-        }
-        Ok(())
     }
 
     /// This node's id.

@@ -71,6 +71,19 @@ impl Node {
         owner: &str,
         ttl: Duration,
     ) -> Result<OpenedSession, NodeError> {
+        self.open_session_as(None, owner, ttl).await
+    }
+
+    /// Opens a session on behalf of `principal` (the HTTP API's
+    /// authenticated token name), recorded in the replicated state so every
+    /// member can refuse the session to other principals. `None` is
+    /// [`open_session`](Self::open_session): no owner beyond the label.
+    pub async fn open_session_as(
+        &self,
+        principal: Option<&str>,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<OpenedSession, NodeError> {
         let s = &self.replica.config.settings;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         if ttl_ms < s.session_ttl_min_ms || ttl_ms > s.session_ttl_max_ms {
@@ -81,10 +94,18 @@ impl Node {
             .into());
         }
         let id = SessionId(rand::random());
-        let command = Command::OpenSession {
-            id,
-            owner: owner.to_string(),
-            ttl_ms,
+        let command = match principal {
+            None => Command::OpenSession {
+                id,
+                owner: owner.to_string(),
+                ttl_ms,
+            },
+            Some(principal) => Command::OpenSessionAs {
+                id,
+                principal: principal.to_string(),
+                owner: owner.to_string(),
+                ttl_ms,
+            },
         };
         match self.replica.write(command).await?.1.result? {
             Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession { id, ttl_ms }),
@@ -151,6 +172,7 @@ impl Node {
         consistency: Consistency,
         f: impl FnOnce(&StateMachine) -> T,
     ) -> Result<T, NodeError> {
+        self.replica.refuse_if_replaced()?;
         if consistency == Consistency::Linearizable {
             self.replica.linearizable_barrier().await?;
         }
@@ -215,6 +237,34 @@ impl Node {
         id: crate::typ::NodeId,
     ) -> Result<crate::MembershipView, NodeError> {
         self.replica.change_member(id, None).await
+    }
+
+    /// This member's data-directory identity: member id, incarnation and
+    /// cluster id (docs/design.md, "Member identity").
+    pub fn identity(&self) -> crate::Identity {
+        self.replica.guard.identity.get()
+    }
+
+    /// Why this member refuses to serve, while the cluster's membership
+    /// names another incarnation of it (its data was wiped): the message,
+    /// which names the fix. `None` normally.
+    pub fn replaced(&self) -> Option<String> {
+        self.replica.guard.replaced_message()
+    }
+
+    /// How member `id` looks from here: for this member itself `ok`, or
+    /// `member_replaced` while the cluster names another incarnation of
+    /// it; for a peer, how it last answered this member's Raft requests
+    /// (`None`: this member sent it none, as a follower usually has not).
+    pub fn member_state(&self, id: crate::typ::NodeId) -> Option<crate::PeerState> {
+        if id == self.id() {
+            return Some(if self.replaced().is_some() {
+                crate::PeerState::Replaced
+            } else {
+                crate::PeerState::Ok
+            });
+        }
+        self.replica.guard.peer_state(id)
     }
 
     /// The membership as this member knows it (no read index).

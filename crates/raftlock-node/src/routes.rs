@@ -5,18 +5,21 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest,
 };
+use raftlock_tls::rustls::ServerConfig;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::net::TcpListener;
 
+use crate::member_tls::MemberListener;
 use crate::network::route;
 use crate::replica::at_leader::LeaderRequest;
 use crate::replica::Replica;
@@ -103,23 +106,57 @@ async fn initialized(State(replica): Shared) -> Response {
     encode(&replica.is_initialized_now())
 }
 
+async fn identity(State(replica): Shared) -> Response {
+    encode(&replica.peer_identity())
+}
+
+/// Refuses a request from another cluster, or one meant for another
+/// incarnation of this member (`peer_guard`), before it reaches Raft.
+async fn guard(State(replica): Shared, request: Request, next: Next) -> Response {
+    match replica.guard.admit(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
 /// Serves the internal routes until the node stops.
-pub(crate) async fn serve(replica: Arc<Replica>, listener: TcpListener) {
+/// With `tls` (the `[tls]` table), only peers presenting a certificate
+/// signed by the cluster CA get past the handshake (member_tls.rs).
+pub(crate) async fn serve(
+    replica: Arc<Replica>,
+    listener: TcpListener,
+    tls: Option<Arc<ServerConfig>>,
+) {
     let router = Router::new()
         .route(route::APPEND, post(append))
         .route(route::VOTE, post(vote))
         .route(route::SNAPSHOT, post(snapshot))
         .route(route::LEADER, post(leader))
+        .route_layer(axum::middleware::from_fn_with_state(replica.clone(), guard))
+        // Asked before a member is in any membership: not guarded.
         .route(route::INITIALIZED, post(initialized))
+        .route(route::IDENTITY, post(identity))
         // Snapshot chunks and entry batches can be large.
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(replica.clone());
     let stopping = replica.shutdown.clone();
     let shutdown = async move { stopping.stopped().await };
-    if let Err(e) = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
+    let served = match tls {
+        None => {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        Some(tls) => match MemberListener::new(listener, tls) {
+            Ok(listener) => {
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+            }
+            Err(e) => Err(e),
+        },
+    };
+    if let Err(e) = served {
         tracing::error!("internal server failed: {e}");
     }
 }

@@ -196,7 +196,8 @@ impl Shared {
     fn publish(&self, command: &Command, effects: Effects, ok: bool) {
         if ok {
             match command {
-                Command::OpenSession { id, ttl_ms, .. } => self.tracker.on_opened(*id, *ttl_ms),
+                Command::OpenSession { id, ttl_ms, .. }
+                | Command::OpenSessionAs { id, ttl_ms, .. } => self.tracker.on_opened(*id, *ttl_ms),
                 Command::CheckpointSessions { sessions } => self
                     .tracker
                     .on_checkpointed(sessions.iter().map(|(id, _)| *id)),

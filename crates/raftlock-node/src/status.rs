@@ -85,6 +85,9 @@ impl Node {
     /// True when a leader is known and this replica has applied what it
     /// has in its log.
     pub fn is_healthy(&self) -> bool {
+        if self.replaced().is_some() {
+            return false;
+        }
         let m = self.replica.raft.metrics().borrow().clone();
         m.current_leader.is_some() && m.last_applied.map(|l| l.index) >= m.last_log_index
     }

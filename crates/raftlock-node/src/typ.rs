@@ -5,18 +5,39 @@ use std::io::Cursor;
 use raftlock_core::{Applied, Command};
 use serde::{Deserialize, Serialize};
 
-/// A cluster member's addresses, as recorded in the Raft membership.
+/// A cluster member as recorded in the Raft membership: its addresses and
+/// which incarnation of its data directory is the member (see
+/// `identity`). Part of the log and snapshot encoding.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Member {
     /// Client HTTP API (`host:port`).
     pub api_addr: String,
     /// Internal Raft and forwarding routes (`host:port`).
     pub raft_addr: String,
+    /// The member's data-directory incarnation; 0 where not known yet (a
+    /// config file's entry, a join request): the founder and the leader
+    /// fill it in from the member itself before it enters the membership.
+    pub incarnation: u64,
+}
+
+impl Member {
+    /// A member at these addresses, incarnation not known yet.
+    pub fn new(api_addr: impl Into<String>, raft_addr: impl Into<String>) -> Self {
+        Member {
+            api_addr: api_addr.into(),
+            raft_addr: raft_addr.into(),
+            incarnation: 0,
+        }
+    }
 }
 
 impl std::fmt::Display for Member {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "api {} raft {}", self.api_addr, self.raft_addr)
+        write!(f, "api {} raft {}", self.api_addr, self.raft_addr)?;
+        if self.incarnation != 0 {
+            write!(f, " incarnation {:016x}", self.incarnation)?;
+        }
+        Ok(())
     }
 }
 

@@ -34,6 +34,7 @@ async fn refusals_change_nothing() {
     let bad = Member {
         api_addr: "nowhere".into(),
         raft_addr: "127.0.0.1:1".into(),
+        incarnation: 0,
     };
     assert!(matches!(
         membership_error(node.add_member(2, bad).await),
@@ -42,6 +43,7 @@ async fn refusals_change_nothing() {
     let elsewhere = Member {
         api_addr: "127.0.0.1:1".into(),
         raft_addr: "127.0.0.1:2".into(),
+        incarnation: 0,
     };
     assert!(matches!(
         membership_error(node.add_member(1, elsewhere).await),
@@ -55,6 +57,7 @@ async fn refusals_change_nothing() {
         .map(|m| Member {
             api_addr: m.api_addr.clone(),
             raft_addr: m.raft_addr.clone(),
+            incarnation: 0,
         })
         .expect("member 1");
     assert_eq!(node.add_member(1, same).await.expect("no-op"), before);

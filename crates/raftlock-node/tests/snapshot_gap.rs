@@ -80,7 +80,7 @@ async fn a_member_whose_log_was_purged_past_its_snapshot_refuses_to_start() {
     for needle in [
         format!("purged through index {purged}"),
         format!("only through index {snapshot}"),
-        "Wipe this member's data directory".to_string(),
+        "Move this member's data directory away".to_string(),
     ] {
         assert!(message.contains(&needle), "{needle:?} not in: {message}");
     }

@@ -22,12 +22,15 @@ use raftlock_core::path::validate_lock_name;
 use raftlock_core::QueueKind;
 use raftlock_node::{AcquireOptions, Grant, NodeError};
 
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::parse_session;
 use crate::state::AppState;
 
 /// One acquire or campaign as the request stated it, not yet validated.
 pub(crate) struct AcquireRequest<'a> {
+    /// Who asks: the session must be theirs.
+    pub caller: &'a Caller,
     pub kind: QueueKind,
     pub name: &'a str,
     pub session_id: &'a str,
@@ -52,6 +55,7 @@ pub(crate) async fn acquire(app: &AppState, req: AcquireRequest<'_>) -> Result<G
 
 async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError> {
     let session = parse_session(req.session_id)?;
+    req.caller.require_session(app, session).await?;
     let checked = validate_lock_name(req.name)
         .map_err(ApiError::from)
         .and_then(|()| app.wait(req.wait_ms))

@@ -30,10 +30,71 @@ struct AddMember {
     raft_addr: String,
 }
 
+/// The membership as the API shows it: incarnations as hex strings (a
+/// u64 does not survive JSON numbers in every client).
+#[derive(Debug, Serialize)]
+struct Membership {
+    log_index: u64,
+    joint: bool,
+    members: Vec<MembershipMember>,
+}
+
+#[derive(Debug, Serialize)]
+struct MembershipMember {
+    id: NodeId,
+    api_addr: String,
+    raft_addr: String,
+    /// Which incarnation of the member's data directory the membership
+    /// names (docs/design.md, "Member identity").
+    incarnation: String,
+    voter: bool,
+    /// How the member looks from the answering one (`Node::member_state`):
+    /// `ok`, `member_replaced`, `other_cluster`, `unreachable`, or
+    /// `unknown` (no request sent to it yet: ask the leader).
+    state: &'static str,
+}
+
+impl Membership {
+    fn of(view: MembershipView, node: &raftlock_node::Node) -> Self {
+        Membership {
+            log_index: view.log_index,
+            joint: view.joint,
+            members: view
+                .members
+                .into_iter()
+                .map(|m| MembershipMember {
+                    state: node.member_state(m.id).map_or("unknown", |s| s.as_str()),
+                    id: m.id,
+                    api_addr: m.api_addr,
+                    raft_addr: m.raft_addr,
+                    incarnation: format!("{:016x}", m.incarnation),
+                    voter: m.voter,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `503 member_replaced` while the cluster names another incarnation of
+/// this member (its data was wiped): what it knows is not the cluster's.
+fn refuse_if_replaced(app: &AppState) -> Result<(), ApiError> {
+    match app.node.replaced() {
+        Some(message) => Err(raftlock_node::NodeError::Membership(
+            raftlock_node::MembershipError::Replaced {
+                id: app.node.id(),
+                message,
+            },
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
 /// The membership as the answering member knows it (after a change: as
 /// the leader committed it).
-async fn members(State(app): State<AppState>) -> Json<MembershipView> {
-    Json(app.node.membership())
+async fn members(State(app): State<AppState>) -> Result<Json<Membership>, ApiError> {
+    refuse_if_replaced(&app)?;
+    Ok(Json(Membership::of(app.node.membership(), &app.node)))
 }
 
 /// Adds a member: a learner until caught up, then a voter. Blocks until
@@ -41,7 +102,7 @@ async fn members(State(app): State<AppState>) -> Json<MembershipView> {
 async fn add_member(
     State(app): State<AppState>,
     JsonBody(req): JsonBody<AddMember>,
-) -> Result<Json<MembershipView>, ApiError> {
+) -> Result<Json<Membership>, ApiError> {
     for (key, addr) in [("api_addr", &req.api_addr), ("raft_addr", &req.raft_addr)] {
         raftlock_node::check_address(addr)
             .map_err(|m| ApiError::bad_request(format!("{key}: {m}")))?;
@@ -49,15 +110,18 @@ async fn add_member(
     let member = raftlock_node::Member {
         api_addr: req.api_addr,
         raft_addr: req.raft_addr,
+        incarnation: 0,
     };
-    Ok(Json(app.node.add_member(req.id, member).await?))
+    let view = app.node.add_member(req.id, member).await?;
+    Ok(Json(Membership::of(view, &app.node)))
 }
 
 async fn remove_member(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<NodeId>,
-) -> Result<Json<MembershipView>, ApiError> {
-    Ok(Json(app.node.remove_member(id).await?))
+) -> Result<Json<Membership>, ApiError> {
+    let view = app.node.remove_member(id).await?;
+    Ok(Json(Membership::of(view, &app.node)))
 }
 
 #[derive(Debug, Serialize)]
@@ -112,6 +176,7 @@ async fn cluster(State(app): State<AppState>) -> Json<Cluster> {
 /// 200 with a leader and a caught-up replica; otherwise 503 `no_leader`
 /// or `not_caught_up`, for load balancers.
 async fn health(State(app): State<AppState>) -> Result<Json<Health>, ApiError> {
+    refuse_if_replaced(&app)?;
     let status = app.node.status();
     if status.leader_id.is_none() {
         return Err(raftlock_node::NodeError::NoLeader.into());

@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use crate::auth::{AuthConfig, AuthConfigError};
+
 /// Limits and defaults of the HTTP API. Every field has a default
 /// ([`ApiConfig::default`]); a TOML/JSON table with unknown keys is
 /// refused, so a typo cannot pass silently. The session TTL bounds are
@@ -38,11 +40,11 @@ pub struct ApiConfig {
     /// proposes, so concurrent opens can overshoot by as many as are in
     /// flight at once (see `limits.rs`).
     pub max_sessions: usize,
-    /// Sessions one `owner` label may hold at most (`429`); absent (the
-    /// default) means no limit. The label is whatever the client says, so
-    /// this guards against a runaway client, not a hostile one; once
-    /// bearer tokens exist it becomes per principal. Costs a scan of all
-    /// sessions per open.
+    /// Sessions one owner may hold at most (`429`); absent (the default)
+    /// means no limit. Without tokens the owner is the `owner` label,
+    /// whatever the client says (a guard against a runaway client, not a
+    /// hostile one); with tokens it is the principal (the token's name).
+    /// Costs a scan of all sessions per open.
     pub max_sessions_per_owner: Option<usize>,
     /// Sessions waiting in one lock or election queue (the holder not
     /// counted) at most; one more waiting acquire or campaign is `429`.
@@ -59,6 +61,12 @@ pub struct ApiConfig {
     /// headers, or the answer is `408 request_timeout` and the connection
     /// is closed. Default 10 000.
     pub body_read_timeout_ms: u64,
+    /// Bearer tokens and their grants: the cluster file's top-level
+    /// `[[auth.tokens]]` tables, not part of `[api]` (read by
+    /// [`ApiConfig::from_cluster_toml`]). None (the default) leaves the
+    /// API open; see docs/security.md.
+    #[serde(skip)]
+    pub auth: AuthConfig,
 }
 
 impl Default for ApiConfig {
@@ -75,6 +83,7 @@ impl Default for ApiConfig {
             max_waiters_per_lock: 10_000,
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 10_000,
+            auth: AuthConfig::default(),
         }
     }
 }
@@ -94,6 +103,9 @@ pub enum ApiConfigError {
         /// What is wrong with it.
         message: String,
     },
+    /// The `[[auth.tokens]]` tables are inconsistent.
+    #[error(transparent)]
+    Auth(#[from] AuthConfigError),
 }
 
 fn invalid(key: &'static str, message: impl Into<String>) -> ApiConfigError {
@@ -112,12 +124,18 @@ impl ApiConfig {
         struct File {
             #[serde(default)]
             api: ApiConfig,
+            #[serde(default)]
+            auth: AuthConfig,
         }
         // The other tables are checked by the node's parser; this one
         // only needs the whole file to be TOML.
         let file: File = toml::from_str(text).map_err(|e| ApiConfigError::Parse(e.to_string()))?;
-        file.api.validate()?;
-        Ok(file.api)
+        let config = ApiConfig {
+            auth: file.auth,
+            ..file.api
+        };
+        config.validate()?;
+        Ok(config)
     }
 
     /// Checks that the values make sense together; the error names the
@@ -162,6 +180,7 @@ impl ApiConfig {
                 return Err(invalid(key, "must be positive"));
             }
         }
+        self.auth.validate()?;
         Ok(())
     }
 }
@@ -224,6 +243,7 @@ mod tests {
                 max_waiters_per_lock: 3,
                 header_read_timeout_ms: 1500,
                 body_read_timeout_ms: 2500,
+                auth: AuthConfig::default(),
             }
         );
         // No [api] table: the defaults.
@@ -250,6 +270,27 @@ mod tests {
             text.replace("# max_sessions_per_owner", "max_sessions_per_owner");
         let c = ApiConfig::from_cluster_toml(&all_keys_uncommented).expect("valid");
         assert_eq!(c.max_sessions_per_owner, Some(1000));
+    }
+
+    #[test]
+    fn the_production_config_defines_its_tokens() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cluster-config/production-5.toml"
+        );
+        let text = std::fs::read_to_string(path).expect("production-5.toml");
+        let c = ApiConfig::from_cluster_toml(&text).expect("valid");
+        let names: Vec<&str> = c.auth.tokens.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["ops", "billing-jobs", "dashboards"]);
+        assert!(c.auth.tokens[0].is_cluster_admin());
+        let billing = &c.auth.tokens[1];
+        assert!(billing.allows(crate::auth::Permission::Write, "billing/x"));
+        assert!(!billing.allows(crate::auth::Permission::Write, "x"));
+        let bad = text.replace("allow = [\"read\"] }]", "allow = [\"reed\"] }]");
+        assert!(ApiConfig::from_cluster_toml(&bad).is_err());
+        let twice = text.replace("name = \"dashboards\"", "name = \"ops\"");
+        let err = ApiConfig::from_cluster_toml(&twice).expect_err("a name twice");
+        assert!(err.to_string().contains("auth.tokens[2].name"), "{err}");
     }
 
     #[test]

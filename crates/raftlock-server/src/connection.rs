@@ -10,6 +10,8 @@
 //! and hyper's HTTP/2 server has no header deadline of this kind.
 
 use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -21,49 +23,100 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use raftlock_tls::rustls::ServerConfig;
+use raftlock_tls::{TlsConnection, TlsIncoming};
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::ApiError;
 
 /// Serves `app` on `listener` until `shutdown` completes, then stops
 /// accepting and waits for every open connection to finish its
-/// in-flight request (idle keep-alive connections close at once).
+/// in-flight request (idle keep-alive connections close at once). With
+/// `tls`, connections are HTTPS: each TLS handshake runs in its own task
+/// and must finish within the header deadline, so a client that connects
+/// and stalls holds neither the accept loop nor, for long, a task.
 pub(crate) async fn serve(
     listener: TcpListener,
+    tls: Option<Arc<ServerConfig>>,
     app: Router,
     header_read_timeout: Duration,
     shutdown: impl Future<Output = ()>,
-) {
+) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     // The timer is what makes hyper enforce the header deadline at all.
     http.timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout);
+    let mut incoming = match tls {
+        None => Incoming::Plain(listener),
+        Some(tls) => Incoming::Tls(TlsIncoming::new(listener, tls, header_read_timeout, "api")?),
+    };
     tokio::pin!(shutdown);
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    accept_failed(e).await;
-                    continue;
+        tokio::select! {
+            accepted = incoming.accept() => match accepted {
+                Accepted::Plain(stream, peer) => {
+                    spawn_connection(&http, &graceful, &app, stream, peer);
                 }
+                Accepted::Tls(stream, peer) => {
+                    spawn_connection(&http, &graceful, &app, stream, peer);
+                }
+                Accepted::Failed(e) => accept_failed(e).await,
             },
             () = &mut shutdown => break,
-        };
-        let connection =
-            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            // A header timeout, a reset or a malformed request: the
-            // client's problem, worth a debug line at most.
-            if let Err(e) = connection.await {
-                tracing::debug!(%peer, "connection ended: {e}");
-            }
-        });
+        }
     }
-    drop(listener);
+    drop(incoming);
     graceful.shutdown().await;
+    Ok(())
+}
+
+/// Where connections come from: TCP, or TCP with a finished handshake.
+enum Incoming {
+    Plain(TcpListener),
+    Tls(TlsIncoming),
+}
+
+enum Accepted {
+    Plain(TcpStream, SocketAddr),
+    Tls(Box<TlsConnection>, SocketAddr),
+    Failed(std::io::Error),
+}
+
+impl Incoming {
+    async fn accept(&mut self) -> Accepted {
+        match self {
+            Incoming::Plain(listener) => match listener.accept().await {
+                Ok((stream, peer)) => Accepted::Plain(stream, peer),
+                Err(e) => Accepted::Failed(e),
+            },
+            Incoming::Tls(incoming) => {
+                let (stream, peer) = incoming.accept().await;
+                Accepted::Tls(Box::new(stream), peer)
+            }
+        }
+    }
+}
+
+fn spawn_connection<S>(
+    http: &hyper::server::conn::http1::Builder,
+    graceful: &GracefulShutdown,
+    app: &Router,
+    stream: S,
+    peer: SocketAddr,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let connection =
+        http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+    let connection = graceful.watch(connection);
+    tokio::spawn(async move {
+        // A header timeout, a reset or a malformed request: the
+        // client's problem, worth a debug line at most.
+        if let Err(e) = connection.await {
+            tracing::debug!(%peer, "connection ended: {e}");
+        }
+    });
 }
 
 /// An accept error either concerns one connection (skip it) or the

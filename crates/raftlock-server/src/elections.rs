@@ -16,6 +16,7 @@ use raftlock_core::{QueueEntryView, QueueKind};
 use serde::{Deserialize, Serialize};
 
 use crate::acquire::{acquire, AcquireRequest};
+use crate::auth::Caller;
 use crate::error::{no_such_action, ApiError};
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
 use crate::locks::{read_queue, read_queues, release, split_action, SessionBody};
@@ -55,19 +56,24 @@ struct Elected {
     session_id: String,
 }
 
-/// The leader of an election as the API shows it.
+/// The leader of an election as the API shows it: `session_id` is
+/// `null` for another principal's session (docs/security.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Leader {
-    session_id: String,
+    session_id: Option<String>,
+    principal: Option<String>,
     value: String,
     node: String,
     fencing_token: u64,
 }
 
-impl From<QueueEntryView> for Leader {
-    fn from(e: QueueEntryView) -> Self {
+impl Leader {
+    fn new(e: QueueEntryView, caller: &Caller) -> Self {
         Leader {
-            session_id: e.session.to_string(),
+            session_id: caller
+                .visibility(e.principal.as_deref())
+                .session_id(e.session),
+            principal: e.principal,
             // Values arrive as JSON strings, so they are UTF-8.
             value: String::from_utf8_lossy(&e.data).into_owned(),
             node: e.node,
@@ -84,11 +90,13 @@ pub(crate) struct ElectionBody {
 }
 
 impl ElectionBody {
-    /// The election `name` in `state`.
-    pub fn of(state: &raftlock_core::StateMachine, name: &str) -> Self {
+    /// The election `name` in `state`, as `caller` may see it.
+    pub fn of(state: &raftlock_core::StateMachine, name: &str, caller: &Caller) -> Self {
         ElectionBody {
             election: name.to_string(),
-            leader: state.holder(QueueKind::Election, name).map(Leader::from),
+            leader: state
+                .holder(QueueKind::Election, name)
+                .map(|e| Leader::new(e, caller)),
         }
     }
 }
@@ -117,6 +125,7 @@ struct ListQuery {
 
 async fn action(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(rest): ApiPath<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
@@ -130,6 +139,7 @@ async fn action(
             let grant = acquire(
                 &app,
                 AcquireRequest {
+                    caller: &caller,
                     kind: QueueKind::Election,
                     name,
                     session_id: &body.session_id,
@@ -151,6 +161,7 @@ async fn action(
         "proclaim" => {
             let JsonBody(body) = JsonBody::<ProclaimBody>::from_request(request, &app).await?;
             let session = parse_session(&body.session_id)?;
+            caller.require_session(&app, session).await?;
             let checked = validate_lock_name(name)
                 .map_err(ApiError::from)
                 .and_then(|()| app.check_data(body.value.len()));
@@ -162,7 +173,7 @@ async fn action(
         }
         "resign" => {
             let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-            release(&app, QueueKind::Election, name, &body.session_id).await?;
+            release(&app, &caller, QueueKind::Election, name, &body.session_id).await?;
             Ok(StatusCode::NO_CONTENT.into_response())
         }
         other => Ok(no_such_action(
@@ -175,31 +186,40 @@ async fn action(
 
 async fn read(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(rest): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Response, ApiError> {
     if let (name, "observe") = split_action(&rest) {
-        return observe(app, name.to_string()).await;
+        return observe(app, caller, name.to_string()).await;
     }
     let view = read_queue(&app, QueueKind::Election, &rest, query.consistency).await?;
     Ok(Json(ElectionBody {
         election: rest,
-        leader: view.holder.map(Leader::from),
+        leader: view.holder.map(|e| Leader::new(e, &caller)),
     })
     .into_response())
 }
 
 async fn list(
     State(app): State<AppState>,
+    caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<ElectionList>, ApiError> {
-    let queues = read_queues(&app, QueueKind::Election, &query.prefix, query.consistency).await?;
+    let queues = read_queues(
+        &app,
+        &caller,
+        QueueKind::Election,
+        &query.prefix,
+        query.consistency,
+    )
+    .await?;
     Ok(Json(ElectionList {
         elections: queues
             .into_iter()
             .map(|q| ElectionLine {
                 election: q.name,
-                leader: q.holder.map(Leader::from),
+                leader: q.holder.map(|e| Leader::new(e, &caller)),
                 candidates: q.waiters,
             })
             .collect(),

@@ -61,6 +61,18 @@ impl ApiError {
         )
     }
 
+    /// 401: no bearer token, or one the cluster does not know, while the
+    /// API requires tokens (docs/security.md).
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    /// 403: the token is valid but lacks the permission (on that name,
+    /// or over that session).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
     /// 404: the session is unknown, closed or expired.
     pub fn session_not_found(session: impl std::fmt::Display) -> Self {
         Self::new(
@@ -125,6 +137,8 @@ impl ApiError {
     pub(crate) fn from_status(status: StatusCode) -> Self {
         match status {
             StatusCode::NOT_FOUND => Self::not_found("no such route"),
+            StatusCode::UNAUTHORIZED => Self::unauthorized("a valid bearer token is required"),
+            StatusCode::FORBIDDEN => Self::forbidden("permission denied"),
             StatusCode::METHOD_NOT_ALLOWED => {
                 Self::method_not_allowed("method not allowed on this route")
             }
@@ -202,6 +216,9 @@ impl From<NodeError> for ApiError {
                     M::InProgress(_) => (S::SERVICE_UNAVAILABLE, "membership_changing"),
                     M::NotCaughtUp { .. } => (S::SERVICE_UNAVAILABLE, "not_caught_up"),
                     M::Invalid(_) => (S::BAD_REQUEST, "bad_request"),
+                    M::Replaced { .. } => (S::SERVICE_UNAVAILABLE, "member_replaced"),
+                    M::OtherCluster { .. } => (S::CONFLICT, "other_cluster"),
+                    M::Unreachable { .. } => (S::SERVICE_UNAVAILABLE, "member_unreachable"),
                 }
             }
         };

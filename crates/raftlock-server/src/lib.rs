@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod acquire;
+mod auth;
 mod backup;
 mod cluster;
 mod config;
@@ -51,6 +52,7 @@ use raftlock_node::Node;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+pub use auth::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};
 pub use config::{ApiConfig, ApiConfigError};
 
 /// For the fuzz targets (`fuzz/`) and their corpus replay test: decodes
@@ -98,18 +100,32 @@ pub async fn serve(
     config
         .validate()
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // The cluster file's `[tls]` table, which the node carries: HTTPS
+    // for clients (with client certificates as `client_auth` says).
+    let tls = match &node.config().tls {
+        Some(settings) => Some(
+            raftlock_tls::api_server_config(settings)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+        ),
+        None => None,
+    };
     let header_timeout = std::time::Duration::from_millis(config.header_read_timeout_ms);
     let stopping = Arc::new(watch::channel(false).0);
+    let tokens = config.auth.tokens.len();
     let app = build(node, config, stopping.clone());
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, "API listening");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    if tokens > 0 {
+        tracing::info!(%addr, scheme, tokens, "API listening; bearer tokens required");
+    } else {
+        tracing::info!(%addr, scheme, "API listening; no tokens configured: the API is open");
+    }
     let shutdown = async move {
         shutdown.await;
         tracing::info!(%addr, "API shutting down");
         stopping.send_replace(true);
     };
-    connection::serve(listener, app, header_timeout, shutdown).await;
-    Ok(())
+    connection::serve(listener, tls, app, header_timeout, shutdown).await
 }
 
 fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> Router {
@@ -120,6 +136,10 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         max_bytes: config.max_body_bytes,
         timeout: std::time::Duration::from_millis(config.body_read_timeout_ms),
     };
+    let tokens = config
+        .auth
+        .enabled()
+        .then(|| auth::Tokens::new(&config.auth));
     let state = AppState {
         node,
         config: Arc::new(config),
@@ -142,6 +162,9 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
             body_limits,
             connection::read_body,
         ))
+        // Outside the body limits: a request without a valid token is
+        // refused before its body is read.
+        .layer(middleware::from_fn_with_state(tokens, auth::authenticate))
         .layer(middleware::map_response(json_errors))
         .with_state(state)
 }

@@ -1,5 +1,6 @@
 //! Admission limits that keep one client from filling a shared cluster:
-//! sessions in total and per owner label, waiters per lock or election.
+//! sessions in total and per owner (the label, or with tokens the
+//! principal), waiters per lock or election.
 //! Over a limit the answer is `429 too_many_requests` with `Retry-After`,
 //! and nothing is proposed.
 //!
@@ -25,17 +26,27 @@ use raftlock_node::Consistency;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Refuses a new session when the cluster, or the owner label, is full.
-pub(crate) async fn check_open(app: &AppState, owner: &str) -> Result<(), ApiError> {
+/// Refuses a new session when the cluster, or the owner, is full. With
+/// bearer tokens the owner is the principal (the token's name, which the
+/// client cannot choose); without, the client's `owner` label.
+pub(crate) async fn check_open(
+    app: &AppState,
+    owner: &str,
+    principal: Option<&str>,
+) -> Result<(), ApiError> {
     let max_total = app.config.max_sessions;
     let max_owned = app.config.max_sessions_per_owner;
     let (total, owned) = app
         .node
         .read(Consistency::Stale, |s| {
-            let owned = max_owned.map(|_| s.sessions_owned_by(owner));
+            let owned = max_owned.map(|_| match principal {
+                Some(principal) => s.sessions_of_principal(principal),
+                None => s.sessions_owned_by(owner),
+            });
             (s.session_count(), owned)
         })
         .await?;
+    let owner = principal.unwrap_or(owner);
     if total >= max_total {
         return Err(ApiError::too_many_requests(format!(
             "the cluster holds {total} sessions, its limit (api.max_sessions = {max_total}); \

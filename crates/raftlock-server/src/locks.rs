@@ -16,6 +16,7 @@ use raftlock_core::{QueueEntryView, QueueKind, QueueSummary, QueueView};
 use serde::{Deserialize, Serialize};
 
 use crate::acquire::{acquire, AcquireRequest};
+use crate::auth::{Caller, Permission, Visibility};
 use crate::error::{no_such_action, ApiError};
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
 use crate::state::AppState;
@@ -57,21 +58,26 @@ struct Granted {
     since_revision: u64,
 }
 
+/// `session_id` is `null` for a session of another principal
+/// (docs/security.md); `principal` is `null` without tokens.
 #[derive(Debug, Serialize)]
 struct Holder {
-    session_id: String,
+    session_id: Option<String>,
     owner: String,
+    principal: Option<String>,
     node: String,
     fencing_token: u64,
     since_revision: u64,
 }
 
-impl From<QueueEntryView> for Holder {
-    fn from(e: QueueEntryView) -> Self {
+impl Holder {
+    fn new(e: QueueEntryView, caller: &Caller) -> Self {
+        let visibility = caller.visibility(e.principal.as_deref());
         Holder {
-            session_id: e.session.to_string(),
+            session_id: visibility.session_id(e.session),
             since_revision: e.granted_revision.unwrap_or(e.fencing_token),
             owner: e.owner,
+            principal: e.principal,
             node: e.node,
             fencing_token: e.fencing_token,
         }
@@ -80,9 +86,22 @@ impl From<QueueEntryView> for Holder {
 
 #[derive(Debug, Serialize)]
 struct Waiter {
-    session_id: String,
+    session_id: Option<String>,
     owner: String,
+    principal: Option<String>,
     node: String,
+}
+
+impl Waiter {
+    fn new(e: QueueEntryView, caller: &Caller) -> Self {
+        let visibility: Visibility = caller.visibility(e.principal.as_deref());
+        Waiter {
+            session_id: visibility.session_id(e.session),
+            owner: e.owner,
+            principal: e.principal,
+            node: e.node,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -128,6 +147,7 @@ struct FencingAnswer {
 
 async fn action(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(rest): ApiPath<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
@@ -138,6 +158,7 @@ async fn action(
             let grant = acquire(
                 &app,
                 AcquireRequest {
+                    caller: &caller,
                     kind: QueueKind::Lock,
                     name,
                     session_id: &body.session_id,
@@ -158,7 +179,7 @@ async fn action(
         }
         "release" => {
             let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-            release(&app, QueueKind::Lock, name, &body.session_id).await?;
+            release(&app, &caller, QueueKind::Lock, name, &body.session_id).await?;
             Ok(StatusCode::NO_CONTENT.into_response())
         }
         other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
@@ -168,11 +189,13 @@ async fn action(
 /// Release (or cancel a wait, or resign): deletes the session's node.
 pub(crate) async fn release(
     app: &AppState,
+    caller: &Caller,
     kind: QueueKind,
     name: &str,
     session_id: &str,
 ) -> Result<(), ApiError> {
     let session = parse_session(session_id)?;
+    caller.require_session(app, session).await?;
     app.session_wins(session, validate_lock_name(name).map_err(ApiError::from))
         .await?;
     app.node.release(kind, name, session).await?;
@@ -193,51 +216,61 @@ pub(crate) async fn read_queue(
         .await?)
 }
 
-/// Lists queues whose name starts with `prefix`.
+/// Lists queues whose name starts with `prefix` and that the caller may
+/// read (a listing shows what the caller's grants cover, and is not
+/// refused for the rest).
 pub(crate) async fn read_queues(
     app: &AppState,
+    caller: &Caller,
     kind: QueueKind,
     prefix: &str,
     consistency: ReadConsistency,
 ) -> Result<Vec<QueueSummary>, ApiError> {
-    Ok(app
+    let mut queues = app
         .node
         .read(consistency.into(), |s| s.queues(kind, prefix))
-        .await?)
+        .await?;
+    queues.retain(|q| caller.may(Permission::Read, &q.name));
+    Ok(queues)
 }
 
 async fn inspect(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(name): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<LockBody>, ApiError> {
     let view = read_queue(&app, QueueKind::Lock, &name, query.consistency).await?;
     Ok(Json(LockBody {
         lock: name,
-        holder: view.holder.map(Holder::from),
+        holder: view.holder.map(|h| Holder::new(h, &caller)),
         waiters: view
             .waiters
             .into_iter()
-            .map(|w| Waiter {
-                session_id: w.session.to_string(),
-                owner: w.owner,
-                node: w.node,
-            })
+            .map(|w| Waiter::new(w, &caller))
             .collect(),
     }))
 }
 
 async fn list(
     State(app): State<AppState>,
+    caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<LockList>, ApiError> {
-    let queues = read_queues(&app, QueueKind::Lock, &query.prefix, query.consistency).await?;
+    let queues = read_queues(
+        &app,
+        &caller,
+        QueueKind::Lock,
+        &query.prefix,
+        query.consistency,
+    )
+    .await?;
     Ok(Json(LockList {
         locks: queues
             .into_iter()
             .map(|q| LockLine {
                 lock: q.name,
-                holder: q.holder.map(Holder::from),
+                holder: q.holder.map(|h| Holder::new(h, &caller)),
                 waiters: q.waiters,
             })
             .collect(),
@@ -246,8 +279,10 @@ async fn list(
 
 async fn fencing_check(
     State(app): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<FencingBody>,
 ) -> Result<Json<FencingAnswer>, ApiError> {
+    caller.require(Permission::Read, &body.lock)?;
     validate_lock_name(&body.lock)?;
     let (valid, current_token) = app
         .node

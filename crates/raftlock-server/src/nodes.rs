@@ -13,10 +13,11 @@ use axum::{Json, Router};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use raftlock_core::path::{is_reserved, validate_node_path};
-use raftlock_core::{Command, Response as CoreResponse};
+use raftlock_core::{Command, Response as CoreResponse, SessionId};
 use raftlock_node::Consistency;
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency};
 use crate::state::AppState;
@@ -55,6 +56,8 @@ struct DeleteQuery {
     expected_version: Option<u64>,
 }
 
+/// `ephemeral_owner` is `null` for another principal's session
+/// (docs/security.md), as in lock listings.
 #[derive(Debug, Serialize)]
 struct NodeBody {
     path: String,
@@ -88,13 +91,51 @@ fn check_writable(path: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The ephemeral owner of the node at `path`, if `caller` may see its id.
+fn owner_as_seen(
+    s: &raftlock_core::StateMachine,
+    path: &str,
+    caller: &Caller,
+) -> Option<SessionId> {
+    let owner = s.node(path).and_then(|n| n.ephemeral_owner)?;
+    let principal = s.session_principal(owner).flatten();
+    caller
+        .visibility(principal)
+        .session_id(owner)
+        .map(|_| owner)
+}
+
+/// `owner` if `caller` may see that session's id. A session's principal
+/// never changes, so the local state answers unless this member has not
+/// applied the session yet; only then does it take a linearizable read.
+async fn visible_owner(app: &AppState, caller: &Caller, owner: SessionId) -> Option<SessionId> {
+    let seen = |s: &raftlock_core::StateMachine| {
+        s.session_principal(owner)
+            .map(|principal| caller.visibility(principal).session_id(owner).is_some())
+    };
+    let known = match app.node.read(Consistency::Stale, seen).await {
+        Ok(Some(visible)) => Some(visible),
+        _ => app
+            .node
+            .read(Consistency::Linearizable, seen)
+            .await
+            .ok()
+            .flatten(),
+    };
+    known.unwrap_or(false).then_some(owner)
+}
+
 async fn put_node(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(rest): ApiPath<String>,
     JsonBody(body): JsonBody<PutBody>,
 ) -> Result<Response, ApiError> {
     let path = tree_path(&rest);
     let session = body.session_id.as_deref().map(parse_session).transpose()?;
+    if let Some(session) = session {
+        caller.require_session(&app, session).await?;
+    }
     let checked = check_writable(&path)
         .and_then(|()| {
             if body.sequential && body.expected_version.is_some() {
@@ -128,30 +169,19 @@ async fn put_node(
         version,
         create_revision,
         mod_revision,
+        ephemeral_owner,
     } = response
     else {
         return Err(ApiError::from(raftlock_node::NodeError::Internal(format!(
             "unexpected response to a put: {response:?}"
         ))));
     };
-    let ephemeral_owner = if created {
-        session
-    } else {
-        // An update keeps the owner the node was created with.
-        let owner_of = |s: &raftlock_core::StateMachine| {
-            s.node(&path)
-                .filter(|n| n.create_revision == create_revision)
-                .and_then(|n| n.ephemeral_owner)
-        };
-        match app.node.read(Consistency::Linearizable, owner_of).await {
-            Ok(owner) => owner,
-            Err(_) => app
-                .node
-                .read(Consistency::Stale, owner_of)
-                .await
-                .ok()
-                .flatten(),
+    let ephemeral_owner = match ephemeral_owner {
+        // An update of another session's node: show its id only to a caller allowed to see it.
+        Some(owner) if !created && !caller.sees_every_session() => {
+            visible_owner(&app, &caller, owner).await
         }
+        owner => owner,
     };
     let status = if created {
         StatusCode::CREATED
@@ -171,20 +201,27 @@ async fn put_node(
 
 async fn get_root(
     State(app): State<AppState>,
+    caller: Caller,
     ApiQuery(query): ApiQuery<GetQuery>,
 ) -> Result<Response, ApiError> {
-    read_node(&app, "/".to_string(), query).await
+    read_node(&app, &caller, "/".to_string(), query).await
 }
 
 async fn get_node(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(rest): ApiPath<String>,
     ApiQuery(query): ApiQuery<GetQuery>,
 ) -> Result<Response, ApiError> {
-    read_node(&app, tree_path(&rest), query).await
+    read_node(&app, &caller, tree_path(&rest), query).await
 }
 
-async fn read_node(app: &AppState, path: String, query: GetQuery) -> Result<Response, ApiError> {
+async fn read_node(
+    app: &AppState,
+    caller: &Caller,
+    path: String,
+    query: GetQuery,
+) -> Result<Response, ApiError> {
     validate_node_path(&path)?;
     let consistency = query.consistency.into();
     let not_found = || ApiError::not_found(format!("node {path} does not exist"));
@@ -196,9 +233,12 @@ async fn read_node(app: &AppState, path: String, query: GetQuery) -> Result<Resp
             .ok_or_else(not_found)?;
         return Ok(Json(Children { children }).into_response());
     }
-    let node = app
+    let (node, owner) = app
         .node
-        .read(consistency, |s| s.node(&path).cloned())
+        .read(consistency, |s| {
+            let owner = owner_as_seen(s, &path, caller);
+            s.node(&path).cloned().map(|n| (n, owner))
+        })
         .await?
         .ok_or_else(not_found)?;
     Ok(Json(NodeBody {
@@ -206,7 +246,7 @@ async fn read_node(app: &AppState, path: String, query: GetQuery) -> Result<Resp
         version: node.version,
         create_revision: node.create_revision,
         mod_revision: node.mod_revision,
-        ephemeral_owner: node.ephemeral_owner.map(|s| s.to_string()),
+        ephemeral_owner: owner.map(|s| s.to_string()),
         path,
     })
     .into_response())

@@ -23,6 +23,7 @@ use raftlock_node::Consistency;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
+use crate::auth::Caller;
 use crate::elections::ElectionBody;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -32,6 +33,8 @@ const RESYNC: Duration = Duration::from_secs(5);
 
 struct Observer {
     app: AppState,
+    /// Who watches: decides whether events show the leader's session id.
+    caller: Caller,
     name: String,
     /// `/elections/{name}/`: the queue's nodes are its direct children.
     children_prefix: String,
@@ -71,7 +74,9 @@ impl Observer {
             let Ok(view) = self
                 .app
                 .node
-                .read(Consistency::Stale, |s| ElectionBody::of(s, &self.name))
+                .read(Consistency::Stale, |s| {
+                    ElectionBody::of(s, &self.name, &self.caller)
+                })
                 .await
             else {
                 continue;
@@ -101,13 +106,19 @@ fn events(
 
 /// Starts an observe stream (the election name is validated first, so a
 /// bad name is a plain JSON `bad_request`, not a stream).
-pub(crate) async fn observe(app: AppState, name: String) -> Result<Response, ApiError> {
+pub(crate) async fn observe(
+    app: AppState,
+    caller: Caller,
+    name: String,
+) -> Result<Response, ApiError> {
     validate_lock_name(&name)?;
     // Subscribe before the first read, so no change falls in between.
     let changes = app.node.subscribe();
     let first = app
         .node
-        .read(Consistency::Linearizable, |s| ElectionBody::of(s, &name))
+        .read(Consistency::Linearizable, |s| {
+            ElectionBody::of(s, &name, &caller)
+        })
         .await?;
     let mut resync = interval_at(Instant::now() + RESYNC, RESYNC);
     resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -115,6 +126,7 @@ pub(crate) async fn observe(app: AppState, name: String) -> Result<Response, Api
     let observer = Observer {
         children_prefix: format!("{}/", QueueKind::Election.queue_path(&name)),
         app,
+        caller,
         name,
         changes,
         resync,

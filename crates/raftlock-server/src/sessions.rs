@@ -8,6 +8,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadQuery};
 use crate::state::AppState;
@@ -44,12 +45,15 @@ struct Ttl {
 struct SessionBody {
     session_id: String,
     owner: String,
+    /// The token name that opened it; `null` without tokens.
+    principal: Option<String>,
     ttl_ms: u64,
     nodes: Vec<String>,
 }
 
 async fn open(
     State(app): State<AppState>,
+    caller: Caller,
     JsonBody(req): JsonBody<OpenRequest>,
 ) -> Result<(StatusCode, Json<Opened>), ApiError> {
     let max_owner = app.config.max_owner_bytes;
@@ -58,11 +62,12 @@ async fn open(
             "owner must be at most {max_owner} bytes"
         )));
     }
-    crate::limits::check_open(&app, &req.owner).await?;
+    crate::limits::check_open(&app, &req.owner, caller.principal()).await?;
     // The node checks the TTL against the cluster's bounds (bad_request).
+    let ttl = Duration::from_millis(req.ttl_ms);
     let opened = app
         .node
-        .open_session(&req.owner, Duration::from_millis(req.ttl_ms))
+        .open_session_as(caller.principal(), &req.owner, ttl)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -75,9 +80,12 @@ async fn open(
 
 async fn keepalive(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Ttl>, ApiError> {
-    let ttl = app.node.keepalive(parse_session(&id)?).await?;
+    let id = parse_session(&id)?;
+    caller.require_session(&app, id).await?;
+    let ttl = app.node.keepalive(id).await?;
     Ok(Json(Ttl {
         ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
     }))
@@ -85,10 +93,12 @@ async fn keepalive(
 
 async fn inspect(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<SessionBody>, ApiError> {
     let id = parse_session(&id)?;
+    caller.require_session(&app, id).await?;
     let view = app
         .node
         .read(query.consistency.into(), |s| s.session(id))
@@ -97,6 +107,7 @@ async fn inspect(
     Ok(Json(SessionBody {
         session_id: view.id.to_string(),
         owner: view.owner,
+        principal: view.principal,
         ttl_ms: view.ttl_ms,
         nodes: view.nodes,
     }))
@@ -104,8 +115,11 @@ async fn inspect(
 
 async fn close(
     State(app): State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    app.node.close_session(parse_session(&id)?).await?;
+    let id = parse_session(&id)?;
+    caller.require_session(&app, id).await?;
+    app.node.close_session(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -168,8 +168,11 @@ pub enum StoreError {
 }
 
 /// How a member whose log cannot be replayed gets back into the cluster.
-const REPAIR: &str = "Wipe this member's data directory and start it again: it re-syncs \
-    from the leader by snapshot (re-add it to the cluster if it was removed)";
+/// A wiped member is refused until re-added as a new incarnation
+/// (docs/design.md, "Member identity").
+const REPAIR: &str = "Move this member's data directory away and start it again, then on \
+    the cluster run `raftlock member remove ID` and `raftlock member add ID --api-addr ... \
+    --raft-addr ...`: it comes back as a new incarnation and re-syncs from the leader by snapshot";
 
 /// "the newest snapshot covers ..." for the gap errors.
 fn snapshot_coverage(snapshot: Option<u64>) -> String {

@@ -166,7 +166,7 @@ async fn start_refuses_a_log_the_snapshot_does_not_reach() -> anyhow::Result<()>
         "purged through index 8",
         "only through index 5",
         "6..=8",
-        "Wipe this member's data directory",
+        "Move this member's data directory away",
     ] {
         assert!(text.contains(needle), "{needle:?} not in: {text}");
     }

@@ -26,6 +26,8 @@ from .errors import (
     UnsupportedMediaType,
     MethodNotAllowed,
     Withdrawn,
+    Unauthorized,
+    Forbidden,
     NotEmpty,
     EphemeralParent,
     SessionConflict,
@@ -104,4 +106,6 @@ __all__ = [
     "VersionMismatch",
     "Waiter",
     "Withdrawn",
+    "Unauthorized",
+    "Forbidden",
 ]

@@ -3,11 +3,17 @@ and the failover plan of each request."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+import os
+from typing import Dict, List, Optional
 
 from ._endpoints import Endpoints, EndpointsArg
 from ._failover import Call, Plan, RetryPolicy, plan
+from ._httpx import HEADERS
 from ._settings import Settings
+
+
+TOKEN_ENV = "RAFTLOCK_TOKEN"
+"""Where a client without ``token=`` finds its bearer token, as the CLI does."""
 
 
 class ClientBase:
@@ -24,6 +30,7 @@ class ClientBase:
         long_poll: float = 60.0,
         session_ttl: float = 15.0,
         observe_idle_timeout: float = 60.0,
+        token: Optional[str] = None,
     ) -> None:
         self.settings = Settings(
             timeout=timeout,
@@ -34,6 +41,10 @@ class ClientBase:
             observe_idle_timeout=observe_idle_timeout,
         )
         self._endpoints = Endpoints(endpoints)
+        if token is None:
+            token = os.environ.get(TOKEN_ENV)
+        token = (token or "").strip()
+        self._auth: Dict[str, str] = {"Authorization": f"Bearer {token}"} if token else {}
         self._setup()
 
     def _setup(self) -> None:
@@ -53,6 +64,12 @@ class ClientBase:
         """The attempts of ``call``; ``deadline`` (a ``time.monotonic()``
         instant) bounds it as a whole."""
         return plan(self._endpoints, self.settings.retry, call, self.settings.timeout, deadline)
+
+    @property
+    def _headers(self) -> Dict[str, str]:
+        """Headers of every request: JSON, and the bearer token if any
+        (a cluster with ``[[auth.tokens]]`` answers 401 without one)."""
+        return {**HEADERS, **self._auth}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._endpoints.urls!r}, current={self.current_endpoint!r})"

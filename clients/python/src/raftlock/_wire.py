@@ -105,14 +105,20 @@ def lock_state(body: bytes) -> LockState:
     if raw_holder is not None:
         h = _as_obj(raw_holder, "holder")
         holder = Holder(
-            session_id=text(h, "session_id"),
+            session_id=optional_text(h, "session_id"),
             owner=text(h, "owner", ""),
             node=text(h, "node"),
             fencing_token=integer(h, "fencing_token"),
             since_revision=optional_int(h, "since_revision") or 0,
+            principal=optional_text(h, "principal"),
         )
     waiters = [
-        Waiter(text(w, "session_id"), text(w, "owner", ""), text(w, "node"))
+        Waiter(
+            optional_text(w, "session_id"),
+            text(w, "owner", ""),
+            text(w, "node"),
+            optional_text(w, "principal"),
+        )
         for w in (_as_obj(raw, "waiter") for raw in _list(o, "waiters"))
     ]
     return LockState(name=text(o, "lock"), holder=holder, waiters=waiters)
@@ -133,10 +139,11 @@ def leader(body: bytes) -> Optional[Leader]:
         return None
     o = _as_obj(raw, "leader")
     return Leader(
-        session_id=text(o, "session_id"),
+        session_id=optional_text(o, "session_id"),
         value=text(o, "value", ""),
         node=text(o, "node"),
         fencing_token=integer(o, "fencing_token"),
+        principal=optional_text(o, "principal"),
     )
 
 

@@ -14,7 +14,7 @@ import httpx
 from . import _api
 from ._base import ClientBase
 from ._failover import Answer, Attempt, Call, Outcome, drive
-from ._httpx import HEADERS, SSE_HEADERS, outcome_of, stream_timeouts, timeouts
+from ._httpx import SSE_HEADERS, outcome_of, stream_timeouts, timeouts
 from ._settings import default_owner
 from ._sse import LeaderFeed
 from .errors import Unavailable
@@ -42,13 +42,17 @@ class Client(ClientBase):
     request (a long poll gets its wait on top). The other keyword
     arguments (``connect_timeout``, ``retry``, ``long_poll``,
     ``session_ttl``, ``observe_idle_timeout``) are the fields of
-    :class:`~raftlock._settings.Settings`, documented there.
+    :class:`~raftlock._settings.Settings`, documented there. ``token`` is
+    the bearer token for a cluster with authentication (sent as
+    ``Authorization: Bearer``); ``None`` means ``$RAFTLOCK_TOKEN`` if set,
+    else none. On such a cluster, listings show another principal's
+    session ids as ``None``.
     """
 
     def _setup(self) -> None:
         # trust_env=False: a proxy from the environment must not sit between
         # a lock client and the cluster (nor swallow loopback traffic).
-        self._http = httpx.Client(headers=HEADERS, trust_env=False)
+        self._http = httpx.Client(headers=self._headers, trust_env=False)
         self._sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
         self._default: Optional[Session] = None
         self._default_guard = threading.Lock()

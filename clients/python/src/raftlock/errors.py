@@ -135,6 +135,20 @@ class Withdrawn(RaftlockError):
     code, http_status = "withdrawn", 409
 
 
+class Unauthorized(RaftlockError):
+    """No bearer token, or one the cluster does not know (a cluster with
+    ``[[auth.tokens]]``); pass ``token=`` or set ``$RAFTLOCK_TOKEN``."""
+
+    code, http_status = "unauthorized", 401
+
+
+class Forbidden(RaftlockError):
+    """The token lacks the permission on that name, or the session belongs
+    to another principal."""
+
+    code, http_status = "forbidden", 403
+
+
 class NotEmpty(RaftlockError):
     """Deleting a node that has children."""
 

@@ -39,21 +39,29 @@ class Grant:
 class Holder:
     """The session holding a lock."""
 
-    session_id: str
+    session_id: Optional[str]
+    """``None`` when the session belongs to another principal (a cluster
+    with bearer tokens shows a session's id only to its own token and to
+    cluster admins)."""
     owner: str
     node: str
     fencing_token: int
     since_revision: int
     """The revision at which the holder was granted."""
+    principal: Optional[str] = None
+    """The token name that opened the session; ``None`` without tokens."""
 
 
 @dataclass(frozen=True)
 class Waiter:
     """A session queued on a lock."""
 
-    session_id: str
+    session_id: Optional[str]
+    """``None`` when the session belongs to another principal."""
     owner: str
     node: str
+    principal: Optional[str] = None
+    """The token name that opened the session; ``None`` without tokens."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +85,13 @@ class FencingCheck:
 class Leader:
     """An election's leader and the value it proclaims."""
 
-    session_id: str
+    session_id: Optional[str]
+    """``None`` when the session belongs to another principal."""
     value: str
     node: str
     fencing_token: int
+    principal: Optional[str] = None
+    """The token name that opened the session; ``None`` without tokens."""
 
 
 @dataclass(frozen=True)

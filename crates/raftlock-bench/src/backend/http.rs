@@ -25,6 +25,8 @@ pub enum Transport {
 
 impl Http {
     pub fn new(addrs: &[String]) -> anyhow::Result<Self> {
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
         let client = reqwest::Client::builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(4096)

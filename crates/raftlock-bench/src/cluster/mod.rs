@@ -130,6 +130,8 @@ impl Cluster {
             System::Etcd => etcd::specs(tools, dir)?,
             System::Zookeeper => zookeeper::specs(tools, dir)?,
         };
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
             .build()

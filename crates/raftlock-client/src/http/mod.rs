@@ -23,10 +23,12 @@ mod ops;
 mod sse;
 mod wire;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use raftlock_tls::rustls;
 use reqwest::{Method, StatusCode};
 
 use crate::error::{ClientError, Result};
@@ -49,6 +51,72 @@ pub struct HttpConfig {
     /// An observe stream silent for this long is reconnected (the state is
     /// re-read on connect, so nothing is missed). Default 60 s.
     pub observe_idle_timeout: Duration,
+    /// PEM files for `https://` endpoints. Default: none (the system's
+    /// trusted roots, no client certificate).
+    pub tls: TlsFiles,
+    /// Sent as `Authorization: Bearer …` with every request, for a
+    /// cluster that defines tokens (docs/security.md). Default none.
+    pub token: Option<BearerToken>,
+}
+
+/// PEM files of an HTTPS client (the CLI's `--cacert/--cert/--key`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// Trust only the certificates in this file (the cluster CA) instead
+    /// of the system's roots.
+    pub ca: Option<PathBuf>,
+    /// Present this certificate chain when a server asks (`client_auth`);
+    /// needs `key` and `ca`.
+    pub cert: Option<PathBuf>,
+    /// The private key of `cert`.
+    pub key: Option<PathBuf>,
+}
+
+impl TlsFiles {
+    /// The rustls config these files make, or `None` to use reqwest's
+    /// defaults (system roots).
+    fn client_config(&self) -> Result<Option<rustls::ClientConfig>> {
+        let bad = |m: &str| Err(ClientError::BadRequest(m.to_string()));
+        let identity = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => Some((cert.as_path(), key.as_path())),
+            (None, None) => None,
+            (Some(_), None) => return bad("a client certificate (--cert) needs its key (--key)"),
+            (None, Some(_)) => return bad("a client key (--key) needs its certificate (--cert)"),
+        };
+        let Some(ca) = &self.ca else {
+            if identity.is_some() {
+                return bad("a client certificate (--cert) needs the cluster CA (--cacert)");
+            }
+            return Ok(None);
+        };
+        raftlock_tls::client_config(ca, identity)
+            .map(Some)
+            .map_err(|e| ClientError::BadRequest(e.to_string()))
+    }
+}
+
+/// A bearer token for the API. Its `Debug` output hides the secret, so
+/// logging an [`HttpConfig`] does not leak it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token as `raftlock token new` printed it (surrounding
+    /// whitespace, such as a token file's newline, is dropped).
+    pub fn new(token: impl Into<String>) -> BearerToken {
+        BearerToken(token.into().trim().to_string())
+    }
+
+    /// The secret itself.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<hidden>)")
+    }
 }
 
 impl Default for HttpConfig {
@@ -58,6 +126,8 @@ impl Default for HttpConfig {
             connect_timeout: Duration::from_secs(1),
             retry: RetryPolicy::default(),
             observe_idle_timeout: Duration::from_secs(60),
+            tls: TlsFiles::default(),
+            token: None,
         }
     }
 }
@@ -145,7 +215,8 @@ impl Call {
 }
 
 impl HttpClient {
-    /// A client for these endpoints (`http://host:port`), default settings.
+    /// A client for these endpoints (`http://host:port`, or
+    /// `https://host:port` with [`HttpConfig::tls`]), default settings.
     pub fn new<I, S>(endpoints: I) -> Result<HttpClient>
     where
         I: IntoIterator<Item = S>,
@@ -168,15 +239,35 @@ impl HttpClient {
         if endpoints.is_empty() {
             return Err(ClientError::BadRequest("no endpoints given".into()));
         }
-        if let Some(bad) = endpoints.iter().find(|e| !e.starts_with("http://")) {
+        let scheme_ok = |e: &String| e.starts_with("http://") || e.starts_with("https://");
+        if let Some(bad) = endpoints.iter().find(|e| !scheme_ok(e)) {
             return Err(ClientError::BadRequest(format!(
-                "endpoint {bad:?} must start with http:// (this build has no TLS)"
+                "endpoint {bad:?} must start with http:// or https://"
             )));
         }
-        let http = reqwest::Client::builder()
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &config.token {
+            let mut value =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.secret()))
+                    .map_err(|_| {
+                        ClientError::BadRequest("the bearer token is not printable ASCII".into())
+                    })?;
+            // Kept out of reqwest's debug output and HTTP/2 header tables.
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .no_proxy()
+            .default_headers(headers);
+        // Without a CA file, https uses the system's roots through
+        // reqwest's own config, which needs the process's rustls provider.
+        raftlock_tls::install_default_provider();
+        if let Some(tls) = config.tls.client_config()? {
+            builder = builder.tls_backend_preconfigured(tls);
+        }
+        let http = builder
             .build()
             .map_err(|e| ClientError::Internal(format!("cannot build HTTP client: {e}")))?;
         Ok(HttpClient {
@@ -356,7 +447,50 @@ mod tests {
         let client = HttpClient::from_list("http://a:1/, http://b:2").expect("valid list");
         assert_eq!(client.endpoints(), ["http://a:1", "http://b:2"]);
         assert!(HttpClient::new(Vec::<String>::new()).is_err());
-        assert!(HttpClient::new(["https://a:1"]).is_err());
+        assert!(HttpClient::new(["https://a:1"]).is_ok());
+        assert!(HttpClient::new(["ftp://a:1"]).is_err());
+        assert!(HttpClient::new(["a:1"]).is_err());
+    }
+
+    #[test]
+    fn tls_files_must_come_in_usable_sets() {
+        let with = |ca: Option<&str>, cert: Option<&str>, key: Option<&str>| {
+            let config = HttpConfig {
+                tls: TlsFiles {
+                    ca: ca.map(PathBuf::from),
+                    cert: cert.map(PathBuf::from),
+                    key: key.map(PathBuf::from),
+                },
+                ..HttpConfig::default()
+            };
+            HttpClient::with_config(["https://a:1"], config).map(|_| ())
+        };
+        let e = with(None, Some("c.pem"), Some("k.pem")).expect_err("cert without CA");
+        assert!(e.to_string().contains("--cacert"), "{e}");
+        let e = with(Some("ca.pem"), Some("c.pem"), None).expect_err("cert without key");
+        assert!(e.to_string().contains("--key"), "{e}");
+        let e = with(Some("/nonexistent/ca.pem"), None, None).expect_err("missing CA");
+        assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
+    }
+
+    #[test]
+    fn the_token_stays_out_of_debug_output() {
+        let config = HttpConfig {
+            token: Some(BearerToken::new("s3cret\n")),
+            ..HttpConfig::default()
+        };
+        let client = HttpClient::with_config(["http://a:1"], config).expect("valid");
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert_eq!(
+            client.config().token.as_ref().map(BearerToken::secret),
+            Some("s3cret")
+        );
+        let bad = HttpConfig {
+            token: Some(BearerToken::new("a\u{7f}b")),
+            ..HttpConfig::default()
+        };
+        assert!(HttpClient::with_config(["http://a:1"], bad).is_err());
     }
 
     #[test]

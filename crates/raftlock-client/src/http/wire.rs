@@ -92,9 +92,11 @@ pub(crate) struct Acquired {
 
 #[derive(Deserialize)]
 struct HolderBody {
-    session_id: String,
+    session_id: Option<String>,
     #[serde(default)]
     owner: String,
+    #[serde(default)]
+    principal: Option<String>,
     node: String,
     fencing_token: u64,
     #[serde(default)]
@@ -103,9 +105,11 @@ struct HolderBody {
 
 #[derive(Deserialize)]
 struct WaiterBody {
-    session_id: String,
+    session_id: Option<String>,
     #[serde(default)]
     owner: String,
+    #[serde(default)]
+    principal: Option<String>,
     node: String,
 }
 
@@ -122,8 +126,9 @@ impl LockBody {
         let holder = match self.holder {
             None => None,
             Some(h) => Some(Holder {
-                session: session_id(&h.session_id)?,
+                session: h.session_id.as_deref().map(session_id).transpose()?,
                 owner: h.owner,
+                principal: h.principal,
                 node: h.node,
                 fencing_token: h.fencing_token,
                 since_revision: h.since_revision,
@@ -134,8 +139,9 @@ impl LockBody {
             .into_iter()
             .map(|w| {
                 Ok(Waiter {
-                    session: session_id(&w.session_id)?,
+                    session: w.session_id.as_deref().map(session_id).transpose()?,
                     owner: w.owner,
+                    principal: w.principal,
                     node: w.node,
                 })
             })
@@ -203,7 +209,9 @@ pub(crate) struct Proclaim<'a> {
 
 #[derive(Deserialize)]
 struct LeaderBody {
-    session_id: String,
+    session_id: Option<String>,
+    #[serde(default)]
+    principal: Option<String>,
     #[serde(default)]
     value: String,
     node: String,
@@ -221,7 +229,8 @@ impl ElectionBody {
         self.leader
             .map(|l| {
                 Ok(Leader {
-                    session: session_id(&l.session_id)?,
+                    session: l.session_id.as_deref().map(session_id).transpose()?,
+                    principal: l.principal,
                     value: l.value,
                     node: l.node,
                     fencing_token: l.fencing_token,

@@ -65,6 +65,7 @@ impl Cluster {
                 Member {
                     api_addr: api.local_addr().expect("addr").to_string(),
                     raft_addr: raft.local_addr().expect("addr").to_string(),
+                    incarnation: 0,
                 },
             );
             raft_listeners.push(raft);
@@ -79,6 +80,7 @@ impl Cluster {
                     data_dir: PathBuf::from(dir.path()).join(format!("node-{id}")),
                     settings: settings(),
                     peer_overrides: BTreeMap::new(),
+                    tls: None,
                 };
                 tokio::spawn(Node::start_with_listener(config, listener))
             })

@@ -41,7 +41,7 @@ pub async fn mutual_exclusion(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
                 assert!(!inside.swap(true, Ordering::SeqCst), "two holders");
                 let state = mutex.state().await.expect("state");
                 let holder = state.holder.expect("a holder");
-                assert_eq!(holder.session, session.id());
+                assert_eq!(holder.session, Some(session.id()));
                 assert_eq!(holder.fencing_token, guard.fencing_token());
                 tokens.lock().expect("tokens").push(guard.fencing_token());
                 if left[1 - me].load(Ordering::SeqCst) > 0 {
@@ -68,7 +68,7 @@ async fn until_waiting(client: &dyn LockClient, name: &str, session: raftlock_cl
     let deadline = Instant::now() + PATIENCE;
     loop {
         let state = client.lock_state(name).await.expect("lock state");
-        if state.waiters.iter().any(|w| w.session == session) {
+        if state.waiters.iter().any(|w| w.session == Some(session)) {
             return;
         }
         assert!(Instant::now() < deadline, "{session} never queued");
@@ -123,7 +123,10 @@ pub async fn election(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
 
     let won = ea.campaign("host-a").await.expect("a wins");
     let leader = next(&mut watch).await.expect("a leads");
-    assert_eq!((leader.session, leader.value.as_str()), (sa.id(), "host-a"));
+    assert_eq!(
+        (leader.session, leader.value.as_str()),
+        (Some(sa.id()), "host-a")
+    );
     assert_eq!(leader.fencing_token, won.fencing_token);
 
     let candidate = eb.clone();
@@ -137,7 +140,7 @@ pub async fn election(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
     let leader = next(&mut watch).await.expect("a leads");
     assert_eq!(
         (leader.session, leader.value.as_str()),
-        (sa.id(), "host-a2")
+        (Some(sa.id()), "host-a2")
     );
 
     ea.resign().await.expect("resign");
@@ -147,14 +150,17 @@ pub async fn election(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
             break leader;
         }
     };
-    assert_eq!((leader.session, leader.value.as_str()), (sb.id(), "host-b"));
+    assert_eq!(
+        (leader.session, leader.value.as_str()),
+        (Some(sb.id()), "host-b")
+    );
     let b_won = within("b's campaign", b_campaign)
         .await
         .expect("join")
         .expect("b wins");
     assert!(b_won.fencing_token > won.fencing_token);
     let current = eb.leader().await.expect("leader").expect("b leads");
-    assert_eq!(current.session, sb.id());
+    assert_eq!(current.session, Some(sb.id()));
     sa.close().await.expect("close a");
     sb.close().await.expect("close b");
 }

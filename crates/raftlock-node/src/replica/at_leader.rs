@@ -85,6 +85,7 @@ impl Replica {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, NodeError>>,
     {
+        self.refuse_if_replaced()?;
         let deadline = Instant::now() + self.leader_wait();
         loop {
             match attempt().await {

@@ -18,9 +18,10 @@ use openraft::{ChangeMembers, ServerState};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::Replica;
+use super::{PeerIdentity, Replica};
 use crate::config::check_address;
 use crate::error::NodeError;
+use crate::network::route;
 use crate::typ::{Member, NodeId, StoredMembership};
 
 /// Longest a new member may take to catch up (receive a snapshot and the
@@ -28,6 +29,9 @@ use crate::typ::{Member, NodeId, StoredMembership};
 /// The member stays a learner and keeps catching up; the same add,
 /// retried, promotes it.
 pub(crate) const CATCH_UP_WAIT: Duration = Duration::from_secs(60);
+
+/// Longest the leader waits for a member to be added to say who it is.
+const IDENTITY_WAIT: Duration = Duration::from_secs(2);
 
 /// Why a membership change was refused. Nothing changed unless said.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -53,6 +57,19 @@ pub enum MembershipError {
     /// The request itself is malformed (a bad address).
     #[error("{0}")]
     Invalid(String),
+    /// This member's data directory is not the incarnation the cluster's
+    /// membership names for it (it was wiped): it serves nothing until it
+    /// is removed and added again. The message names the fix.
+    #[error("{message}")]
+    Replaced { id: NodeId, message: String },
+    /// The member to add belongs to another cluster (its data directory
+    /// says so).
+    #[error("{message}")]
+    OtherCluster { id: NodeId, message: String },
+    /// The member to add did not answer at its raft_addr, so its identity
+    /// (incarnation) cannot be recorded; nothing changed.
+    #[error("node {id} did not answer at its raft_addr: {message}")]
+    Unreachable { id: NodeId, message: String },
 }
 
 /// One member of the Raft membership.
@@ -61,6 +78,9 @@ pub struct MembershipMember {
     pub id: NodeId,
     pub api_addr: String,
     pub raft_addr: String,
+    /// Which incarnation of the member's data directory the membership
+    /// names (docs/design.md, "Member identity").
+    pub incarnation: u64,
     /// A voter counts for elections and commits; a learner only receives
     /// the log (a member being added, until it has caught up).
     pub voter: bool,
@@ -89,6 +109,7 @@ impl MembershipView {
                     id: *id,
                     api_addr: node.api_addr.clone(),
                     raft_addr: node.raft_addr.clone(),
+                    incarnation: node.incarnation,
                     voter: voters.contains(id),
                 })
                 .collect(),
@@ -116,12 +137,13 @@ impl Replica {
     }
 
     /// Adds `id` at `member`'s addresses as a voter (leader only). An id
-    /// that already is a voter at the same addresses is answered as done,
-    /// so a retry (or a restarted `--join`) is harmless.
+    /// that already is a voter at the same addresses and incarnation is
+    /// answered as done, so a retry (or a restarted `--join`) is harmless.
+    /// The incarnation is asked of the member itself.
     pub(crate) async fn add_member_here(
         &self,
         id: NodeId,
-        member: Member,
+        mut member: Member,
     ) -> Result<MembershipView, NodeError> {
         for (key, addr) in [
             ("api_addr", &member.api_addr),
@@ -133,11 +155,24 @@ impl Replica {
         let _one_at_a_time = self.membership_change.lock().await;
         self.refuse_unless_leading()?;
         let current = self.membership_view();
-        match current.members.iter().find(|m| m.id == id) {
-            Some(m) if m.api_addr != member.api_addr || m.raft_addr != member.raft_addr => {
+        let listed = current.members.iter().find(|m| m.id == id);
+        if let Some(m) =
+            listed.filter(|m| m.api_addr != member.api_addr || m.raft_addr != member.raft_addr)
+        {
+            return Err(refused(MembershipError::MemberExists {
+                id,
+                existing: format!("api {} raft {}", m.api_addr, m.raft_addr),
+            }));
+        }
+        member.incarnation = self.incarnation_of(id, &member).await?;
+        match listed {
+            Some(m) if m.incarnation != member.incarnation => {
                 return Err(refused(MembershipError::MemberExists {
                     id,
-                    existing: format!("api {} raft {}", m.api_addr, m.raft_addr),
+                    existing: format!(
+                        "api {} raft {} as incarnation {:016x}, while the member there now is incarnation {:016x} (its data was wiped)",
+                        m.api_addr, m.raft_addr, m.incarnation, member.incarnation
+                    ),
                 }));
             }
             Some(m) if m.voter && !current.joint => return Ok(current),
@@ -156,6 +191,43 @@ impl Replica {
         )
         .await?;
         Ok(self.membership_view())
+    }
+
+    /// Asks the member at `member.raft_addr` for its identity: the
+    /// incarnation the membership will name. Refuses a member of another
+    /// cluster, or one whose data directory is another member's.
+    async fn incarnation_of(&self, id: NodeId, member: &Member) -> Result<u64, NodeError> {
+        self.peers.learn(std::iter::once((&id, member)));
+        let answer: PeerIdentity = self
+            .peers
+            .call(id, route::IDENTITY, &(), IDENTITY_WAIT)
+            .await
+            .map_err(|e| {
+                refused(MembershipError::Unreachable {
+                    id,
+                    message: e.to_string(),
+                })
+            })?;
+        let theirs = answer.identity;
+        if theirs.member_id != id {
+            return Err(refused(MembershipError::Invalid(format!(
+                "the member at raft_addr {} is member {}, not {id}",
+                member.raft_addr, theirs.member_id
+            ))));
+        }
+        let ours = self.guard.identity.get().cluster_id;
+        if let (Some(theirs), Some(ours)) = (theirs.cluster_id, ours) {
+            if theirs != ours {
+                return Err(refused(MembershipError::OtherCluster {
+                    id,
+                    message: format!(
+                        "node {id} belongs to cluster {:016x}, this cluster is {:016x}; wipe its data directory to add it here",
+                        theirs, ours
+                    ),
+                }));
+            }
+        }
+        Ok(theirs.incarnation)
     }
 
     /// Removes `id` (leader only). Removing the leader itself is allowed:

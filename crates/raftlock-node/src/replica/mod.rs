@@ -21,7 +21,9 @@ use tokio::time::Instant;
 
 use crate::config::NodeConfig;
 use crate::error::NodeError;
+use crate::identity::Identity;
 use crate::network::PeerClient;
+use crate::peer_guard::PeerGuard;
 use crate::quorum::{Leadership, QuorumClock};
 use crate::shutdown::Shutdown;
 use crate::state_machine::Shared;
@@ -52,7 +54,17 @@ pub(crate) struct Replica {
     /// Serialises membership changes on this leader: openraft refuses a
     /// change while another is uncommitted, so queue rather than refuse.
     pub membership_change: tokio::sync::Mutex<()>,
+    /// This member's identity and the check on its Raft traffic.
+    pub guard: Arc<PeerGuard>,
     pub shutdown: Shutdown,
+}
+
+/// What a member answers on its identity route: who its data directory
+/// is, and whether it already has a membership (founding asks both).
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub(crate) struct PeerIdentity {
+    pub identity: Identity,
+    pub initialized: bool,
 }
 
 impl Replica {
@@ -162,6 +174,28 @@ impl Replica {
     }
 
     /// True once the membership is known (the cluster was initialized).
+    pub(crate) fn peer_identity(&self) -> PeerIdentity {
+        PeerIdentity {
+            identity: self.guard.identity.get(),
+            initialized: self.is_initialized_now(),
+        }
+    }
+
+    /// `MemberReplaced` while the cluster names another incarnation of
+    /// this member: it serves nothing (its state is not the cluster's)
+    /// until it is removed and added again.
+    pub(crate) fn refuse_if_replaced(&self) -> Result<(), NodeError> {
+        match self.guard.replaced_message() {
+            Some(message) => Err(NodeError::Membership(
+                crate::error::MembershipError::Replaced {
+                    id: self.id,
+                    message,
+                },
+            )),
+            None => Ok(()),
+        }
+    }
+
     pub fn is_initialized_now(&self) -> bool {
         self.raft
             .metrics()

@@ -101,6 +101,7 @@ impl TestCluster {
                 Member {
                     api_addr: api.local_addr().expect("addr").to_string(),
                     raft_addr: raft.local_addr().expect("addr").to_string(),
+                    incarnation: 0,
                 },
             );
             raft_listeners.push(raft);
@@ -117,6 +118,7 @@ impl TestCluster {
                     data_dir: PathBuf::from(dir.path()).join(format!("node-{id}")),
                     settings: settings(),
                     peer_overrides: BTreeMap::new(),
+                    tls: None,
                 };
                 tokio::spawn(Node::start_with_listener(config, listener))
             })
@@ -135,6 +137,8 @@ impl TestCluster {
             }));
             servers.push(Some(Server { stop, task }));
         }
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
         let http = reqwest::Client::builder()
             .no_proxy()
             .timeout(Duration::from_secs(30))

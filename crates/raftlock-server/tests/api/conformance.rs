@@ -48,7 +48,7 @@ async fn every_endpoint_through_every_node() {
     let session = c.get(l, &format!("/v1/sessions/{a}")).await;
     assert_eq!(
         *session.expect(200, "get session"),
-        json!({"session_id": a, "owner": "alice", "ttl_ms": 60_000, "nodes": []})
+        json!({"session_id": a, "owner": "alice", "principal": null, "ttl_ms": 60_000, "nodes": []})
     );
 
     // --- Locks ----------------------------------------------------------
@@ -285,6 +285,19 @@ async fn every_endpoint_through_every_node() {
         .await;
     assert_eq!(
         member.expect(200, "ephemeral update")["ephemeral_owner"],
+        b.as_str()
+    );
+    // An update without a session keeps, and reports, the creator's.
+    let member = c
+        .call(
+            f2,
+            Method::PUT,
+            "/v1/nodes/members/b",
+            Some(json!({"data": ""})),
+        )
+        .await;
+    assert_eq!(
+        member.expect(200, "ephemeral update, no session")["ephemeral_owner"],
         b.as_str()
     );
 

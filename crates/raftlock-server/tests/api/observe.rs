@@ -8,14 +8,14 @@ use serde_json::{json, Value};
 use crate::common::{TestCluster, WAIT};
 
 /// Reads Server-Sent Events from a streaming response.
-struct Events {
-    response: reqwest::Response,
-    buffer: String,
+pub(crate) struct Events {
+    pub response: reqwest::Response,
+    pub buffer: String,
 }
 
 impl Events {
     /// The next `leader` event's data; skips keep-alive comments.
-    async fn next(&mut self) -> Value {
+    pub async fn next(&mut self) -> Value {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let frame: String = self.buffer.drain(..end + 2).collect();

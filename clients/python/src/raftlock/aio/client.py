@@ -17,7 +17,7 @@ import httpx
 from .. import _api
 from .._base import ClientBase
 from .._failover import Answer, Attempt, Call, Outcome, Plan
-from .._httpx import HEADERS, SSE_HEADERS, outcome_of, stream_timeouts, timeouts
+from .._httpx import SSE_HEADERS, outcome_of, stream_timeouts, timeouts
 from .._settings import default_owner
 from .._sse import LeaderFeed
 from ..errors import Unavailable
@@ -52,7 +52,7 @@ class AsyncClient(ClientBase):
     """
 
     def _setup(self) -> None:
-        self._http = httpx.AsyncClient(headers=HEADERS, trust_env=False)
+        self._http = httpx.AsyncClient(headers=self._headers, trust_env=False)
         self._sessions: "weakref.WeakSet[AsyncSession]" = weakref.WeakSet()
         self._default: Optional[AsyncSession] = None
         self._default_guard: Optional[asyncio.Lock] = None  # made in the loop
