@@ -38,8 +38,9 @@ pub enum Command {
         data: Vec<u8>,
         /// Owner of a created node, making it ephemeral.
         session: Option<SessionId>,
-        /// Append a zero-padded counter of the parent to the last
-        /// component; always creates.
+        /// Append `-` and a zero-padded counter of the parent to the last
+        /// component; always creates. The HTTP edge drops a trailing `-`
+        /// first (`path::sequential_request_path`).
         sequential: bool,
         /// Compare-and-set: 0 means "must not exist".
         expected_version: Option<u64>,

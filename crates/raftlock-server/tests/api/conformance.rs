@@ -258,8 +258,10 @@ async fn every_endpoint_through_every_node() {
             "create-only CAS on an existing node",
         );
     let seq = json!({"data": "", "sequential": true});
+    // ZooKeeper's spelling, with the separator written by the client,
+    // and the short one name the same series.
     let first = c
-        .call(l, Method::PUT, "/v1/nodes/queue/item", Some(seq.clone()))
+        .call(l, Method::PUT, "/v1/nodes/queue/item-", Some(seq.clone()))
         .await;
     assert_eq!(
         first.expect(201, "sequential")["path"],
