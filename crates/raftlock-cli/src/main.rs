@@ -3,6 +3,7 @@
 mod inspect;
 mod lock;
 mod member;
+mod rerun;
 mod serve;
 mod snapshot;
 mod token;

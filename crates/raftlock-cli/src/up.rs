@@ -168,7 +168,15 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         "  curl -s -X POST {}/v1/sessions -H 'Content-Type: application/json'{bearer} -d '{{\"ttl_ms\": 10000, \"owner\": \"me\"}}'",
         endpoints[0]
     );
-    say!("  raftlock status\n\nCtrl-C stops all {members}.");
+    let status_endpoints = if endpoints.join(",") == crate::LOCAL_ENDPOINTS {
+        String::new()
+    } else {
+        format!(" --endpoints {}", endpoints.join(","))
+    };
+    say!(
+        "  {} status{status_endpoints}\n\nCtrl-C stops all {members}.",
+        crate::rerun::command_word(&exe)
+    );
 
     let exited = tokio::select! {
         _ = signals.next() => None,
