@@ -5,8 +5,9 @@
 //! transport between nodes, the leader's in-memory session tracker, and a
 //! registry that wakes only the successor of each deleted lock node.
 //!
-//! Embed it: build a [`NodeConfig`] (or load a cluster file), call
-//! [`Node::start`] inside your tokio runtime, and use the handle's
+//! Embed it: [`Node::start_from_cluster_file`] starts a member from the
+//! cluster file `raftlock serve` reads (or build a [`NodeConfig`] and call
+//! [`Node::start`]) inside your tokio runtime, and use the handle's
 //! operations ([`Node::open_session`], [`Node::acquire`], …). Three copies
 //! of the application form the cluster. The HTTP API crate serves the same
 //! operations to other languages.
@@ -14,6 +15,7 @@
 mod acquire;
 mod backup;
 mod config;
+mod embed;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
