@@ -23,6 +23,7 @@ mod leader;
 mod local;
 mod network;
 mod node;
+mod observe;
 mod ops;
 mod quorum;
 mod replica;
@@ -44,6 +45,7 @@ pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeCon
 pub use error::{MembershipError, NodeError};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};
+pub use observe::ElectionChanges;
 pub use ops::{Consistency, Grant, NodeCounters, OpenedSession};
 pub use raftlock_core as core;
 pub use replica::membership::{MembershipMember, MembershipView};
