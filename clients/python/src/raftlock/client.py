@@ -219,8 +219,9 @@ class Client(ClientBase):
     ) -> Node:
         """Creates or updates a node. With ``session`` it is ephemeral (it
         goes with the session); ``sequential`` appends a counter to the
-        name; ``expected_version`` makes the write conditional (0: must
-        not exist). Missing parents are created."""
+        name (``queue/item-`` and ``queue/item`` both give
+        ``/queue/item-0000000042``); ``expected_version`` makes the write
+        conditional (0: must not exist). Missing parents are created."""
         op = _api.put_node(path, data, session.id if session else None, sequential, expected_version)
         return session._call(op) if session else self._call(op)
 
