@@ -199,7 +199,7 @@ async fn readme_walkthrough_runs_against_raftlock_up() {
     let stdout = up.stdout.take().expect("stdout");
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
     // Reads every line (so `up` never writes into a closed pipe) and
-    // reports the first "cluster ready".
+    // reports the banner's `status` hint, printed once the cluster is ready.
     std::thread::spawn(move || {
         use std::io::BufRead;
         let mut ready_tx = Some(ready_tx);
@@ -207,25 +207,38 @@ async fn readme_walkthrough_runs_against_raftlock_up() {
             .lines()
             .map_while(Result::ok)
         {
-            if line.contains("cluster ready") {
+            if line.contains(" status") {
                 if let Some(tx) = ready_tx.take() {
-                    let _ = tx.send(());
+                    let _ = tx.send(line);
                 }
             }
         }
     });
-    tokio::time::timeout(Duration::from_secs(60), ready_rx)
+    let status_hint = tokio::time::timeout(Duration::from_secs(60), ready_rx)
         .await
         .expect("raftlock up became ready in time")
-        .expect("raftlock up printed cluster ready");
+        .expect("raftlock up printed a status hint");
     let output = run(Command::new("sh").args(["-e", "-c", &script]));
     let text = String::from_utf8_lossy(&output.stdout);
+    // The hint runs as printed, from a shell whose PATH has no raftlock
+    // (as after `cargo run`), and reaches this cluster, not 7001-7003.
+    let hinted = run(Command::new("sh")
+        .args(["-c", status_hint.trim()])
+        .env("PATH", "/usr/bin:/bin"));
     // Stop `up` the way a user does: Ctrl-C.
     let _ = nix_kill(up.id(), "INT");
     let stopped = up.wait().expect("up exits");
     assert!(output.status.success(), "walkthrough failed: {output:?}");
     assert!(text.contains("\"fencing_token\""), "acquire answer: {text}");
     assert!(text.contains("\"holder\":{"), "inspect answer: {text}");
+    assert!(
+        hinted.status.success(),
+        "the banner's {status_hint:?} did not run: {hinted:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&hinted.stdout).contains("leader: "),
+        "{hinted:?}"
+    );
     assert!(
         stopped.success(),
         "raftlock up did not stop cleanly: {stopped:?}"

@@ -3,6 +3,7 @@ package raftlock
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,8 +34,9 @@ const TokenEnv = "RAFTLOCK_TOKEN"
 // on this host; every zero field takes the documented default.
 type Config struct {
 	// Endpoints are the members' API base URLs ("http://10.0.0.1:7001";
-	// a bare "host:port" means http). Empty: the comma-separated list in
-	// $RAFTLOCK_ENDPOINTS, or DefaultEndpoints when that is unset.
+	// a bare "host:port" means http, https with CACert). Empty: the
+	// comma-separated list in $RAFTLOCK_ENDPOINTS, or DefaultEndpoints
+	// when that is unset.
 	Endpoints []string
 	// RequestTimeout bounds one attempt of a request that does not
 	// long-poll; an acquire or campaign gets its wait on top, so the
@@ -62,13 +64,27 @@ type Config struct {
 	// reconnected (servers send a comment every 15 s). Default 60 s.
 	ObserveIdleTimeout time.Duration
 	// Transport, if set, carries every request (for custom TLS, proxies,
-	// or instrumentation). Default: a transport with ConnectTimeout and
-	// no proxy.
+	// or instrumentation); it then also owns TLS, and CACert, Cert and
+	// Key must be empty (their environment variables are not read).
+	// Default: a transport with ConnectTimeout, no proxy, and the TLS
+	// of CACert, Cert and Key.
 	Transport http.RoundTripper
 	// Token is the bearer token for a cluster that defines tokens (sent
 	// as "Authorization: Bearer"; without it such a cluster answers
 	// ErrUnauthorized). Empty: $RAFTLOCK_TOKEN, or none when unset.
 	Token string
+	// CACert is the PEM file of the CA that signed the cluster's
+	// certificates (its [tls] ca, or the ca.pem `raftlock up --tls`
+	// prints). Set, only that CA is trusted and every endpoint is dialed
+	// as https, http:// ones and the defaults too, as the CLI does with
+	// --cacert. Empty: $RAFTLOCK_CACERT; when that is unset too, https
+	// endpoints are checked against the system's trust store.
+	CACert string
+	// Cert and Key are the PEM files of a client certificate and its
+	// key, for a cluster with client_auth; they need CACert. Empty:
+	// $RAFTLOCK_CERT and $RAFTLOCK_KEY.
+	Cert string
+	Key  string
 }
 
 func (c Config) withDefaults() Config {
@@ -120,8 +136,26 @@ type Client struct {
 }
 
 // New returns a client for cfg's endpoints. It sends nothing.
+//
+// A failed TLS handshake (a server certificate CACert did not sign, a
+// cluster refusing the client's certificate or its lack of one) fails a
+// request at once with ErrTLS: every member would answer the same.
 func New(cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
+	var tlsConfig *tls.Config
+	if cfg.Transport != nil {
+		if cfg.CACert != "" || cfg.Cert != "" || cfg.Key != "" {
+			return nil, apiError(CodeBadRequest, "CACert, Cert and Key are for the default transport: configure TLS in Config.Transport")
+		}
+	} else {
+		if err := cfg.tlsFiles(); err != nil {
+			return nil, err
+		}
+		var err error
+		if tlsConfig, err = cfg.tlsConfig(); err != nil {
+			return nil, err
+		}
+	}
 	raw := cfg.Endpoints
 	if len(raw) == 0 {
 		if env := os.Getenv(EndpointsEnv); strings.TrimSpace(env) != "" {
@@ -136,9 +170,7 @@ func New(cfg Config) (*Client, error) {
 		if e == "" {
 			continue
 		}
-		if !strings.Contains(e, "://") {
-			e = "http://" + e
-		}
+		e = httpsEndpoint(e, cfg.CACert != "")
 		u, err := url.Parse(e)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
@@ -157,6 +189,8 @@ func New(cfg Config) (*Client, error) {
 				Timeout:   cfg.ConnectTimeout,
 				KeepAlive: 30 * time.Second,
 			}).DialContext,
+			TLSClientConfig:     tlsConfig,
+			TLSHandshakeTimeout: cfg.RequestTimeout,
 			MaxIdleConns:        100,
 			MaxIdleConnsPerHost: 32,
 			IdleConnTimeout:     90 * time.Second,
@@ -269,6 +303,9 @@ attempts:
 		index := (start + attempt) % n
 		endpoint := c.endpoints[index]
 		status, body, sent, err := c.attempt(ctx, endpoint, cl, payload)
+		if why := tlsError(err); why != "" {
+			return 0, nil, &Error{Code: CodeTLS, Message: endpoint + ": " + why, Err: err}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				if sent && write {

@@ -35,14 +35,19 @@ const (
 	// CodeUnavailable is the client's own: no endpoint could be reached,
 	// so the request was never delivered and nothing changed.
 	CodeUnavailable = "unavailable"
+	// CodeTLS is the client's own: the TLS handshake failed (a server
+	// certificate not signed by Config.CACert, or the server refusing
+	// the client's certificate or its lack of one). Nothing was applied,
+	// and it is not retried.
+	CodeTLS = "tls"
 	// CodeProtocol is the client's own: an answer it could not
 	// understand (not raftlock, or an incompatible version).
 	CodeProtocol = "protocol"
 )
 
 // Error is every failure the cluster reports, and the client's own
-// transport failures (CodeUnavailable, CodeOutcomeUnknown without an
-// answer, CodeProtocol). Compare with the sentinels:
+// transport failures (CodeUnavailable, CodeTLS, CodeOutcomeUnknown
+// without an answer, CodeProtocol). Compare with the sentinels:
 //
 //	if errors.Is(err, raftlock.ErrLockHeld) { ... }
 //
@@ -122,6 +127,7 @@ var (
 	ErrInternal             = &Error{Code: CodeInternal}
 	ErrUnavailable          = &Error{Code: CodeUnavailable}
 	ErrProtocol             = &Error{Code: CodeProtocol}
+	ErrTLS                  = &Error{Code: CodeTLS}
 )
 
 // Errors of the recipes (Session, Mutex, Election), not of the API.

@@ -11,7 +11,8 @@ import (
 // Node is a node of the generic tree, for recipes beyond locks.
 type Node struct {
 	// Path is the node's full path, e.g. /config/db (for a sequential
-	// create, with the suffix the cluster appended).
+	// create, with the counter the cluster appended: queue/item- and
+	// queue/item both give /queue/item-0000000042).
 	Path string
 	Data []byte
 	// Version counts the node's updates, from 1 at creation.

@@ -106,6 +106,9 @@ func (c *Client) observeOnce(ctx context.Context, endpoint, path string, deliver
 	req.Header.Set("Accept", "text/event-stream")
 	c.authorize(req)
 	resp, err := c.http.Do(req)
+	if why := tlsError(err); why != "" {
+		return false, true, &Error{Code: CodeTLS, Message: endpoint + ": " + why, Err: err}
+	}
 	if err != nil {
 		return false, false, &Error{Code: CodeUnavailable, Message: endpoint + ": " + err.Error(), Err: err}
 	}

@@ -20,10 +20,11 @@ import os
 import random
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Union
 
 import httpx
 
@@ -126,9 +127,24 @@ def poll(condition: Callable[[], bool], timeout: float, what: str, every: float 
         time.sleep(every)
 
 
-def _healthy(endpoint: str) -> bool:
+def tls_context(tls_dir: Optional[Path]) -> Union[ssl.SSLContext, bool]:
+    """For the tests' own health checks: trust ``tls_dir/ca.pem`` and
+    present ``client.pem`` (the files ``raftlock up --tls`` generates)."""
+    if tls_dir is None:
+        return True
+    context = ssl.create_default_context(cafile=str(tls_dir / "ca.pem"))
+    context.load_cert_chain(str(tls_dir / "client.pem"), str(tls_dir / "client-key.pem"))
+    return context
+
+
+def _healthy(endpoint: str, tls_dir: Optional[Path]) -> bool:
     try:
-        return httpx.get(f"{endpoint}/v1/health", timeout=1.0, trust_env=False).status_code == 200
+        verify = tls_context(tls_dir)
+    except OSError:  # `raftlock up --tls` has not written its CA yet
+        return False
+    try:
+        answer = httpx.get(f"{endpoint}/v1/health", timeout=1.0, verify=verify, trust_env=False)
+        return answer.status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -139,6 +155,8 @@ class Cluster:
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self.endpoints: List[str] = []
+        self.tls_dir: Optional[Path] = None
+        """Where the CA and certificates are, for a cluster serving HTTPS."""
 
     def logs(self, lines: int = 30) -> str:
         """The tail of every log, for failure messages."""
@@ -155,28 +173,31 @@ class Cluster:
             for process in processes:
                 if process.poll() is not None:
                     return f"exited with {process.returncode}"
-            if all(_healthy(e) for e in self.endpoints):
+            if all(_healthy(e, self.tls_dir) for e in self.endpoints):
                 return None
             time.sleep(0.05)
         raise RuntimeError(f"cluster not healthy within {START_TIMEOUT:g} s\n{self.logs()}")
 
 
 class UpCluster(Cluster):
-    """``raftlock up --data-dir DIR --base-port PORT``."""
+    """``raftlock up --data-dir DIR --base-port PORT`` (``--tls`` with ``tls``)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, tls: bool = False) -> None:
         super().__init__(directory)
         self.process: Optional[subprocess.Popen[bytes]] = None
+        self.tls = tls
 
     def start(self, attempts: int = 5) -> UpCluster:
+        scheme = "https" if self.tls else "http"
         for attempt in range(attempts):
             base = free_base_port()
-            self.endpoints = [f"http://127.0.0.1:{p}" for p in member_ports(base)[:3]]
+            self.endpoints = [f"{scheme}://127.0.0.1:{p}" for p in member_ports(base)[:3]]
             data = self.dir / f"data-{attempt}"
-            self.process = _start(
-                [str(binary()), "up", "--data-dir", str(data), "--base-port", str(base)],
-                self.dir / f"up-{attempt}.log",
-            )
+            args = [str(binary()), "up", "--data-dir", str(data), "--base-port", str(base)]
+            if self.tls:
+                args.append("--tls")
+                self.tls_dir = data / "tls"
+            self.process = _start(args, self.dir / f"up-{attempt}.log")
             died = self._wait_healthy([self.process])
             if died is None:
                 return self
@@ -192,18 +213,23 @@ class UpCluster(Cluster):
 
 
 class ServeCluster(Cluster):
-    """Three ``raftlock serve`` members, each killable on its own."""
+    """Three ``raftlock serve`` members, each killable on its own. With
+    ``tls_dir`` (certificates as ``raftlock up --tls`` makes them) they
+    serve HTTPS, asking clients for a certificate as ``client_auth`` says."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, tls_dir: Optional[Path] = None, client_auth: str = "none") -> None:
         super().__init__(directory)
         self.config = directory / "cluster.toml"
         self.members: Dict[int, subprocess.Popen[bytes]] = {}
+        self.tls_dir = tls_dir
+        self.client_auth = client_auth
 
     def start(self, attempts: int = 5) -> ServeCluster:
+        scheme = "https" if self.tls_dir else "http"
         for attempt in range(attempts):
             base = free_base_port()
             ports = member_ports(base)
-            self.endpoints = [f"http://127.0.0.1:{p}" for p in ports[:3]]
+            self.endpoints = [f"{scheme}://127.0.0.1:{p}" for p in ports[:3]]
             self._write_config(attempt, ports)
             for member in (1, 2, 3):
                 self.start_member(member)
@@ -215,6 +241,12 @@ class ServeCluster(Cluster):
 
     def _write_config(self, attempt: int, ports: List[int]) -> None:
         text = f'[cluster]\ndata_dir = "data-{attempt}"\n'
+        if self.tls_dir is not None:
+            tls = self.tls_dir.resolve()
+            text += (
+                f'\n[tls]\nca = "{tls / "ca.pem"}"\ncert = "{tls / "member.pem"}"\n'
+                f'key = "{tls / "member-key.pem"}"\nclient_auth = "{self.client_auth}"\n'
+            )
         for i in range(3):
             text += (
                 f"\n[[members]]\nid = {i + 1}\n"

@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, bail};
 use clap::Args;
-use serde_json::Value;
+use raftlock_client::{HttpClient, HttpConfig};
 
 #[derive(Args)]
 pub struct Endpoints {
@@ -38,6 +37,20 @@ impl Endpoints {
             .default_headers(self.token.headers()?)
             .build()?)
     }
+
+    /// The typed client's settings for these endpoints: the token, the
+    /// TLS flags.
+    pub fn client_config(&self) -> anyhow::Result<HttpConfig> {
+        Ok(HttpConfig {
+            tls: self.tls.files(),
+            ..self.token.http_config()?
+        })
+    }
+
+    /// The typed client for these endpoints.
+    fn client(&self) -> anyhow::Result<HttpClient> {
+        Ok(HttpClient::with_config(self.urls(), self.client_config()?)?)
+    }
 }
 
 #[derive(Args)]
@@ -48,68 +61,35 @@ pub struct LocksArgs {
     endpoints: Endpoints,
 }
 
-/// GETs `path` from the first endpoint that answers with JSON.
-async fn get_json(endpoints: &Endpoints, path: &str) -> anyhow::Result<Value> {
-    let http = endpoints.http(Duration::from_secs(5))?;
-    let mut last_error = None;
-    for endpoint in endpoints.urls() {
-        let url = format!("{}{path}", endpoint.trim_end_matches('/'));
-        match http.get(&url).send().await {
-            Ok(response) if response.status().is_success() => return Ok(response.json().await?),
-            Ok(response) => {
-                let status = response.status();
-                let body: Value = response.json().await.unwrap_or(Value::Null);
-                last_error = Some(anyhow!(
-                    "{url}: {status} {}",
-                    body["message"].as_str().unwrap_or("")
-                ));
-            }
-            Err(e) => last_error = Some(anyhow!("{url}: {e}")),
-        }
-    }
-    Err(last_error.unwrap_or_else(|| anyhow!("no endpoints given")))
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// A value that may be unknown, as a table cell.
+fn cell(value: Option<impl ToString>) -> String {
+    value.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
 pub async fn status(args: Endpoints) -> anyhow::Result<()> {
-    let cluster = get_json(&args, "/v1/cluster").await?;
-    let Some(members) = cluster["members"].as_array() else {
-        bail!("unexpected answer from /v1/cluster: {cluster}");
-    };
+    let cluster = args.client()?.cluster().await?;
     println!(
         "leader: {}   term: {}",
-        text(&cluster["leader_id"]),
-        text(&cluster["term"])
+        cell(cluster.leader_id),
+        cluster.term
     );
-    let newest = members
-        .iter()
-        .filter_map(|m| m["applied_index"].as_u64())
-        .max();
+    let newest = cluster.members.iter().filter_map(|m| m.applied_index).max();
     println!(
         "{:<4} {:<10} {:<22} {:<22} {:>9} {:>6}",
         "ID", "ROLE", "API", "RAFT", "APPLIED", "LAG"
     );
-    for m in members {
-        let applied = m["applied_index"].as_u64();
-        let lag = match (newest, applied) {
-            (Some(n), Some(a)) => (n - a).to_string(),
-            _ => "-".into(),
-        };
+    for m in &cluster.members {
+        let lag = newest
+            .zip(m.applied_index)
+            .map(|(n, a)| n.saturating_sub(a));
         println!(
             "{:<4} {:<10} {:<22} {:<22} {:>9} {:>6}",
-            text(&m["id"]),
-            text(&m["role"]),
-            text(&m["api_addr"]),
-            text(&m["raft_addr"]),
-            text(&m["applied_index"]),
-            lag
+            m.id,
+            m.role,
+            m.api_addr,
+            m.raft_addr,
+            cell(m.applied_index),
+            cell(lag)
         );
     }
     Ok(())
@@ -117,11 +97,7 @@ pub async fn status(args: Endpoints) -> anyhow::Result<()> {
 
 pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
     let prefix = args.prefix.unwrap_or_default();
-    let query = format!("/v1/locks?prefix={}", urlencode(&prefix));
-    let answer = get_json(&args.endpoints, &query).await?;
-    let Some(locks) = answer["locks"].as_array() else {
-        bail!("unexpected answer from /v1/locks: {answer}");
-    };
+    let locks = args.endpoints.client()?.locks(&prefix).await?;
     if locks.is_empty() {
         println!(
             "no locks{}",
@@ -138,33 +114,23 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
         "LOCK", "HOLDER", "TOKEN", "WAITERS"
     );
     for lock in locks {
-        let holder = &lock["holder"];
+        let holder = lock.holder.as_ref();
         // The owner label; else the principal (another principal's
         // session id is not shown to us); else the session id.
-        let who = ["owner", "principal", "session_id"]
-            .iter()
-            .find_map(|k| holder[*k].as_str().filter(|v| !v.is_empty()))
-            .map_or_else(|| text(&holder["session_id"]), str::to_string);
+        let who = holder.map(|h| {
+            [Some(h.owner.clone()), h.principal.clone()]
+                .into_iter()
+                .flatten()
+                .find(|v| !v.is_empty())
+                .unwrap_or_else(|| cell(h.session))
+        });
         println!(
             "{:<32} {:<20} {:>10} {:>8}",
-            text(&lock["lock"]),
-            who,
-            text(&holder["fencing_token"]),
-            text(&lock["waiters"])
+            lock.name,
+            cell(who),
+            cell(holder.map(|h| h.fencing_token)),
+            lock.waiters
         );
     }
     Ok(())
-}
-
-/// Percent-encodes a query value (lock names use only safe characters and
-/// '/', but a user may type anything).
-fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b':' | b'/' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -21,7 +21,7 @@ use anyhow::Context;
 use clap::Args;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use raftlock_client::{ClientError, HttpClient, HttpConfig, LockClient, Mutex, Session};
+use raftlock_client::{ClientError, HttpClient, LockClient, Mutex, Session};
 use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -87,10 +87,7 @@ const LOST_CLEAN_UP: Duration = Duration::from_millis(500);
 
 pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
     crate::init_logging("warn");
-    let config = HttpConfig {
-        tls: args.endpoints.tls.files(),
-        ..args.endpoints.token.http_config()?
-    };
+    let config = args.endpoints.client_config()?;
     let client: Arc<dyn LockClient> =
         Arc::new(HttpClient::with_config(args.endpoints.urls(), config)?);
     let owner = format!("raftlock-lock pid {}", std::process::id());

@@ -4,6 +4,7 @@ mod client_tls;
 mod inspect;
 mod lock;
 mod member;
+mod rerun;
 mod serve;
 mod snapshot;
 mod token;

@@ -3,14 +3,12 @@
 //! reach the Raft leader through the node).
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::stream;
-use raftlock_core::{Effects, QueueEntryView, QueueKind};
+use futures::stream::{self, StreamExt};
+use raftlock_core::{QueueEntryView, QueueKind, StateMachine};
 use raftlock_node::{AcquireOptions, Consistency, Node, NodeError};
-use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::client::{LeaderStream, LockClient, DEFAULT_MAX_WAIT};
 use crate::error::{ClientError, Result};
@@ -280,22 +278,29 @@ impl LockClient for EmbeddedClient {
     }
 
     fn observe(&self, name: &str) -> LeaderStream {
-        if let Err(e) = checked(name) {
-            return Box::pin(stream::once(async move { Err(e) }));
-        }
-        let state = Observer {
-            client: self.clone(),
-            prefix: format!("{}/", QueueKind::Election.queue_path(name)),
-            name: name.to_string(),
-            changes: None,
-            resync: None,
-            last: None,
+        let client = self.clone();
+        let name = name.to_string();
+        let first = async move {
+            checked(&name)?;
+            let holder = {
+                let name = name.clone();
+                move |s: &StateMachine| s.holder(QueueKind::Election, &name).map(leader_of)
+            };
+            let start = || client.node.observe_election(&name, holder.clone());
+            client.retrying(None, start).await
         };
-        Box::pin(stream::unfold(Some(state), |state| async move {
-            let mut st = state?;
-            match st.next().await {
-                Ok(leader) => Some((Ok(leader), Some(st))),
-                Err(e) => Some((Err(e), None)),
+        Box::pin(stream::once(first).flat_map(|started| match started {
+            Err(e) => stream::once(async move { Err(e) }).boxed(),
+            Ok((first, changes)) => {
+                let tail = stream::unfold(Some(changes), |changes| async move {
+                    let mut changes = changes?;
+                    match changes.next().await {
+                        Some(leader) => Some((Ok(leader), Some(changes))),
+                        // The node stopped: say so once, then end.
+                        None => Some((Err(ClientError::ShuttingDown), None)),
+                    }
+                });
+                stream::once(async move { Ok(first) }).chain(tail).boxed()
             }
         }))
     }
@@ -312,67 +317,4 @@ async fn read_leader(
         client.node.read(consistency, holder)
     };
     client.retrying(None, read).await
-}
-
-/// The embedded observe stream: this replica's applied effects, filtered
-/// to the election's queue, each followed by a local read.
-struct Observer {
-    client: EmbeddedClient,
-    name: String,
-    /// `/elections/{name}/`: a change of a child may change the leader.
-    prefix: String,
-    changes: Option<broadcast::Receiver<Arc<Effects>>>,
-    /// Re-reads now and then: a snapshot install publishes no effects.
-    resync: Option<tokio::time::Interval>,
-    last: Option<Option<Leader>>,
-}
-
-/// How often an observer re-reads without being told to (as the server's
-/// SSE observer does).
-const RESYNC: Duration = Duration::from_secs(5);
-
-/// Did these effects touch a direct child of `prefix`? The queue's nodes
-/// are its direct children; election `a/b`'s nodes are not `a`'s.
-fn touches(prefix: &str, effects: &Effects) -> bool {
-    let mine = |path: &str| {
-        path.strip_prefix(prefix)
-            .is_some_and(|child| !child.contains('/'))
-    };
-    effects.deleted.iter().any(|d| mine(&d.path))
-        || effects.granted.iter().any(|p| mine(p))
-        || effects.written.iter().any(|p| mine(p))
-}
-
-impl Observer {
-    async fn next(&mut self) -> Result<Option<Leader>> {
-        loop {
-            let consistency = match self.changes.as_mut() {
-                // Subscribe before the first read so no change falls between.
-                None => {
-                    self.changes = Some(self.client.node.subscribe());
-                    Consistency::Linearizable
-                }
-                Some(changes) => {
-                    let resync = self.resync.get_or_insert_with(|| {
-                        let start = tokio::time::Instant::now() + RESYNC;
-                        tokio::time::interval_at(start, RESYNC)
-                    });
-                    tokio::select! {
-                        received = changes.recv() => match received {
-                            Ok(effects) if !touches(&self.prefix, &effects) => continue,
-                            // Our replica applied it: its own state shows it.
-                            Ok(_) | Err(RecvError::Lagged(_)) => Consistency::Stale,
-                            Err(RecvError::Closed) => return Err(ClientError::ShuttingDown),
-                        },
-                        _ = resync.tick() => Consistency::Stale,
-                    }
-                }
-            };
-            let leader = read_leader(&self.client, &self.name, consistency).await?;
-            if self.last.as_ref() != Some(&leader) {
-                self.last = Some(leader.clone());
-                return Ok(leader);
-            }
-        }
-    }
 }

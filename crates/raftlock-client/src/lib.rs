@@ -68,4 +68,7 @@ pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
 pub use retry::RetryPolicy;
 pub use session::{lost_margin, LostReason, Session};
-pub use types::{FencingCheck, Grant, Holder, Leader, Lease, LockState, Poll, SessionId, Waiter};
+pub use types::{
+    ClusterInfo, FencingCheck, Grant, Holder, Leader, Lease, LockState, LockSummary, MemberInfo,
+    Poll, SessionId, Waiter,
+};

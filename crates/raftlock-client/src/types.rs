@@ -125,3 +125,45 @@ pub struct Leader {
     /// Its fencing token (increases with every new leader).
     pub fencing_token: u64,
 }
+
+/// The cluster as the member that answered sees it (`GET /v1/cluster`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct ClusterInfo {
+    /// The member that answered.
+    pub node_id: u64,
+    /// The leader that member knows, if any.
+    pub leader_id: Option<u64>,
+    /// Its current Raft term.
+    pub term: u64,
+    /// Every member of the Raft membership, learners included.
+    pub members: Vec<MemberInfo>,
+}
+
+/// One member in a [`ClusterInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct MemberInfo {
+    /// Its node id.
+    pub id: u64,
+    /// Where it serves the client API.
+    pub api_addr: String,
+    /// Where it serves the Raft routes.
+    pub raft_addr: String,
+    /// `leader`, `follower`, `candidate` or `learner`.
+    pub role: String,
+    /// False for a learner (being added: receives the log, does not vote).
+    pub voter: bool,
+    /// Its applied log index: known for the answering member, and for the
+    /// others only when the answering member leads.
+    pub applied_index: Option<u64>,
+}
+
+/// One lock of a listing (`GET /v1/locks?prefix=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockSummary {
+    /// The lock's name.
+    pub name: String,
+    /// Who holds it; `None` when free.
+    pub holder: Option<Holder>,
+    /// How many sessions wait behind the holder.
+    pub waiters: u64,
+}

@@ -108,3 +108,36 @@ async fn typed_errors_and_no_endpoint() {
     assert!(matches!(down, Err(ClientError::Unavailable(_))), "{down:?}");
     assert!(!down.expect_err("down").outcome_unknown());
 }
+
+/// The read-only views tools use: typed, with failover past a dead
+/// endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_and_lock_listing_are_typed() {
+    let cluster = Cluster::start(true).await;
+    let mut endpoints = cluster.endpoints();
+    endpoints.insert(0, dead_endpoint().await);
+    let client = HttpClient::new(endpoints).expect("client");
+    let session = Session::open(Arc::new(client.clone()), "lister", Duration::from_secs(5))
+        .await
+        .expect("open");
+    let guard = Mutex::new(&session, "reports/daily")
+        .lock()
+        .await
+        .expect("lock");
+
+    let info = client.cluster().await.expect("cluster");
+    assert_eq!(info.members.len(), 3, "{info:?}");
+    assert!(info.leader_id.is_some(), "{info:?}");
+    assert!(info.members.iter().all(|m| m.voter), "{info:?}");
+
+    let listed = client.locks("reports/").await.expect("locks");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let holder = listed[0].holder.as_ref().expect("held");
+    assert_eq!(listed[0].name, "reports/daily");
+    assert_eq!(holder.session, Some(session.id()));
+    assert_eq!(holder.owner, "lister");
+    assert_eq!(holder.fencing_token, guard.fencing_token());
+    assert_eq!(listed[0].waiters, 0);
+    assert!(client.locks("other/").await.expect("locks").is_empty());
+    drop(guard);
+}

@@ -15,46 +15,70 @@ pub enum Command {
     /// Opens a session whose id the proposer drew (128 random bits). A
     /// retry with the same id and parameters is a no-op that succeeds.
     OpenSession {
+        /// The new session's id.
         id: SessionId,
+        /// A label for humans (listings show it), not an identity.
         owner: String,
+        /// Time to live without a keepalive, within the cluster's bounds.
         ttl_ms: u64,
     },
     /// The client ends its session; every node it owns is deleted.
-    CloseSession { id: SessionId },
+    CloseSession {
+        /// The session to close.
+        id: SessionId,
+    },
     /// The leader saw no keepalive for the session's TTL.
-    ExpireSession { id: SessionId },
+    ExpireSession {
+        /// The session that expired.
+        id: SessionId,
+    },
     /// A new leader records each session's remaining TTL as of its
     /// election, so a later leader counts down from there instead of
     /// restarting at a full TTL (repeated failovers cannot keep a silent
     /// session alive forever, etcd#9888). Unknown ids are skipped.
-    CheckpointSessions { sessions: Vec<(SessionId, u64)> },
+    CheckpointSessions {
+        /// Each session with its remaining TTL in milliseconds.
+        sessions: Vec<(SessionId, u64)>,
+    },
     /// A keepalive reached a checkpointed session: clear the checkpoint
     /// (committed before the keepalive is acknowledged), so no later
     /// leader expires it earlier than its client was promised.
-    RenewSessions { ids: Vec<SessionId> },
+    RenewSessions {
+        /// The sessions whose checkpoint a keepalive cleared.
+        ids: Vec<SessionId>,
+    },
     /// Creates or updates a generic node (API `PUT /v1/nodes/{path}`).
     Put {
+        /// Canonical node path (`/config/db`); for a sequential create,
+        /// the prefix the counter is appended to.
         path: String,
+        /// The node's new data.
         data: Vec<u8>,
         /// Owner of a created node, making it ephemeral.
         session: Option<SessionId>,
-        /// Append a zero-padded counter of the parent to the last
-        /// component; always creates.
+        /// Append `-` and a zero-padded counter of the parent to the last
+        /// component; always creates. The HTTP edge drops a trailing `-`
+        /// first (`path::sequential_request_path`).
         sequential: bool,
         /// Compare-and-set: 0 means "must not exist".
         expected_version: Option<u64>,
     },
     /// Deletes a generic node without children.
     Delete {
+        /// Canonical node path.
         path: String,
+        /// Compare-and-delete: refused unless the node has this version.
         expected_version: Option<u64>,
     },
     /// Queues the session in a lock or election: creates an ephemeral
     /// sequential node unless the session already has one there, in which
     /// case that node is returned unchanged (idempotent acquire).
     Acquire {
+        /// Lock or election.
         kind: QueueKind,
+        /// The lock's or election's name (`orders/42`).
         name: String,
+        /// The session that queues.
         session: SessionId,
         /// Node data (an election candidate's value; empty for locks).
         data: Vec<u8>,
@@ -69,15 +93,23 @@ pub enum Command {
     /// created nor take away a grant a concurrent retry of the same
     /// session was just given (`AlreadyGranted` then).
     Release {
+        /// Lock or election.
         kind: QueueKind,
+        /// The lock's or election's name.
         name: String,
+        /// The session whose node goes.
         session: SessionId,
+        /// The full path of the waiting node to withdraw, if this is a
+        /// withdrawal.
         withdraw: Option<String>,
     },
     /// The election leader changes its value.
     Proclaim {
+        /// The election's name.
         name: String,
+        /// The leader's session (refused for any other).
         session: SessionId,
+        /// The new value.
         value: Vec<u8>,
     },
     /// Opens a session on behalf of an authenticated principal (the name
@@ -86,9 +118,13 @@ pub enum Command {
     /// Otherwise as `OpenSession`. Appended last, so logs and snapshots
     /// written before it existed still decode (bincode numbers variants).
     OpenSessionAs {
+        /// The new session's id.
         id: SessionId,
+        /// The token name the session belongs to.
         principal: String,
+        /// A label for humans, as in `OpenSession`.
         owner: String,
+        /// Time to live without a keepalive.
         ttl_ms: u64,
     },
 }
@@ -113,38 +149,59 @@ impl Command {
 /// What a successful command produced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
+    /// A session exists (opened now, or by an earlier retry).
     SessionOpened {
+        /// Its id.
         id: SessionId,
+        /// The TTL it was granted.
         ttl_ms: u64,
     },
     /// Closed or expired; lists the nodes that went with it.
     SessionEnded {
+        /// The session that ended.
         id: SessionId,
+        /// Paths of the nodes it owned, now deleted.
         deleted: Vec<String>,
     },
+    /// A generic node was written.
     Put {
+        /// Its full path (with the counter, for a sequential create).
         path: String,
+        /// True when this write created it.
         created: bool,
+        /// Its version after the write (1 when created).
         version: u64,
+        /// The revision that created it.
         create_revision: u64,
+        /// The revision of this write.
         mod_revision: u64,
         /// The session the node belongs to (kept from its creation by an
         /// update), so a PUT answers without a second, linearizable read.
         ephemeral_owner: Option<SessionId>,
     },
+    /// A generic node was deleted.
     Deleted {
+        /// Its path.
         path: String,
     },
     /// Checkpoints recorded or cleared, for this many sessions.
     SessionsCheckpointed {
+        /// How many listed sessions existed and had their checkpoint
+        /// changed (unknown ids and unchanged values are skipped).
         count: usize,
     },
+    /// The session is queued (or already was): its place.
     Acquired(Acquisition),
+    /// The session's queue node was deleted.
     Released {
+        /// The deleted node's path.
         node: String,
+        /// True when it held the lock (the next waiter is granted).
         was_holder: bool,
     },
+    /// The election leader's value changed.
     Proclaimed {
+        /// The leader's queue node, which carries the new value.
         node: String,
     },
 }
@@ -166,7 +223,9 @@ pub struct Acquisition {
 /// waiter queued behind it and the waiter that owned it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeletedNode {
+    /// Its full path.
     pub path: String,
+    /// The session that owned it, if it was ephemeral.
     pub owner: Option<SessionId>,
 }
 
@@ -187,8 +246,10 @@ pub struct Effects {
 /// The outcome of applying one command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
+    /// The answer for the client that proposed the command.
     pub result: Result<Response, CoreError>,
     /// Global revision after the command (unchanged on error or no-op).
     pub revision: u64,
+    /// What changed, for waiters and watchers.
     pub effects: Effects,
 }

@@ -11,7 +11,12 @@ use crate::types::SessionId;
 pub enum CoreError {
     /// A lock name or node path breaks the naming rules.
     #[error("invalid name {name:?}: {reason}")]
-    BadName { name: String, reason: String },
+    BadName {
+        /// The name as given.
+        name: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
     /// A well-formed request that makes no sense (TTL 0, writing the root,
     /// writing inside the lock recipe's reserved prefixes, …).
     #[error("invalid request: {0}")]
@@ -27,23 +32,40 @@ pub enum CoreError {
     NotFound(String),
     /// Releasing a lock that another session holds.
     #[error("{lock} is held by another session")]
-    NotOwner { lock: String },
+    NotOwner {
+        /// The lock's name.
+        lock: String,
+    },
     /// A try-lock found the lock held.
     #[error("{lock} is held by session {holder}")]
-    LockHeld { lock: String, holder: SessionId },
+    LockHeld {
+        /// The lock's name.
+        lock: String,
+        /// The session holding it.
+        holder: SessionId,
+    },
     /// Compare-and-set failed.
     #[error("version mismatch on {path}: expected {expected}, found {actual}")]
     VersionMismatch {
+        /// The node's path.
         path: String,
+        /// The version the request expected (0: must not exist).
         expected: u64,
+        /// The version it has (0: it does not exist).
         actual: u64,
     },
     /// A withdrawal found its node already granted: the grant stands.
     #[error("{node} was granted before it could be withdrawn")]
-    AlreadyGranted { node: String },
+    AlreadyGranted {
+        /// The granted node's path.
+        node: String,
+    },
     /// Proclaim by a session that does not lead the election.
     #[error("session is not the leader of election {election}")]
-    NotLeader { election: String },
+    NotLeader {
+        /// The election's name.
+        election: String,
+    },
     /// Deleting a node that still has children.
     #[error("{0} has children")]
     NotEmpty(String),

@@ -105,6 +105,21 @@ pub fn with_sequence(path: &str, seq: u64) -> String {
     format!("{path}{seq:0width$}", width = SEQUENCE_DIGITS)
 }
 
+/// The path to propose for a sequential create the client asked for at
+/// `path`. The state machine names the node `<path>-<counter>`, while
+/// ZooKeeper users write the separator themselves (`/queue/item-` names
+/// `/queue/item-0000000000` there), so one trailing `-` is dropped here
+/// rather than doubled. It is done before proposing, not in the state
+/// machine, so log entries written by earlier versions replay to the names
+/// they had (docs/api.md, "Nodes"). A last component that is only `-`
+/// keeps it: dropping it would leave no name.
+pub fn sequential_request_path(path: &str) -> &str {
+    match path.strip_suffix('-') {
+        Some(base) if !base.ends_with('/') => base,
+        _ => path,
+    }
+}
+
 /// Joins a parent and a child name.
 pub fn join(parent: &str, child: &str) -> String {
     if parent == "/" {
@@ -177,6 +192,11 @@ mod tests {
             with_sequence("/q/n-", u64::MAX),
             "/q/n-18446744073709551615"
         );
+        assert_eq!(sequential_request_path("/queue/item-"), "/queue/item");
+        assert_eq!(sequential_request_path("/queue/item"), "/queue/item");
+        assert_eq!(sequential_request_path("/queue/item--"), "/queue/item-");
+        assert_eq!(sequential_request_path("/queue/-"), "/queue/-");
+        assert_eq!(sequential_request_path("/-"), "/-");
         assert_eq!(join("/", "a"), "/a");
         assert_eq!(join("/a", "b"), "/a/b");
         assert_eq!(ancestors("/a/b/c").collect::<Vec<_>>(), ["/a", "/a/b"]);

@@ -12,11 +12,13 @@ use crate::types::{Node, QueueKind, SessionId};
 /// One node of a lock or election queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueEntryView {
+    /// The session that queued this node.
     pub session: SessionId,
     /// The session's owner label.
     pub owner: String,
     /// The principal that opened the session (`None` without tokens).
     pub principal: Option<String>,
+    /// The node's full path (`/locks/orders/42/lock-0000000007`).
     pub node: String,
     /// The node's create revision.
     pub fencing_token: u64,
@@ -29,7 +31,9 @@ pub struct QueueEntryView {
 /// A whole queue: the holder and the waiters in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueView {
+    /// The first node, which holds; `None` for an empty queue.
     pub holder: Option<QueueEntryView>,
+    /// The nodes behind it, first in line first.
     pub waiters: Vec<QueueEntryView>,
 }
 
@@ -38,7 +42,9 @@ pub struct QueueView {
 pub struct QueueSummary {
     /// The lock or election name (without the tree prefix).
     pub name: String,
+    /// The holder, if any.
     pub holder: Option<QueueEntryView>,
+    /// How many nodes wait behind the holder.
     pub waiters: usize,
 }
 
@@ -54,25 +60,34 @@ pub enum Position {
 /// A session as listed by the API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionView {
+    /// The session's id.
     pub id: SessionId,
+    /// Its owner label.
     pub owner: String,
     /// The principal that opened the session (`None` without tokens).
     pub principal: Option<String>,
+    /// Its TTL as granted.
     pub ttl_ms: u64,
+    /// Paths of the nodes it owns (queue nodes and ephemeral nodes).
     pub nodes: Vec<String>,
 }
 
 /// What the leader's session tracker needs to set a deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionLease {
+    /// The session's id.
     pub id: SessionId,
+    /// Its full TTL.
     pub ttl_ms: u64,
+    /// The TTL left at the last leader's checkpoint, if one is recorded
+    /// (`Command::CheckpointSessions`): a new leader counts down from it.
     pub checkpoint_remaining_ms: Option<u64>,
 }
 
 /// Sizes for metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
+    /// Open sessions.
     pub sessions: usize,
     /// Nodes excluding the root.
     pub nodes: usize,
@@ -88,6 +103,7 @@ impl StateMachine {
         self.revision
     }
 
+    /// The node at canonical `path`, if it exists (queue nodes included).
     pub fn node(&self, path: &str) -> Option<&Node> {
         self.nodes.get(path)
     }
@@ -134,6 +150,7 @@ impl StateMachine {
         Some(names)
     }
 
+    /// The open session `id`, if it exists.
     pub fn session(&self, id: SessionId) -> Option<SessionView> {
         self.sessions.get(&id).map(|s| SessionView {
             id,
@@ -267,6 +284,8 @@ impl StateMachine {
             .map_or((0, false), |q| (q.len(), q.sequence_of(session).is_some()))
     }
 
+    /// Sizes of the state, for metrics (one pass over the queues, none
+    /// over the nodes).
     pub fn counts(&self) -> Counts {
         Counts {
             sessions: self.sessions.len(),

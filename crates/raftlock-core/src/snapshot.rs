@@ -71,16 +71,22 @@ impl From<StateV1> for StateMachine {
 /// Why snapshot bytes could not become a state.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
+    /// The bytes do not start with a raftlock snapshot's magic number.
     #[error("not a raftlock snapshot (bad magic bytes)")]
     BadMagic,
+    /// Written by a newer build, in a format this one cannot read.
     #[error(
         "snapshot format {0} is not supported by this build (it reads 1 to {SNAPSHOT_FORMAT})"
     )]
     UnsupportedFormat(u32),
+    /// Serializing the state failed (a bug: every state encodes).
     #[error("snapshot could not be encoded: {0}")]
     Encode(String),
+    /// The bytes are truncated or corrupt.
     #[error("snapshot could not be decoded: {0}")]
     Decode(String),
+    /// Decoded, but breaks an invariant (e.g. a node owned by an unknown
+    /// session), so it is refused rather than served.
     #[error("snapshot decoded to an inconsistent state: {0}")]
     Inconsistent(String),
 }

@@ -5,8 +5,9 @@
 //! transport between nodes, the leader's in-memory session tracker, and a
 //! registry that wakes only the successor of each deleted lock node.
 //!
-//! Embed it: build a [`NodeConfig`] (or load a cluster file), call
-//! [`Node::start`] inside your tokio runtime, and use the handle's
+//! Embed it: [`Node::start_from_cluster_file`] starts a member from the
+//! cluster file `raftlock serve` reads (or build a [`NodeConfig`] and call
+//! [`Node::start`]) inside your tokio runtime, and use the handle's
 //! operations ([`Node::open_session`], [`Node::acquire`], …). Three copies
 //! of the application form the cluster. The HTTP API crate serves the same
 //! operations to other languages.
@@ -14,6 +15,7 @@
 mod acquire;
 mod backup;
 mod config;
+mod embed;
 mod error;
 mod founding;
 #[doc(hidden)]
@@ -24,6 +26,7 @@ mod local;
 mod member_tls;
 mod network;
 mod node;
+mod observe;
 mod ops;
 mod peer_guard;
 mod quorum;
@@ -47,6 +50,7 @@ pub use error::{MembershipError, NodeError};
 pub use identity::{Identity, IdentityError};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};
+pub use observe::ElectionChanges;
 pub use ops::{Consistency, Grant, NodeCounters, OpenedSession};
 pub use peer_guard::PeerState;
 pub use raftlock_core as core;

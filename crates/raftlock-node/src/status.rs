@@ -27,7 +27,6 @@ pub struct ClusterStatus {
     pub leader_id: Option<NodeId>,
     pub term: u64,
     pub last_log_index: Option<u64>,
-    pub committed_index: Option<u64>,
     pub applied_index: u64,
     pub members: Vec<MemberStatus>,
 }
@@ -76,7 +75,6 @@ impl Node {
             leader_id: m.current_leader,
             term: m.current_term,
             last_log_index: m.last_log_index,
-            committed_index: m.last_applied.map(|l| l.index),
             applied_index,
             members,
         }

@@ -291,13 +291,6 @@ pub(crate) async fn scrape(State(app): State<AppState>) -> impl IntoResponse {
     );
     gauge(
         &mut out,
-        "raftlock_commit_index",
-        "Committed log index as this node knows it.",
-        "gauge",
-        status.committed_index.unwrap_or(0),
-    );
-    gauge(
-        &mut out,
         "raftlock_applied_index",
         "Last log index applied to this node's state machine.",
         "gauge",

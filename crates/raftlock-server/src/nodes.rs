@@ -12,7 +12,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use raftlock_core::path::{is_reserved, validate_node_path};
+use raftlock_core::path::{is_reserved, sequential_request_path, validate_node_path};
 use raftlock_core::{Command, Response as CoreResponse, SessionId};
 use raftlock_node::Consistency;
 use serde::{Deserialize, Serialize};
@@ -153,6 +153,11 @@ async fn put_node(
         None => checked?,
     };
     let encoded = BASE64.encode(&data);
+    let path = if body.sequential {
+        sequential_request_path(&path).to_string()
+    } else {
+        path
+    };
     let response = app
         .node
         .submit(Command::Put {

@@ -35,6 +35,10 @@
 //! # Ok(()) }
 //! ```
 
+// Embedders read these docs: every public item says what it is for
+// (a warning, made an error by `cargo clippy -- -D warnings` in CI).
+#![warn(missing_docs)]
+
 mod barrier;
 mod cell;
 mod codec;

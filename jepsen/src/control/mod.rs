@@ -342,11 +342,6 @@ impl Cluster {
             .with_context(|| format!("starting member {id} with --join"))
     }
 
-    /// The Raft address member `id` advertises (what the membership lists).
-    pub fn raft_addr(&self, id: u64) -> Option<SocketAddr> {
-        self.addrs.get(&id).map(|&(_, raft)| raft)
-    }
-
     /// kill -9 a member that is no longer in the cluster and delete its
     /// data directory, so that it can only come back as a new member
     /// (through `--join`, with an empty disk).

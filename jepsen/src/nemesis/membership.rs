@@ -5,8 +5,8 @@
 //!   asks any member to add it: learner, caught up, then voter by joint
 //!   consensus) and wait until the members list it as a voter and it is
 //!   healthy; it then joins the roster, so clients and other faults use it.
-//! - **remove**: `DELETE /v1/cluster/members/{id}` of a random voter (the
-//!   leader too), sent through another member and retried while the answer
+//! - **remove**: `DELETE /v1/cluster/members/{id}` of the leader (half
+//!   the time) or a random voter, sent through another member and retried while the answer
 //!   says nothing changed. Never below [`MIN_VOTERS`]. Once the removal has
 //!   committed the id leaves the roster, but its process keeps running for
 //!   the fault's hold time (its sticky clients keep talking to a member
@@ -84,8 +84,14 @@ pub(super) async fn change(cluster: &Cluster, ctx: &Ctx, pick: u64) -> Option<(S
         }
         Some((name, Changed::Added))
     } else {
-        let id = members[rng.random_range(0..members.len())];
+        // Half the removals aim at the leader (it hands over as the
+        // change commits), the others at a random member.
         let leader = cluster.leader().await;
+        let random = members[rng.random_range(0..members.len())];
+        let id = match leader {
+            Some(l) if members.contains(&l) && rng.random_bool(0.5) => l,
+            _ => random,
+        };
         let role = if leader == Some(id) { " (leader)" } else { "" };
         let name = format!("membership remove n{id}{role}");
         ctx.log.nemesis(F::Start, &name);

@@ -13,6 +13,8 @@ package testcluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -38,6 +40,12 @@ type Cluster struct {
 	Endpoints []string
 	// Dir holds the config, the members' data and their logs.
 	Dir string
+	// TLSDir holds ca.pem, member.pem, client.pem and their keys (as
+	// `raftlock up --tls` makes them) for a cluster serving HTTPS; empty
+	// for plain HTTP.
+	TLSDir string
+	// clientAuth is the [tls] client_auth of a members-mode TLS cluster.
+	clientAuth string
 	// up is the `raftlock up` process (nil in members mode).
 	up *proc
 	// members are the `raftlock serve` processes (members mode only).
@@ -84,16 +92,34 @@ func isDir(p string) bool  { st, err := os.Stat(p); return err == nil && st.IsDi
 // StartUp starts `raftlock up --data-dir <dir>/... --base-port <free>`
 // and waits until every member is healthy.
 func StartUp(dir string) (*Cluster, error) {
-	return start(dir, true)
+	return start(dir, true, nil)
+}
+
+// StartUpTLS is StartUp with --tls: HTTPS with a throwaway CA, whose
+// files are in the cluster's TLSDir.
+func StartUpTLS(dir string) (*Cluster, error) {
+	return start(dir, true, &Cluster{TLSDir: "tls", clientAuth: "none"})
 }
 
 // StartMembers starts three `raftlock serve` processes with the config
 // `raftlock up` would write, so single members can be killed.
 func StartMembers(dir string) (*Cluster, error) {
-	return start(dir, false)
+	return start(dir, false, nil)
 }
 
-func start(dir string, up bool) (*Cluster, error) {
+// StartMembersTLS is StartMembers serving HTTPS with the certificates in
+// tlsDir (as StartUpTLS makes them) and [tls] client_auth = clientAuth.
+func StartMembersTLS(dir, tlsDir, clientAuth string) (*Cluster, error) {
+	abs, err := filepath.Abs(tlsDir)
+	if err != nil {
+		return nil, err
+	}
+	return start(dir, false, &Cluster{TLSDir: abs, clientAuth: clientAuth})
+}
+
+// start starts a cluster; withTLS, if set, carries TLSDir (relative: inside
+// the cluster's directory) and clientAuth.
+func start(dir string, up bool, withTLS *Cluster) (*Cluster, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -105,8 +131,16 @@ func start(dir string, up bool) (*Cluster, error) {
 			return nil, err
 		}
 		c := &Cluster{Dir: filepath.Join(dir, fmt.Sprintf("cluster-%d", try)), bin: bin}
+		scheme := "http"
+		if withTLS != nil {
+			scheme = "https"
+			c.TLSDir, c.clientAuth = withTLS.TLSDir, withTLS.clientAuth
+			if !filepath.IsAbs(c.TLSDir) {
+				c.TLSDir = filepath.Join(c.Dir, c.TLSDir)
+			}
+		}
 		for i := 0; i < 3; i++ {
-			c.Endpoints = append(c.Endpoints, fmt.Sprintf("http://127.0.0.1:%d", base+i))
+			c.Endpoints = append(c.Endpoints, fmt.Sprintf("%s://127.0.0.1:%d", scheme, base+i))
 		}
 		if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 			return nil, err
@@ -181,7 +215,11 @@ func (c *Cluster) startUp(base int) error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(c.bin, "up", "--data-dir", c.Dir, "--base-port", strconv.Itoa(base))
+	args := []string{"up", "--data-dir", c.Dir, "--base-port", strconv.Itoa(base)}
+	if c.TLSDir != "" {
+		args = append(args, "--tls") // writes its certificates to c.Dir/tls
+	}
+	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so Stop can end the members too if `up`
 	// does not stop them; SIGTERM (`up` stops all three) if we die.
@@ -193,6 +231,11 @@ func (c *Cluster) startUp(base int) error {
 func (c *Cluster) startMembers(base int) error {
 	var config strings.Builder
 	config.WriteString("[cluster]\ndata_dir = \".\"\n")
+	if c.TLSDir != "" {
+		fmt.Fprintf(&config, "\n[tls]\nca = %q\ncert = %q\nkey = %q\nclient_auth = %q\n",
+			filepath.Join(c.TLSDir, "ca.pem"), filepath.Join(c.TLSDir, "member.pem"),
+			filepath.Join(c.TLSDir, "member-key.pem"), c.clientAuth)
+	}
 	for i := 0; i < 3; i++ {
 		fmt.Fprintf(&config, "\n[[members]]\nid = %d\napi_addr = \"127.0.0.1:%d\"\nraft_addr = \"127.0.0.1:%d\"\n", i+1, base+i, base+100+i)
 	}
@@ -263,7 +306,7 @@ func (c *Cluster) waitHealthy() error {
 		}
 		healthy := 0
 		for _, e := range c.Endpoints {
-			if Healthy(e) {
+			if c.healthy(e) {
 				healthy++
 			}
 		}
@@ -287,15 +330,26 @@ func (c *Cluster) upReady() bool {
 	return bytes.Contains(log, []byte("Ctrl-C stops all "))
 }
 
-// Healthy reports whether the member at endpoint answers /v1/health 200.
-func Healthy(endpoint string) bool {
+// healthy reports whether the member at endpoint answers /v1/health 200
+// (over TLS trusting TLSDir's CA and presenting its client certificate).
+func (c *Cluster) healthy(endpoint string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/v1/health", nil)
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if c.TLSDir != "" {
+		config, err := c.clientTLS()
+		if err != nil {
+			return false // `raftlock up --tls` has not written its files yet
+		}
+		transport := &http.Transport{TLSClientConfig: config}
+		defer transport.CloseIdleConnections()
+		client = &http.Client{Transport: transport}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return false
 	}
@@ -404,4 +458,21 @@ func (c *Cluster) Logs() string {
 		fmt.Fprintf(&out, "--- %s\n%s\n", f, data)
 	}
 	return out.String()
+}
+
+// clientTLS trusts TLSDir's CA and presents its client certificate.
+func (c *Cluster) clientTLS() (*tls.Config, error) {
+	pem, err := os.ReadFile(filepath.Join(c.TLSDir, "ca.pem"))
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, errors.New("no certificate in ca.pem yet")
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(c.TLSDir, "client.pem"), filepath.Join(c.TLSDir, "client-key.pem"))
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}}, nil
 }

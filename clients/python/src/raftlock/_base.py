@@ -10,6 +10,7 @@ from ._endpoints import Endpoints, EndpointsArg
 from ._failover import Call, Plan, RetryPolicy, plan
 from ._httpx import HEADERS
 from ._settings import Settings
+from ._tls import PathArg, TlsFiles
 
 
 TOKEN_ENV = "RAFTLOCK_TOKEN"
@@ -31,6 +32,9 @@ class ClientBase:
         session_ttl: float = 15.0,
         observe_idle_timeout: float = 60.0,
         token: Optional[str] = None,
+        cacert: PathArg = None,
+        cert: PathArg = None,
+        key: PathArg = None,
     ) -> None:
         self.settings = Settings(
             timeout=timeout,
@@ -40,7 +44,8 @@ class ClientBase:
             session_ttl=session_ttl,
             observe_idle_timeout=observe_idle_timeout,
         )
-        self._endpoints = Endpoints(endpoints)
+        self._tls = TlsFiles.resolve(cacert, cert, key)
+        self._endpoints = Endpoints(endpoints, https=self._tls.cacert is not None)
         if token is None:
             token = os.environ.get(TOKEN_ENV)
         token = (token or "").strip()

@@ -16,27 +16,31 @@ ENV_VAR = "RAFTLOCK_ENDPOINTS"
 EndpointsArg = Union[str, Sequence[str], None]
 
 
-def parse(endpoints: EndpointsArg) -> List[str]:
+def parse(endpoints: EndpointsArg, https: bool = False) -> List[str]:
     """Base URLs without a trailing slash.
 
     ``None`` means ``$RAFTLOCK_ENDPOINTS``, else the local cluster. A string
     is a comma-separated list. ``host:port`` without a scheme means
-    ``http://host:port``.
+    ``http://host:port``. With ``https`` (a client given a CA file) every
+    endpoint is dialed as ``https://``, ``http://`` ones and the defaults
+    too, as the CLI does with ``--cacert``.
     """
     if endpoints is None:
         endpoints = os.environ.get(ENV_VAR) or LOCAL_CLUSTER
     if isinstance(endpoints, str):
         endpoints = endpoints.split(",")
-    urls = [_url(e) for e in endpoints if e.strip()]
+    urls = [_url(e, https) for e in endpoints if e.strip()]
     if not urls:
         raise BadRequest("no endpoints given")
     return urls
 
 
-def _url(endpoint: str) -> str:
+def _url(endpoint: str, https: bool) -> str:
     endpoint = endpoint.strip().rstrip("/")
     if "://" not in endpoint:
         endpoint = "http://" + endpoint
+    if https and endpoint.startswith("http://"):
+        endpoint = "https://" + endpoint[len("http://") :]
     if not endpoint.startswith(("http://", "https://")):
         raise BadRequest(f"endpoint {endpoint!r} is not http:// or https://")
     return endpoint
@@ -52,8 +56,8 @@ class Endpoints:
     extra failed attempt.
     """
 
-    def __init__(self, endpoints: EndpointsArg) -> None:
-        self.urls = parse(endpoints)
+    def __init__(self, endpoints: EndpointsArg, https: bool = False) -> None:
+        self.urls = parse(endpoints, https)
         self._preferred = 0
 
     @property

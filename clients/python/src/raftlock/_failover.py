@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generator, Optional, Tuple, Type, Union
 
-from .errors import NoLeader, OutcomeUnknown, RaftlockError, Unavailable, from_answer
+from .errors import NoLeader, OutcomeUnknown, RaftlockError, TlsError, Unavailable, from_answer
 from ._endpoints import Endpoints
 
 
@@ -113,7 +113,15 @@ class Lost:
     why: str
 
 
-Outcome = Union[Answer, NotSent, Lost]
+@dataclass(frozen=True)
+class Refused:
+    """The TLS handshake failed: nothing was applied, and trying again
+    (here or on another member, which has the same CA) fails the same way."""
+
+    why: str
+
+
+Outcome = Union[Answer, NotSent, Lost, Refused]
 Plan = Generator[Attempt, Outcome, Answer]
 
 
@@ -143,6 +151,8 @@ def plan(
             if budget <= 0:
                 break
         outcome = yield Attempt(index, url, pause, budget)
+        if isinstance(outcome, Refused):
+            raise TlsError(f"{url}: {outcome.why}")
         if isinstance(outcome, Answer) and 200 <= outcome.status < 300:
             endpoints.prefer(index)
             return outcome

@@ -47,12 +47,24 @@ class Client(ClientBase):
     ``Authorization: Bearer``); ``None`` means ``$RAFTLOCK_TOKEN`` if set,
     else none. On such a cluster, listings show another principal's
     session ids as ``None``.
+
+    For a cluster serving HTTPS (a ``[tls]`` table, or ``raftlock up
+    --tls``), ``cacert`` is the CA file to trust, and only it: given,
+    every endpoint is dialed as ``https://`` (``http://`` ones and the
+    defaults too, as the CLI does with ``--cacert``). ``cert`` and ``key``
+    are the client certificate and its key for a cluster with
+    ``client_auth``; they need ``cacert``. Each ``None`` means
+    ``$RAFTLOCK_CACERT``, ``$RAFTLOCK_CERT``, ``$RAFTLOCK_KEY``. Without
+    ``cacert``, ``https://`` endpoints are checked against the system's
+    trust store. A failed handshake (a certificate not signed by the CA,
+    or the server refusing this client's) raises
+    :class:`~raftlock.errors.TlsError` at once, without retries.
     """
 
     def _setup(self) -> None:
         # trust_env=False: a proxy from the environment must not sit between
         # a lock client and the cluster (nor swallow loopback traffic).
-        self._http = httpx.Client(headers=self._headers, trust_env=False)
+        self._http = httpx.Client(headers=self._headers, verify=self._tls.verify(), trust_env=False)
         self._sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
         self._default: Optional[Session] = None
         self._default_guard = threading.Lock()
@@ -207,8 +219,9 @@ class Client(ClientBase):
     ) -> Node:
         """Creates or updates a node. With ``session`` it is ephemeral (it
         goes with the session); ``sequential`` appends a counter to the
-        name; ``expected_version`` makes the write conditional (0: must
-        not exist). Missing parents are created."""
+        name (``queue/item-`` and ``queue/item`` both give
+        ``/queue/item-0000000042``); ``expected_version`` makes the write
+        conditional (0: must not exist). Missing parents are created."""
         op = _api.put_node(path, data, session.id if session else None, sequential, expected_version)
         return session._call(op) if session else self._call(op)
 

@@ -216,6 +216,15 @@ class Unavailable(RaftlockError):
     code = "unavailable"
 
 
+class TlsError(Unavailable):
+    """The TLS handshake failed: the server's certificate is not signed by
+    the trusted CA (``cacert``), or the server refused this client's
+    certificate (or its lack of one). Nothing was applied, and it is not
+    retried: the same handshake fails again on every member."""
+
+    code = "tls"
+
+
 class ProtocolError(RaftlockError):
     """An answer this client cannot understand (not raftlock, or a version skew)."""
 
@@ -240,7 +249,7 @@ def _by_code() -> Dict[str, Type[RaftlockError]]:
         cls = pending.pop()
         found[cls.code] = cls
         pending.extend(cls.__subclasses__())
-    for local in (Unavailable, ProtocolError, SessionLost):
+    for local in (Unavailable, TlsError, ProtocolError, SessionLost):
         del found[local.code]
     return found
 

@@ -19,6 +19,7 @@
 //!   one.
 //! - Any other answer is final and mapped to a typed [`ClientError`].
 
+mod inspect;
 mod ops;
 mod sse;
 mod wire;

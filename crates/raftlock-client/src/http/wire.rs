@@ -91,7 +91,7 @@ pub(crate) struct Acquired {
 }
 
 #[derive(Deserialize)]
-struct HolderBody {
+pub(crate) struct HolderBody {
     session_id: Option<String>,
     #[serde(default)]
     owner: String,
@@ -101,6 +101,19 @@ struct HolderBody {
     fencing_token: u64,
     #[serde(default)]
     since_revision: u64,
+}
+
+impl HolderBody {
+    pub(crate) fn into_holder(self) -> Result<Holder> {
+        Ok(Holder {
+            session: self.session_id.as_deref().map(session_id).transpose()?,
+            owner: self.owner,
+            principal: self.principal,
+            node: self.node,
+            fencing_token: self.fencing_token,
+            since_revision: self.since_revision,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -123,17 +136,7 @@ pub(crate) struct LockBody {
 
 impl LockBody {
     pub fn into_state(self) -> Result<LockState> {
-        let holder = match self.holder {
-            None => None,
-            Some(h) => Some(Holder {
-                session: h.session_id.as_deref().map(session_id).transpose()?,
-                owner: h.owner,
-                principal: h.principal,
-                node: h.node,
-                fencing_token: h.fencing_token,
-                since_revision: h.since_revision,
-            }),
-        };
+        let holder = self.holder.map(HolderBody::into_holder).transpose()?;
         let waiters = self
             .waiters
             .into_iter()

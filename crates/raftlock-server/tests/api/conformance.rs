@@ -258,8 +258,10 @@ async fn every_endpoint_through_every_node() {
             "create-only CAS on an existing node",
         );
     let seq = json!({"data": "", "sequential": true});
+    // ZooKeeper's spelling, with the separator written by the client,
+    // and the short one name the same series.
     let first = c
-        .call(l, Method::PUT, "/v1/nodes/queue/item", Some(seq.clone()))
+        .call(l, Method::PUT, "/v1/nodes/queue/item-", Some(seq.clone()))
         .await;
     assert_eq!(
         first.expect(201, "sequential")["path"],
@@ -416,7 +418,6 @@ async fn every_endpoint_through_every_node() {
     for expected in [
         "raftlock_is_leader ",
         "raftlock_term ",
-        "raftlock_commit_index ",
         "raftlock_applied_index ",
         "raftlock_sessions 1",
         "raftlock_nodes ",
@@ -432,6 +433,12 @@ async fn every_endpoint_through_every_node() {
             "metrics lack {expected:?}:\n{text}"
         );
     }
+    // openraft 0.9 does not publish the commit index (RaftMetrics has the
+    // applied index only), so no gauge may claim to be it.
+    assert!(
+        !text.contains("raftlock_commit_index"),
+        "a commit-index gauge is back:\n{text}"
+    );
     let mut leaders = 0;
     for i in 0..3 {
         let text = metrics_of(i).await;

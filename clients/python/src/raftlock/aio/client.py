@@ -52,7 +52,7 @@ class AsyncClient(ClientBase):
     """
 
     def _setup(self) -> None:
-        self._http = httpx.AsyncClient(headers=self._headers, trust_env=False)
+        self._http = httpx.AsyncClient(headers=self._headers, verify=self._tls.verify(), trust_env=False)
         self._sessions: "weakref.WeakSet[AsyncSession]" = weakref.WeakSet()
         self._default: Optional[AsyncSession] = None
         self._default_guard: Optional[asyncio.Lock] = None  # made in the loop
