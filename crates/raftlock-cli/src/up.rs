@@ -206,9 +206,10 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         "  curl -s{curl_flags} -X POST {}/v1/sessions -H 'Content-Type: application/json'{bearer} -d '{{\"ttl_ms\": 10000, \"owner\": \"me\"}}'",
         endpoints[0]
     );
+    say!("  {} status{flags}", crate::rerun::command_word(&exe));
     say!(
-        "  {} status{flags}\n\nCtrl-C stops all {members}.",
-        crate::rerun::command_word(&exe)
+        "  open {}/ui (the dashboard)\n\nCtrl-C stops all {members}.",
+        endpoints[0]
     );
 
     let exited = tokio::select! {
