@@ -170,6 +170,36 @@ pub struct SledLogStore<C: RaftTypeConfig> {
     cap: MarkCap,
 }
 
+/// How long an open waits for a lock that a store of this process just
+/// dropped is still holding.
+const LOCK_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Opens the sled database, waiting up to [`LOCK_RELEASE_WAIT`] for its
+/// file lock. sled 0.34 releases the lock only when its flusher thread
+/// exits, which a dropped `Db` signals but does not wait for, so reopening
+/// a store right after dropping it (a member restarted in the same
+/// process) can find the lock still held for a few milliseconds. A lock
+/// held by a live member lasts its whole life, far past the wait, and is
+/// still refused.
+fn open_sled(config: &SledLogConfig) -> sled::Result<sled::Db> {
+    let deadline = std::time::Instant::now() + LOCK_RELEASE_WAIT;
+    loop {
+        let opened = sled::Config::new()
+            .path(&config.path)
+            .cache_capacity(config.cache_capacity_bytes)
+            .open();
+        match opened {
+            Err(sled::Error::Io(e))
+                if e.to_string().contains("could not acquire lock")
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl<C: RaftTypeConfig> SledLogStore<C> {
     /// Opens (creating if needed) the store in `config.path`.
     ///
@@ -177,14 +207,10 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
     /// start-up or from `spawn_blocking`, not from a busy async task.
     pub fn open(config: &SledLogConfig) -> Result<Self, StoreError> {
         std::fs::create_dir_all(&config.path)?;
-        let db = sled::Config::new()
-            .path(&config.path)
-            .cache_capacity(config.cache_capacity_bytes)
-            .open()
-            .map_err(|source| StoreError::Open {
-                path: config.path.clone(),
-                source: source.into(),
-            })?;
+        let db = open_sled(config).map_err(|source| StoreError::Open {
+            path: config.path.clone(),
+            source: source.into(),
+        })?;
         let refuse = |reason: String| StoreError::Refused {
             path: config.path.clone(),
             reason,
