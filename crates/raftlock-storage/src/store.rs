@@ -347,7 +347,11 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         subject: ErrorSubject<C::NodeId>,
     ) -> Result<(), StorageError<C::NodeId>> {
         self.sync.sync().await.map_err(|e| {
-            self.durable.fail();
+            let cause = match &e {
+                StoreError::Barrier(cause) => Arc::clone(cause),
+                _ => Arc::new(StoreError::SyncWorkerGone),
+            };
+            self.durable.fail(cause);
             e.into_storage(subject, ErrorVerb::Write)
         })
     }
@@ -456,7 +460,7 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
                 match (&result, last) {
                     (Ok(()), Some(index)) => durable.advance(index),
                     (Ok(()), None) => {}
-                    (Err(_), _) => durable.fail(),
+                    (Err(cause), _) => durable.fail(Arc::clone(cause)),
                 }
                 if let Some(callback) = late {
                     callback.log_io_completed(result.map_err(io::Error::other));
