@@ -140,6 +140,10 @@ mod from_node {
                     code: "storage_failed".to_string(),
                     message: text,
                 },
+                NodeError::DiskFull(_) => ClientError::Rejected {
+                    code: "disk_full".to_string(),
+                    message: text,
+                },
                 // Membership changes are not a client operation; mapped
                 // for completeness, with the API's codes.
                 NodeError::Membership(m) => {

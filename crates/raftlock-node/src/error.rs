@@ -40,6 +40,11 @@ pub enum NodeError {
     /// serve the request.
     #[error("this member's log storage failed ({0}); it accepts no writes until restarted: use another member")]
     StorageFailed(String),
+    /// This member's log disk is full (`ENOSPC`): like `StorageFailed`,
+    /// the member left the Raft group and refuses requests that need the
+    /// log; free space, then restart it. Nothing was applied.
+    #[error("this member's disk is full ({0}); it accepts no writes until space is freed and it is restarted: use another member")]
+    DiskFull(String),
 }
 
 impl NodeError {

@@ -238,7 +238,14 @@ impl Node {
         self.lifecycle.sync_stall.fail_next();
     }
 
-    /// `Err(StorageFailed)` once this node's log disk failed a durability
+    /// Fault injection for tests and harnesses: this node's next log sync
+    /// fails with `ENOSPC`, as on a full disk. Permanent like
+    /// [`Node::fail_log_sync`]; requests get `DiskFull`.
+    pub fn fail_log_sync_out_of_space(&self) {
+        self.lifecycle.sync_stall.fail_next_out_of_space();
+    }
+
+    /// `Err(StorageFailed)` (or `Err(DiskFull)`) once this node's log disk failed a durability
     /// barrier (for health checks: such a member serves nothing that needs
     /// the log until it is restarted).
     pub fn check_storage(&self) -> Result<(), crate::NodeError> {

@@ -32,10 +32,10 @@ pub(crate) async fn watch_log_storage(replica: Arc<Replica>) {
     tracing::error!(
         id = replica.id,
         error = %failure,
-        "the log disk failed a durability barrier (fsync reported an error): this member \
-         stops taking part in Raft (no writes, votes or acknowledgements; requests get \
-         storage_failed). What it acknowledged before is on a majority. Fix the disk, then \
-         restart the member"
+        "the log disk failed (a durability barrier or log write returned an error): this \
+         member stops taking part in Raft (no writes, votes or acknowledgements; requests get \
+         storage_failed, or disk_full if the disk is full). What it acknowledged before is on \
+         a majority. Fix the disk or free space, then restart the member"
     );
     // No more answers from memory as a leader: keepalives and lease checks
     // move to the next leader.

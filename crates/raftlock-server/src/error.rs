@@ -208,6 +208,7 @@ impl From<NodeError> for ApiError {
             NodeError::ShuttingDown => (S::SERVICE_UNAVAILABLE, "shutting_down"),
             NodeError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal"),
             NodeError::StorageFailed(_) => (S::SERVICE_UNAVAILABLE, "storage_failed"),
+            NodeError::DiskFull(_) => (S::SERVICE_UNAVAILABLE, "disk_full"),
             NodeError::Membership(m) => {
                 use raftlock_node::MembershipError as M;
                 match m {
@@ -283,6 +284,7 @@ mod tests {
             (NodeError::ShuttingDown, 503, "shutting_down"),
             (NodeError::Internal("x".into()), 500, "internal"),
             (NodeError::StorageFailed("x".into()), 503, "storage_failed"),
+            (NodeError::DiskFull("x".into()), 503, "disk_full"),
             (
                 raftlock_node::MembershipError::LastVoter { id: 1 }.into(),
                 409,

@@ -341,6 +341,22 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         *self.cap.lock().unwrap_or_else(|e| e.into_inner()) = cap;
     }
 
+    /// A log or vote write failed (a full disk shows up here when sled
+    /// writes its buffers out): final, like a failed barrier. sled 0.34
+    /// keeps failing every later write anyway (its "global error", reset
+    /// only when the database is reopened), and what it buffered before
+    /// may not be on disk.
+    fn write_failed(
+        &self,
+        e: StoreError,
+        subject: ErrorSubject<C::NodeId>,
+    ) -> StorageError<C::NodeId> {
+        tracing::error!(error = %e, "log write failed; every later durability request will fail");
+        let cause = Arc::new(e);
+        self.durable.fail(Arc::clone(&cause));
+        StoreError::Barrier(cause).into_storage(subject, ErrorVerb::Write)
+    }
+
     /// Waits until every write made so far is durable.
     async fn barrier(
         &self,
@@ -393,7 +409,7 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
     async fn save_vote(&mut self, vote: &Vote<C::NodeId>) -> Result<(), StorageError<C::NodeId>> {
         self.vote
             .set(vote)
-            .map_err(sto(ErrorSubject::Vote, ErrorVerb::Write))?;
+            .map_err(|e| self.write_failed(e, ErrorSubject::Vote))?;
         self.barrier(ErrorSubject::Vote).await
     }
 
@@ -445,7 +461,7 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
         let last = self
             .log
             .append::<C::Entry, C::NodeId>(entries)
-            .map_err(sto(ErrorSubject::Logs, ErrorVerb::Write))?;
+            .map_err(|e| self.write_failed(e, ErrorSubject::Logs))?;
         // ... and durable only after a barrier that started after the batch
         // above was written: the worker then advances the durable index and
         // (unless deferred) tells openraft.

@@ -12,7 +12,7 @@
 //!   barrier covers every write made before it was started, so durability
 //!   is acknowledged in write order, as openraft requires.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -41,12 +41,14 @@ pub struct SyncStats {
 
 /// Fault injection at the durability barrier: while set, the worker holds
 /// its next barrier, as if the disk hung ([`SyncStall::set`]); or the next
-/// barrier fails as if `fdatasync` returned `EIO` ([`SyncStall::fail_next`]).
+/// barrier fails as if `fdatasync` returned `EIO` ([`SyncStall::fail_next`])
+/// or `ENOSPC` ([`SyncStall::fail_next_out_of_space`]).
 /// For tests and fault-injection harnesses; a production node never sets it.
 #[derive(Clone, Default)]
 pub struct SyncStall {
     stalled: Arc<(Mutex<bool>, Condvar)>,
-    fail_next: Arc<AtomicBool>,
+    /// The `errno` the next barrier fails with; 0: none pending.
+    fail_next: Arc<AtomicI32>,
 }
 
 impl SyncStall {
@@ -61,14 +63,21 @@ impl SyncStall {
     /// running, exactly where a failed `fdatasync` is reported. Like a real
     /// failure it is sticky: every later barrier fails too.
     pub fn fail_next(&self) {
-        self.fail_next.store(true, Ordering::SeqCst);
+        self.fail_next.store(EIO, Ordering::SeqCst);
+    }
+
+    /// Makes the next barrier fail with `ENOSPC`, as a full file system
+    /// reports it to a write or an `fdatasync`; sticky like any failure.
+    pub fn fail_next_out_of_space(&self) {
+        self.fail_next.store(ENOSPC, Ordering::SeqCst);
     }
 
     /// The injected failure, if one is pending (taken once).
     fn injected_failure(&self) -> Option<StoreError> {
-        self.fail_next
-            .swap(false, Ordering::SeqCst)
-            .then(|| StoreError::Io(std::io::Error::from_raw_os_error(EIO)))
+        match self.fail_next.swap(0, Ordering::SeqCst) {
+            0 => None,
+            errno => Some(StoreError::Io(std::io::Error::from_raw_os_error(errno))),
+        }
     }
 
     /// Blocks while stalled.
@@ -84,6 +93,8 @@ impl SyncStall {
 /// `EIO`, what Linux's `fdatasync` returns when write-back failed (the
 /// same number on every Linux architecture).
 const EIO: i32 = 5;
+/// `ENOSPC`: no space left on the device.
+const ENOSPC: i32 = 28;
 
 #[derive(Default)]
 struct Counters {

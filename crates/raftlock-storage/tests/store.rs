@@ -267,3 +267,21 @@ async fn a_failed_barrier_fails_every_later_one() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A full disk fails the barrier like any I/O error, and says so: the
+/// durable index's error is recognisably "out of space".
+#[tokio::test]
+async fn a_full_disk_fails_the_barrier_and_is_named() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let config = SledLogConfig::new(dir.path()).with_deferred_durability(true);
+    let mut store = Store::open(&config)?;
+    let durable = store.durable_index();
+
+    store.sync_stall().fail_next_out_of_space();
+    store.blocking_append([put_entry(1, 1, 16)]).await?;
+    let waited = tokio::time::timeout(Duration::from_secs(10), durable.wait_for(1)).await?;
+    let err = waited.expect_err("index 1 reported durable on a full disk");
+    assert!(err.is_out_of_space(), "not named as a full disk: {err}");
+    assert!(durable.current().is_err_and(|e| e.is_out_of_space()));
+    Ok(())
+}

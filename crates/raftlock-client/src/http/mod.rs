@@ -442,10 +442,11 @@ fn error_of(status: StatusCode, body: &[u8]) -> ClientError {
     }
 }
 
-/// `storage_failed`: that member's log disk failed, and it refused the
-/// request before proposing anything; another member can serve it.
+/// `storage_failed` or `disk_full`: that member's log disk failed or is
+/// full, and it refused the request before proposing anything; another
+/// member can serve it.
 fn storage_failed(e: &ClientError) -> bool {
-    matches!(e, ClientError::Rejected { code, .. } if code == "storage_failed")
+    matches!(e, ClientError::Rejected { code, .. } if code == "storage_failed" || code == "disk_full")
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ impl Replica {
                 Err(NodeError::NoLeader) if Instant::now() < deadline => {}
                 // The leader's disk failed and it refused before proposing
                 // (nothing applied); it is stepping down: wait for the next.
-                Err(NodeError::StorageFailed(_))
+                Err(NodeError::StorageFailed(_) | NodeError::DiskFull(_))
                     if Instant::now() < deadline && self.refuse_if_storage_failed().is_ok() => {}
                 // A lost answer (e.g. a pooled connection that closed under
                 // the request) is resent only when applying twice is harmless.
