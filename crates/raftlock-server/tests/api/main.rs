@@ -6,6 +6,7 @@ mod auth;
 mod bad_input;
 mod common;
 mod conformance;
+mod disk_faults;
 mod limits;
 mod long_poll;
 mod observe;
