@@ -141,6 +141,8 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         args.ttl_ms >= 1000,
         "--ttl-ms must be at least 1000 (the cluster's session_ttl_min_ms)"
     );
+    // A default seed, not a deadline (docs/design.md, Time).
+    #[allow(clippy::disallowed_methods)]
     let seed = args.seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -136,6 +136,14 @@ mod from_node {
                 NodeError::Withdrawn => ClientError::Withdrawn(text),
                 NodeError::ShuttingDown => ClientError::ShuttingDown,
                 NodeError::Internal(_) => ClientError::Internal(text),
+                NodeError::StorageFailed(_) => ClientError::Rejected {
+                    code: "storage_failed".to_string(),
+                    message: text,
+                },
+                NodeError::DiskFull(_) => ClientError::Rejected {
+                    code: "disk_full".to_string(),
+                    message: text,
+                },
                 // Membership changes are not a client operation; mapped
                 // for completeness, with the API's codes.
                 NodeError::Membership(m) => {

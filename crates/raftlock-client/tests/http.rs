@@ -141,3 +141,38 @@ async fn cluster_and_lock_listing_are_typed() {
     assert!(client.locks("other/").await.expect("locks").is_empty());
     drop(guard);
 }
+
+/// A member whose disk is full answers `503 disk_full` having applied
+/// nothing: the client moves on to another endpoint by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fails_over_from_a_member_whose_disk_is_full() {
+    let cluster = Cluster::start(true).await;
+    let full = cluster
+        .running()
+        .find(|n| n.status().leader_id.is_some_and(|l| l != n.id()))
+        .expect("a follower")
+        .clone();
+    let mut endpoints = cluster.endpoints();
+    let full_endpoint = endpoints.remove((full.id() - 1) as usize);
+    let others = HttpClient::new(endpoints.clone()).expect("client");
+
+    full.fail_log_sync_out_of_space();
+    // A write anywhere reaches the full member's barrier.
+    others
+        .open_session("fill", Duration::from_secs(5))
+        .await
+        .expect("the other two are a majority");
+    within("the full member to notice", async {
+        while full.check_storage().is_ok() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+
+    endpoints.insert(0, full_endpoint);
+    let client = HttpClient::new(endpoints).expect("client");
+    client
+        .open_session("past-the-full-one", Duration::from_secs(5))
+        .await
+        .expect("served by another member after disk_full");
+}

@@ -34,6 +34,17 @@ pub enum NodeError {
     /// A bug or an IO failure; see the node's log.
     #[error("internal error: {0}")]
     Internal(String),
+    /// This member's log disk failed a durability barrier (`fdatasync`
+    /// returned an error): it refuses every request that needs the Raft
+    /// log until it is restarted. Nothing was applied: another member can
+    /// serve the request.
+    #[error("this member's log storage failed ({0}); it accepts no writes until restarted: use another member")]
+    StorageFailed(String),
+    /// This member's log disk is full (`ENOSPC`): like `StorageFailed`,
+    /// the member left the Raft group and refuses requests that need the
+    /// log; free space, then restart it. Nothing was applied.
+    #[error("this member's disk is full ({0}); it accepts no writes until space is freed and it is restarted: use another member")]
+    DiskFull(String),
 }
 
 impl NodeError {

@@ -36,6 +36,7 @@ mod shutdown;
 mod snapshot_file;
 mod state_machine;
 mod status;
+mod storage_watch;
 pub mod tracker;
 mod typ;
 pub mod waiters;

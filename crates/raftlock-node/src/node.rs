@@ -195,6 +195,7 @@ impl Node {
         node.spawn(crate::routes::serve(replica.clone(), listener, tls_server));
         node.spawn(crate::leader::watch_leadership(replica.clone()));
         node.spawn(crate::leader::expire_sessions(replica.clone()));
+        node.spawn(crate::storage_watch::watch_log_storage(replica.clone()));
         node.spawn(proposer::run(replica.clone(), proposals));
         node.spawn(crate::replica::membership::follow_membership(
             replica.clone(),
@@ -227,6 +228,28 @@ impl Node {
     /// state is otherwise untouched.
     pub fn stall_log_sync(&self, stalled: bool) {
         self.lifecycle.sync_stall.set(stalled);
+    }
+
+    /// Fault injection for tests and harnesses: this node's next log sync
+    /// fails as if `fdatasync` returned `EIO`. Like a real failure it is
+    /// permanent: the member leaves the Raft group and answers
+    /// `StorageFailed` until it is restarted (see `storage_watch.rs`).
+    pub fn fail_log_sync(&self) {
+        self.lifecycle.sync_stall.fail_next();
+    }
+
+    /// Fault injection for tests and harnesses: this node's next log sync
+    /// fails with `ENOSPC`, as on a full disk. Permanent like
+    /// [`Node::fail_log_sync`]; requests get `DiskFull`.
+    pub fn fail_log_sync_out_of_space(&self) {
+        self.lifecycle.sync_stall.fail_next_out_of_space();
+    }
+
+    /// `Err(StorageFailed)` (or `Err(DiskFull)`) once this node's log disk failed a durability
+    /// barrier (for health checks: such a member serves nothing that needs
+    /// the log until it is restarted).
+    pub fn check_storage(&self) -> Result<(), crate::NodeError> {
+        self.replica.refuse_if_storage_failed()
     }
 
     /// Fault injection for tests: cut (or restore) this node's outgoing

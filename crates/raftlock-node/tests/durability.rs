@@ -14,8 +14,8 @@ mod common;
 use std::time::Duration;
 
 use common::{eventually, settings, Cluster, WAIT};
-use raftlock_node::core::QueueKind;
-use raftlock_node::Node;
+use raftlock_node::core::{CoreError, QueueKind};
+use raftlock_node::{Consistency, Node, NodeError};
 
 /// How long a stalled state is watched for a wrong commit.
 const HELD: Duration = Duration::from_millis(400);
@@ -143,5 +143,164 @@ async fn followers_acknowledge_entries_only_once_durable() {
         .expect("granted once a follower's disk has it");
     followers[1].stall_log_sync(false);
     every_member_applies_what_the_leader_wrote(&cluster, &leader).await;
+    cluster.shutdown().await;
+}
+
+/// A leader whose `fdatasync` fails (`Node::fail_log_sync`) never answers a
+/// write as done: the write in flight ends as `storage_failed`, `no_leader`
+/// or `outcome_unknown`, later requests there get `StorageFailed`, the
+/// other two elect a new leader and keep serving, and what was acknowledged
+/// before the failure is still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_fsync_fails_steps_down_and_acknowledges_nothing() {
+    leader_disk_fault(Node::fail_log_sync, |e| {
+        matches!(e, NodeError::StorageFailed(_))
+    })
+    .await;
+}
+
+/// The same with a full disk (`ENOSPC`) on the leader: refused as `DiskFull`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_disk_fills_up_steps_down_and_acknowledges_nothing() {
+    leader_disk_fault(Node::fail_log_sync_out_of_space, |e| {
+        matches!(e, NodeError::DiskFull(_))
+    })
+    .await;
+}
+
+/// Injects `fault` on the leader's next log sync; `refusal` recognises the
+/// error the member answers afterwards.
+async fn leader_disk_fault(fault: fn(&Node), refusal: fn(&NodeError) -> bool) {
+    let cluster = Cluster::start(3, settings()).await;
+    let failed_id = cluster.leader().await;
+    let failed = cluster.node(failed_id).clone();
+    let others: Vec<Node> = cluster
+        .running()
+        .filter(|n| n.id() != failed_id)
+        .cloned()
+        .collect();
+    let session = failed
+        .open_session("fsync", Duration::from_secs(30))
+        .await
+        .expect("open");
+    failed
+        .acquire(QueueKind::Lock, "before", session.id, vec![], WAIT)
+        .await
+        .expect("acknowledged before the failure");
+
+    fault(&failed);
+    let during = failed
+        .acquire(QueueKind::Lock, "during", session.id, vec![], WAIT)
+        .await;
+    assert!(
+        matches!(
+            during,
+            Err(NodeError::NoLeader | NodeError::OutcomeUnknown(_))
+        ) || during.as_ref().is_err_and(refusal),
+        "a write whose barrier failed was answered {during:?}"
+    );
+
+    // Every later request that needs the log is refused, and says why.
+    let after = failed
+        .acquire(QueueKind::Lock, "after", session.id, vec![], WAIT)
+        .await;
+    assert!(
+        after.as_ref().is_err_and(refusal),
+        "after the failure: {after:?}"
+    );
+    let read = failed.read(Consistency::Linearizable, |_| ()).await;
+    assert!(
+        read.as_ref().is_err_and(refusal),
+        "a linearizable read on the failed member: {read:?}"
+    );
+
+    // The other two elect a leader among themselves and serve writes.
+    eventually("the others to elect a new leader", WAIT, || {
+        let leaders: Vec<_> = others.iter().map(|n| n.status().leader_id).collect();
+        leaders[0].is_some_and(|l| l != failed_id) && leaders[0] == leaders[1]
+    })
+    .await;
+    let new_leader = others[0].clone();
+    let fresh = new_leader
+        .open_session("after-failover", Duration::from_secs(30))
+        .await
+        .expect("the new leader serves");
+    new_leader
+        .acquire(QueueKind::Lock, "after", fresh.id, vec![], WAIT)
+        .await
+        .expect("the new leader grants a free lock");
+
+    // The lock acknowledged before the failure is still held by its session.
+    let taken = new_leader
+        .acquire(QueueKind::Lock, "before", fresh.id, vec![], Duration::ZERO)
+        .await;
+    match taken {
+        Err(NodeError::Core(CoreError::LockHeld { holder, .. })) => assert_eq!(holder, session.id),
+        other => panic!("the lock granted before the failure was lost: {other:?}"),
+    }
+    cluster.shutdown().await;
+}
+
+/// A follower whose disk fills up (`ENOSPC`, injected at the barrier)
+/// leaves the Raft group and answers `DiskFull`; the leader and the other
+/// follower keep serving writes and reads, and a lock held across the
+/// fault stays held by its session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_whose_disk_fills_up_refuses_writes_and_the_cluster_serves_on() {
+    let cluster = Cluster::start(3, settings()).await;
+    let leader_id = cluster.leader().await;
+    let leader = cluster.node(leader_id).clone();
+    let full = cluster
+        .running()
+        .find(|n| n.id() != leader_id)
+        .expect("a follower")
+        .clone();
+    let session = leader
+        .open_session("disk-full", Duration::from_secs(30))
+        .await
+        .expect("open");
+    leader
+        .acquire(QueueKind::Lock, "held", session.id, vec![], WAIT)
+        .await
+        .expect("held before the disk fills");
+
+    full.fail_log_sync_out_of_space();
+    // The next entry reaches the follower's barrier, which fails.
+    leader
+        .acquire(QueueKind::Lock, "while-full", session.id, vec![], WAIT)
+        .await
+        .expect("the leader and the other follower are a majority");
+    eventually("the full follower to notice", WAIT, || {
+        full.check_storage().is_err()
+    })
+    .await;
+    let refused = full
+        .acquire(QueueKind::Lock, "on-the-full-one", session.id, vec![], WAIT)
+        .await;
+    assert!(
+        matches!(refused, Err(NodeError::DiskFull(_))),
+        "a write on the full member: {refused:?}"
+    );
+
+    // Writes and linearizable reads go on; the held lock is still held.
+    leader
+        .acquire(QueueKind::Lock, "after", session.id, vec![], WAIT)
+        .await
+        .expect("writes go on");
+    leader
+        .read(Consistency::Linearizable, |_| ())
+        .await
+        .expect("reads go on");
+    let other = leader
+        .open_session("other", Duration::from_secs(30))
+        .await
+        .expect("open");
+    let taken = leader
+        .acquire(QueueKind::Lock, "held", other.id, vec![], Duration::ZERO)
+        .await;
+    match taken {
+        Err(NodeError::Core(CoreError::LockHeld { holder, .. })) => assert_eq!(holder, session.id),
+        other => panic!("the lock held across the fault was lost: {other:?}"),
+    }
     cluster.shutdown().await;
 }

@@ -177,6 +177,9 @@ async fn cluster(State(app): State<AppState>) -> Json<Cluster> {
 /// or `not_caught_up`, for load balancers.
 async fn health(State(app): State<AppState>) -> Result<Json<Health>, ApiError> {
     refuse_if_replaced(&app)?;
+    // Raft stopped on this member when its disk failed: its last view of
+    // the leader would look healthy.
+    app.node.check_storage()?;
     let status = app.node.status();
     if status.leader_id.is_none() {
         return Err(raftlock_node::NodeError::NoLeader.into());

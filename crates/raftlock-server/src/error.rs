@@ -207,6 +207,8 @@ impl From<NodeError> for ApiError {
             NodeError::Withdrawn => (S::CONFLICT, "withdrawn"),
             NodeError::ShuttingDown => (S::SERVICE_UNAVAILABLE, "shutting_down"),
             NodeError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal"),
+            NodeError::StorageFailed(_) => (S::SERVICE_UNAVAILABLE, "storage_failed"),
+            NodeError::DiskFull(_) => (S::SERVICE_UNAVAILABLE, "disk_full"),
             NodeError::Membership(m) => {
                 use raftlock_node::MembershipError as M;
                 match m {
@@ -281,6 +283,8 @@ mod tests {
             (NodeError::Withdrawn, 409, "withdrawn"),
             (NodeError::ShuttingDown, 503, "shutting_down"),
             (NodeError::Internal("x".into()), 500, "internal"),
+            (NodeError::StorageFailed("x".into()), 503, "storage_failed"),
+            (NodeError::DiskFull("x".into()), 503, "disk_full"),
             (
                 raftlock_node::MembershipError::LastVoter { id: 1 }.into(),
                 409,

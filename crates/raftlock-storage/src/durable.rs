@@ -28,12 +28,12 @@ use tokio::sync::watch;
 use crate::error::StoreError;
 
 /// The index below which (inclusive) every entry present in the log is
-/// durable, or the fact that a durability barrier failed (after which
-/// nothing will ever be durable again: see the sync worker).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// durable, or the failure of a durability barrier or log write (after
+/// which nothing will ever be durable again: see the sync worker).
+#[derive(Debug, Clone)]
 enum Watermark {
     Upto(u64),
-    Failed,
+    Failed(Arc<StoreError>),
 }
 
 /// Shared view of the log's durable prefix. Cheap to clone.
@@ -58,9 +58,9 @@ impl DurableIndex {
 
     /// The greatest index known durable, or the barrier failure.
     pub fn current(&self) -> Result<u64, StoreError> {
-        match *self.tx.borrow() {
-            Watermark::Upto(index) => Ok(index),
-            Watermark::Failed => Err(failed()),
+        match &*self.tx.borrow() {
+            Watermark::Upto(index) => Ok(*index),
+            Watermark::Failed(cause) => Err(failed(cause)),
         }
     }
 
@@ -73,15 +73,15 @@ impl DurableIndex {
         let reached = rx
             .wait_for(|w| match w {
                 Watermark::Upto(durable) => *durable >= index,
-                Watermark::Failed => true,
+                Watermark::Failed(_) => true,
             })
             .await
-            .map(|w| *w);
+            .map(|w| w.clone());
         match reached {
             Ok(Watermark::Upto(_)) => Ok(()),
-            // The sender lives as long as any handle, ours included, so
-            // only a failure ends the wait otherwise.
-            Ok(Watermark::Failed) | Err(_) => Err(failed()),
+            Ok(Watermark::Failed(cause)) => Err(failed(&cause)),
+            // The sender lives as long as any handle, ours included.
+            Err(_) => Err(failed(&Arc::new(StoreError::SyncWorkerGone))),
         }
     }
 
@@ -108,14 +108,26 @@ impl DurableIndex {
         });
     }
 
-    /// A barrier failed: nothing more will become durable.
-    pub(crate) fn fail(&self) {
-        self.tx.send_replace(Watermark::Failed);
+    /// A barrier or a log write failed with `cause`: nothing more will
+    /// become durable. The first cause is kept.
+    pub(crate) fn fail(&self, cause: Arc<StoreError>) {
+        self.tx.send_if_modified(|w| match w {
+            Watermark::Upto(_) => {
+                *w = Watermark::Failed(cause);
+                true
+            }
+            Watermark::Failed(_) => false,
+        });
     }
 }
 
-fn failed() -> StoreError {
-    StoreError::Barrier(Arc::new(StoreError::SyncWorkerGone))
+/// The error reported for a failed index: the cause, as the barrier that
+/// met it reported it.
+fn failed(cause: &Arc<StoreError>) -> StoreError {
+    match &**cause {
+        StoreError::Barrier(inner) => StoreError::Barrier(Arc::clone(inner)),
+        _ => StoreError::Barrier(Arc::clone(cause)),
+    }
 }
 
 #[cfg(test)]
@@ -158,7 +170,7 @@ mod tests {
             let durable = durable.clone();
             async move { durable.wait_for(1).await }
         });
-        durable.fail();
+        durable.fail(Arc::new(StoreError::SyncWorkerGone));
         assert!(waiter.await.expect("join").is_err());
         assert!(durable.wait_for(0).await.is_err());
         durable.advance(9);

@@ -201,6 +201,23 @@ impl From<sled::Error> for StoreError {
 }
 
 impl StoreError {
+    /// True when the file system is full (`ENOSPC`) or the quota is
+    /// exhausted (`EDQUOT`), here or in the failure this one wraps.
+    pub fn is_out_of_space(&self) -> bool {
+        const ENOSPC: i32 = 28;
+        const EDQUOT: i32 = 122;
+        let full = |e: &io::Error| matches!(e.raw_os_error(), Some(ENOSPC | EDQUOT));
+        match self {
+            StoreError::Io(e) => full(e),
+            StoreError::Engine(EngineError(sled::Error::Io(e))) => full(e),
+            StoreError::Open { source, .. } => {
+                matches!(&source.0, sled::Error::Io(e) if full(e))
+            }
+            StoreError::Barrier(inner) => inner.is_out_of_space(),
+            _ => false,
+        }
+    }
+
     /// Wraps this error into openraft's error type, naming what was being
     /// done to what, so openraft's log line says where storage failed.
     pub fn into_storage<NID: NodeId>(

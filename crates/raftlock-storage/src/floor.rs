@@ -347,8 +347,8 @@ impl<C: RaftTypeConfig> FloorTarget for LogHead<C> {
             // fails every later durability wait, as any failed barrier does.
             let durable = self.durable.clone();
             self.sync.submit(Box::new(move |result| {
-                if result.is_err() {
-                    durable.fail();
+                if let Err(cause) = result {
+                    durable.fail(cause);
                 }
             }))?;
         }

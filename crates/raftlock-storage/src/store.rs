@@ -367,13 +367,33 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         *self.cap.lock().unwrap_or_else(|e| e.into_inner()) = cap;
     }
 
+    /// A log or vote write failed (a full disk shows up here when sled
+    /// writes its buffers out): final, like a failed barrier. sled 0.34
+    /// keeps failing every later write anyway (its "global error", reset
+    /// only when the database is reopened), and what it buffered before
+    /// may not be on disk.
+    fn write_failed(
+        &self,
+        e: StoreError,
+        subject: ErrorSubject<C::NodeId>,
+    ) -> StorageError<C::NodeId> {
+        tracing::error!(error = %e, "log write failed; every later durability request will fail");
+        let cause = Arc::new(e);
+        self.durable.fail(Arc::clone(&cause));
+        StoreError::Barrier(cause).into_storage(subject, ErrorVerb::Write)
+    }
+
     /// Waits until every write made so far is durable.
     async fn barrier(
         &self,
         subject: ErrorSubject<C::NodeId>,
     ) -> Result<(), StorageError<C::NodeId>> {
         self.sync.sync().await.map_err(|e| {
-            self.durable.fail();
+            let cause = match &e {
+                StoreError::Barrier(cause) => Arc::clone(cause),
+                _ => Arc::new(StoreError::SyncWorkerGone),
+            };
+            self.durable.fail(cause);
             e.into_storage(subject, ErrorVerb::Write)
         })
     }
@@ -415,7 +435,7 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
     async fn save_vote(&mut self, vote: &Vote<C::NodeId>) -> Result<(), StorageError<C::NodeId>> {
         self.vote
             .set(vote)
-            .map_err(sto(ErrorSubject::Vote, ErrorVerb::Write))?;
+            .map_err(|e| self.write_failed(e, ErrorSubject::Vote))?;
         self.barrier(ErrorSubject::Vote).await
     }
 
@@ -467,7 +487,7 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
         let last = self
             .log
             .append::<C::Entry, C::NodeId>(entries)
-            .map_err(sto(ErrorSubject::Logs, ErrorVerb::Write))?;
+            .map_err(|e| self.write_failed(e, ErrorSubject::Logs))?;
         // ... and durable only after a barrier that started after the batch
         // above was written: the worker then advances the durable index and
         // (unless deferred) tells openraft.
@@ -482,7 +502,7 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
                 match (&result, last) {
                     (Ok(()), Some(index)) => durable.advance(index),
                     (Ok(()), None) => {}
-                    (Err(_), _) => durable.fail(),
+                    (Err(cause), _) => durable.fail(Arc::clone(cause)),
                 }
                 if let Some(callback) = late {
                     callback.log_io_completed(result.map_err(io::Error::other));

@@ -12,7 +12,7 @@
 //!   barrier covers every write made before it was started, so durability
 //!   is acknowledged in write order, as openraft requires.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -39,12 +39,16 @@ pub struct SyncStats {
     pub requests: u64,
 }
 
-/// Fault injection: while set, the worker holds its next barrier, as if
-/// the disk hung. For tests and fault-injection harnesses; a production
-/// node never sets it.
+/// Fault injection at the durability barrier: while set, the worker holds
+/// its next barrier, as if the disk hung ([`SyncStall::set`]); or the next
+/// barrier fails as if `fdatasync` returned `EIO` ([`SyncStall::fail_next`])
+/// or `ENOSPC` ([`SyncStall::fail_next_out_of_space`]).
+/// For tests and fault-injection harnesses; a production node never sets it.
 #[derive(Clone, Default)]
 pub struct SyncStall {
     stalled: Arc<(Mutex<bool>, Condvar)>,
+    /// The `errno` the next barrier fails with; 0: none pending.
+    fail_next: Arc<AtomicI32>,
 }
 
 impl SyncStall {
@@ -53,6 +57,27 @@ impl SyncStall {
         let (flag, changed) = &*self.stalled;
         *flag.lock().unwrap_or_else(|e| e.into_inner()) = stalled;
         changed.notify_all();
+    }
+
+    /// Makes the next barrier fail with an I/O error (`EIO`) instead of
+    /// running, exactly where a failed `fdatasync` is reported. Like a real
+    /// failure it is sticky: every later barrier fails too.
+    pub fn fail_next(&self) {
+        self.fail_next.store(EIO, Ordering::SeqCst);
+    }
+
+    /// Makes the next barrier fail with `ENOSPC`, as a full file system
+    /// reports it to a write or an `fdatasync`; sticky like any failure.
+    pub fn fail_next_out_of_space(&self) {
+        self.fail_next.store(ENOSPC, Ordering::SeqCst);
+    }
+
+    /// The injected failure, if one is pending (taken once).
+    fn injected_failure(&self) -> Option<StoreError> {
+        match self.fail_next.swap(0, Ordering::SeqCst) {
+            0 => None,
+            errno => Some(StoreError::Io(std::io::Error::from_raw_os_error(errno))),
+        }
     }
 
     /// Blocks while stalled.
@@ -64,6 +89,12 @@ impl SyncStall {
         }
     }
 }
+
+/// `EIO`, what Linux's `fdatasync` returns when write-back failed (the
+/// same number on every Linux architecture).
+const EIO: i32 = 5;
+/// `ENOSPC`: no space left on the device.
+const ENOSPC: i32 = 28;
 
 #[derive(Default)]
 struct Counters {
@@ -164,7 +195,11 @@ fn run(mut barrier: Barrier, rx: &mpsc::Receiver<Waiter>, counters: &Counters, s
 
         let result = match &failed {
             Some(err) => Err(Arc::clone(err)),
-            None => barrier.sync().map_err(|err| {
+            None => match stall.injected_failure() {
+                Some(injected) => Err(injected),
+                None => barrier.sync(),
+            }
+            .map_err(|err| {
                 tracing::error!(error = %err, "log durability barrier failed; every later durability request will fail");
                 let err = Arc::new(err);
                 failed = Some(Arc::clone(&err));

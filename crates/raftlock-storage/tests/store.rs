@@ -222,3 +222,66 @@ async fn deferred_durability_reports_through_the_durable_index() -> anyhow::Resu
     assert_eq!(reopened.durable_index().current()?, 5);
     Ok(())
 }
+
+/// A failed `fdatasync` is never retried as if the data were safe (after
+/// one, Linux may have dropped the dirty pages): the durable index fails
+/// instead of advancing, and every later barrier, vote included, fails too.
+#[tokio::test]
+async fn a_failed_barrier_fails_every_later_one() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let config = SledLogConfig::new(dir.path()).with_deferred_durability(true);
+    let mut store = Store::open(&config)?;
+    let durable = store.durable_index();
+    let bounded = Duration::from_secs(10);
+
+    store
+        .blocking_append((1..=3).map(|i| put_entry(1, i, 16)))
+        .await?;
+    tokio::time::timeout(bounded, durable.wait_for(3)).await??;
+
+    store.sync_stall().fail_next();
+    store.blocking_append([put_entry(1, 4, 16)]).await?;
+    let waited = tokio::time::timeout(bounded, durable.wait_for(4)).await?;
+    assert!(
+        waited.is_err(),
+        "index 4 reported durable after a failed barrier"
+    );
+    assert!(
+        durable.current().is_err(),
+        "the durable index must stay failed"
+    );
+
+    // The injection was used up: only the sticky failure fails these.
+    let vote = store.save_vote(&Vote::new(2, 1)).await;
+    assert!(
+        vote.is_err(),
+        "a vote was reported saved after a failed barrier"
+    );
+    store.blocking_append([put_entry(1, 5, 16)]).await?;
+    assert!(tokio::time::timeout(bounded, durable.wait_for(5))
+        .await?
+        .is_err());
+    assert!(
+        durable.wait_for(3).await.is_err(),
+        "a failure is final, even for indexes durable before it"
+    );
+    Ok(())
+}
+
+/// A full disk fails the barrier like any I/O error, and says so: the
+/// durable index's error is recognisably "out of space".
+#[tokio::test]
+async fn a_full_disk_fails_the_barrier_and_is_named() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let config = SledLogConfig::new(dir.path()).with_deferred_durability(true);
+    let mut store = Store::open(&config)?;
+    let durable = store.durable_index();
+
+    store.sync_stall().fail_next_out_of_space();
+    store.blocking_append([put_entry(1, 1, 16)]).await?;
+    let waited = tokio::time::timeout(Duration::from_secs(10), durable.wait_for(1)).await?;
+    let err = waited.expect_err("index 1 reported durable on a full disk");
+    assert!(err.is_out_of_space(), "not named as a full disk: {err}");
+    assert!(durable.current().is_err_and(|e| e.is_out_of_space()));
+    Ok(())
+}

@@ -324,6 +324,9 @@ impl HttpClient {
                 }
                 Attempt::Answer(status, body) => match error_of(status, &body) {
                     ClientError::NoLeader(m) => last = ClientError::NoLeader(m),
+                    // That member's disk failed and it refused before
+                    // proposing (nothing applied): another member serves.
+                    e if storage_failed(&e) => last = e,
                     // A node going down may have applied it: resend elsewhere.
                     e @ (ClientError::OutcomeUnknown(_)
                     | ClientError::Internal(_)
@@ -408,7 +411,8 @@ impl HttpClient {
                     match error_of(status, &body) {
                         e if e.is_transient()
                             || e.outcome_unknown()
-                            || e == ClientError::ShuttingDown =>
+                            || e == ClientError::ShuttingDown
+                            || storage_failed(&e) =>
                         {
                             last = e
                         }
@@ -437,6 +441,13 @@ fn error_of(status: StatusCode, body: &[u8]) -> ClientError {
             }
         }
     }
+}
+
+/// `storage_failed` or `disk_full`: that member's log disk failed or is
+/// full, and it refused the request before proposing anything; another
+/// member can serve it.
+fn storage_failed(e: &ClientError) -> bool {
+    matches!(e, ClientError::Rejected { code, .. } if code == "storage_failed" || code == "disk_full")
 }
 
 #[cfg(test)]

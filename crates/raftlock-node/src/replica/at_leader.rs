@@ -86,10 +86,15 @@ impl Replica {
         Fut: Future<Output = Result<T, NodeError>>,
     {
         self.refuse_if_replaced()?;
+        self.refuse_if_storage_failed()?;
         let deadline = Instant::now() + self.leader_wait();
         loop {
             match attempt().await {
                 Err(NodeError::NoLeader) if Instant::now() < deadline => {}
+                // The leader's disk failed and it refused before proposing
+                // (nothing applied); it is stepping down: wait for the next.
+                Err(NodeError::StorageFailed(_) | NodeError::DiskFull(_))
+                    if Instant::now() < deadline && self.refuse_if_storage_failed().is_ok() => {}
                 // A lost answer (e.g. a pooled connection that closed under
                 // the request) is resent only when applying twice is harmless.
                 Err(NodeError::OutcomeUnknown(_)) if idempotent && Instant::now() < deadline => {}
@@ -111,6 +116,9 @@ impl Replica {
 
     /// Answers `request` as the leader (the internal route's handler too).
     pub async fn answer_here(&self, request: LeaderRequest) -> Result<LeaderAnswer, NodeError> {
+        // A leader whose disk failed could not make the write durable, and
+        // must not confirm reads or keepalives from a state it is leaving.
+        self.refuse_if_storage_failed()?;
         match request {
             LeaderRequest::Write(proposal) => {
                 let (index, reply) = self.write_here(proposal).await?;
@@ -196,6 +204,7 @@ impl Replica {
     /// Proposes `proposal` on this node, which must be the leader, and
     /// waits for it to be committed and applied, at most the leader wait.
     pub async fn write_here(&self, proposal: Proposal) -> Result<(u64, Reply), NodeError> {
+        self.refuse_if_storage_failed()?;
         if self.leadership_lapsed() {
             // Cut off from the quorum: refuse before appending anything, so
             // the caller may retry elsewhere.

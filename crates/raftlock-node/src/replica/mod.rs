@@ -196,6 +196,20 @@ impl Replica {
         }
     }
 
+    /// `StorageFailed` (`DiskFull` for `ENOSPC`) once a durability barrier
+    /// or a write of this member's log failed: nothing this member writes can be trusted to be on disk
+    /// any more (the failure is sticky, see `raftlock_storage::DurableIndex`),
+    /// so it takes part in no write, read index or keepalive.
+    pub(crate) fn refuse_if_storage_failed(&self) -> Result<(), NodeError> {
+        self.durable.current().map(|_| ()).map_err(|e| {
+            if e.is_out_of_space() {
+                NodeError::DiskFull(e.to_string())
+            } else {
+                NodeError::StorageFailed(e.to_string())
+            }
+        })
+    }
+
     pub fn is_initialized_now(&self) -> bool {
         self.raft
             .metrics()

@@ -7,6 +7,7 @@ mod bad_input;
 mod common;
 mod conformance;
 mod dashboard;
+mod disk_faults;
 mod limits;
 mod long_poll;
 mod observe;
