@@ -24,7 +24,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use raftlock_tls::rustls::ServerConfig;
-use raftlock_tls::{TlsConnection, TlsIncoming};
+use raftlock_tls::{accept_failed, TlsConnection, TlsIncoming};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::ApiError;
@@ -117,21 +117,6 @@ fn spawn_connection<S>(
             tracing::debug!(%peer, "connection ended: {e}");
         }
     });
-}
-
-/// An accept error either concerns one connection (skip it) or the
-/// listener (out of file descriptors: pause instead of spinning), as
-/// `axum::serve` does.
-async fn accept_failed(error: std::io::Error) {
-    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(
-        error.kind(),
-        ConnectionAborted | ConnectionRefused | ConnectionReset
-    ) {
-        return;
-    }
-    tracing::warn!("cannot accept a connection: {error}; pausing 1 s");
-    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// How a request body must arrive: its size and time budget.

@@ -117,8 +117,9 @@ async fn accept_loop(
 }
 
 /// An accept error either concerns one connection (skip it) or the
-/// listener (out of file descriptors: pause instead of spinning).
-async fn accept_failed(error: std::io::Error) {
+/// listener (out of file descriptors: pause instead of spinning), as
+/// `axum::serve` does. Shared by every accept loop, plain or TLS.
+pub async fn accept_failed(error: std::io::Error) {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
     if matches!(
         error.kind(),

@@ -22,7 +22,7 @@ mod settings;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use accept::{TlsConnection, TlsIncoming};
+pub use accept::{accept_failed, TlsConnection, TlsIncoming};
 pub use configs::{api_server_config, client_config, member_client_config, member_server_config};
 pub use pem::{load_certs, load_key, load_roots};
 pub use rustls;
