@@ -117,8 +117,10 @@ func (c Config) withDefaults() Config {
 // and moves on to the next only when that one fails. A request that was
 // never delivered (connection refused, connect timeout) or was answered
 // no_leader or shutting_down changed nothing and is retried on the next
-// endpoint after a backoff. A request whose answer was lost after it was
-// sent (timeout, reset, outcome_unknown) is resent too, as every session,
+// endpoint after a backoff; so is one answered storage_failed, disk_full
+// or member_replaced by a member that cannot serve. A request whose
+// answer was lost after it was sent (timeout, reset, outcome_unknown) is
+// resent too, as every session,
 // lock and election request is safe to resend (an acquire or campaign of
 // the same session returns the same node; release, resign and close aim
 // at a state a second try reaches too); node writes (PutNode, DeleteNode)
@@ -328,7 +330,8 @@ attempts:
 		}
 		e := errorOf(status, body)
 		switch e.Code {
-		case CodeNoLeader:
+		case CodeNoLeader, CodeStorageFailed, CodeDiskFull, CodeMemberReplaced:
+			// Refused before anything was proposed: another member may serve.
 			failed(e, false)
 			continue
 		case CodeOutcomeUnknown, CodeInternal, CodeShuttingDown:

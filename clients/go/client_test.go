@@ -153,6 +153,26 @@ func TestFailoverIsSticky(t *testing.T) {
 	}
 }
 
+// A member that cannot serve (its disk failed or filled up, or it was
+// replaced) refused before proposing anything: the client moves on.
+func TestAMemberThatCannotServeIsPassedOver(t *testing.T) {
+	for _, code := range []string{CodeStorageFailed, CodeDiskFull, CodeMemberReplaced} {
+		broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			apiErr(w, 503, code)
+		}))
+		healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 200, map[string]interface{}{"node_id": 2})
+		}))
+		c := newClient(t, []string{broken.URL, healthy.URL}, fast)
+		st, err := c.Cluster(context.Background())
+		broken.Close()
+		healthy.Close()
+		if err != nil || st.NodeID != 2 || c.preferred != 1 {
+			t.Fatalf("%s on the first member: %v, answered by %v, preferred %d", code, err, st, c.preferred)
+		}
+	}
+}
+
 func TestNoLeaderIsRetriedThenReported(t *testing.T) {
 	var mu sync.Mutex
 	calls, failFirst := 0, 2

@@ -31,6 +31,11 @@ const (
 	CodeShuttingDown         = "shutting_down"
 	CodeNotCaughtUp          = "not_caught_up"
 	CodeInternal             = "internal"
+	// A member that cannot serve refuses before proposing anything
+	// (docs/api.md); the client moves on to another member.
+	CodeStorageFailed  = "storage_failed"
+	CodeDiskFull       = "disk_full"
+	CodeMemberReplaced = "member_replaced"
 
 	// CodeUnavailable is the client's own: no endpoint could be reached,
 	// so the request was never delivered and nothing changed.

@@ -9,7 +9,9 @@ drive the same plan with their own sockets, so both follow one policy:
   next one, for this attempt and for later calls.
 - An attempt that was never delivered (connection refused, connect
   timeout) or answered ``no_leader`` changed nothing: retry elsewhere after
-  a jittered backoff.
+  a jittered backoff. So did one answered by a member that cannot serve
+  (``storage_failed``, ``disk_full``, ``member_replaced``: it refuses
+  before proposing anything): move on to another member.
 - An attempt whose answer was lost after sending (timeout, dropped
   connection, ``outcome_unknown``, ``shutting_down``, ``internal``) may
   have been applied. It is resent only if the call says that is safe
@@ -157,7 +159,7 @@ def plan(
             endpoints.prefer(index)
             return outcome
         error = from_answer(outcome.status, outcome.body) if isinstance(outcome, Answer) else None
-        if error is not None and not isinstance(error, NoLeader) and not error.outcome_unknown:
+        if error is not None and not _changed_nothing(error) and not error.outcome_unknown:
             endpoints.prefer(index)  # a definite answer: this member works
             if unknown is not None and isinstance(error, call.gone_is_done):
                 return Answer(204, b"")
@@ -167,13 +169,24 @@ def plan(
             last = Unavailable(f"{url}: {outcome.why}")
         elif isinstance(outcome, Lost):
             unknown = _unknown(call, f"{url}: {outcome.why}")
-        elif isinstance(error, NoLeader):
+        elif error is not None and _changed_nothing(error):
             last = error
         elif error is not None:
             unknown = _unknown(call, f"{url}: {error}", error)
     if unknown is not None:
         raise OutcomeUnknown(unknown)
     raise last
+
+
+# Answers of a member that cannot serve right now and refused before
+# proposing anything (docs/api.md): another member may serve.
+_MEMBER_CANNOT_SERVE = frozenset({"storage_failed", "disk_full", "member_replaced"})
+
+
+def _changed_nothing(error: RaftlockError) -> bool:
+    """Whether ``error`` says the request changed nothing and another
+    member may answer it."""
+    return isinstance(error, NoLeader) or error.code in _MEMBER_CANNOT_SERVE
 
 
 def _unknown(call: Call, why: str, error: Optional[RaftlockError] = None) -> str:
