@@ -110,17 +110,6 @@ fn main() -> ExitCode {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    /// clap checks a command's definition only when that subcommand is
-    /// parsed: check them all at once.
-    #[test]
-    fn every_subcommand_is_well_formed() {
-        use clap::CommandFactory;
-        super::Cli::command().debug_assert();
-    }
-}
-
 /// Logs to stderr; `RUST_LOG` overrides the default level.
 pub(crate) fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -139,4 +128,15 @@ pub(crate) fn display_path(path: &std::path::Path) -> PathBuf {
     std::env::current_dir()
         .map(|d| d.join(path))
         .unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap checks a command's definition only when that subcommand is
+    /// parsed: check them all at once.
+    #[test]
+    fn every_subcommand_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
 }
