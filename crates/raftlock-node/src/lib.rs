@@ -12,6 +12,8 @@
 //! of the application form the cluster. The HTTP API crate serves the same
 //! operations to other languages.
 
+#![warn(missing_docs)]
+
 mod acquire;
 mod backup;
 mod config;

@@ -43,21 +43,33 @@ struct Lifecycle {
 /// Why a node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The configuration cannot start a node.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The Raft port could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
+        /// The address to bind.
         addr: String,
+        /// Why binding failed.
         source: std::io::Error,
     },
+    /// The log store could not be opened.
     #[error("data directory {path}: {message}")]
-    Storage { path: String, message: String },
+    Storage {
+        /// The data directory.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// openraft refused to start (its message).
     #[error("raft: {0}")]
     Raft(String),
     /// The data directory's identity file is damaged, missing or another
     /// member's; the message names the fix.
     #[error("{0}")]
     Identity(String),
+    /// The `[tls]` table's files could not be loaded.
     #[error("[tls]: {0}")]
     Tls(#[from] raftlock_tls::TlsError),
 }

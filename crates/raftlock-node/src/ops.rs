@@ -26,8 +26,12 @@ pub enum Consistency {
 /// A granted lock or won election.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grant {
+    /// The session's queue node (`/locks/{name}/lock-…`), now the holder.
     pub node: String,
+    /// The grant's fencing token: larger than every earlier grant's of the
+    /// same lock (docs/design.md).
     pub fencing_token: u64,
+    /// The session that holds it.
     pub session: SessionId,
     /// Revision at which the grant happened.
     pub since_revision: u64,
@@ -36,7 +40,9 @@ pub struct Grant {
 /// A session as opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenedSession {
+    /// The new session's id.
     pub id: SessionId,
+    /// Its TTL as granted, in milliseconds.
     pub ttl_ms: u64,
 }
 
@@ -53,6 +59,7 @@ pub struct NodeCounters {
     /// for its clients' writes, and the commands they carried:
     /// `proposed_commands / proposals` is the batching factor.
     pub proposals: u64,
+    /// Commands carried by those proposals.
     pub proposed_commands: u64,
     /// Snapshots installed from the leader since start. Each replaced the
     /// whole state without per-node effects: whoever follows
