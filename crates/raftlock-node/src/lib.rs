@@ -37,6 +37,7 @@ mod routes;
 mod shutdown;
 mod snapshot_file;
 mod state_machine;
+mod stats;
 mod status;
 mod storage_watch;
 pub mod tracker;
