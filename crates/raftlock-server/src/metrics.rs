@@ -1,6 +1,9 @@
 //! `GET /metrics`: Prometheus text format from a small hand-rolled
-//! registry (a full metrics crate would cost more compile time than the
-//! dozen series here are worth).
+//! registry. It was kept hand-written for compile time; measured on this
+//! project's machine, `prometheus-client` 0.24.1 with its new dependencies
+//! builds in 1.4 s, so that reason does not hold, and moving these series
+//! to it (OpenMetrics output, collectors for the scrape-time gauges) is
+//! left to do (docs/notes.md). Process metrics are in `process.rs`.
 //!
 //! Gauges are read at scrape time from the node (Raft status, state
 //! counts, waiter counters). What the node does not know is recorded
