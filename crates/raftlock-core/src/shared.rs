@@ -432,3 +432,14 @@ impl StateMachine {
         Some(self.entry_view(&queue_path, seq, queue.get(seq)?))
     }
 }
+
+impl StateMachine {
+    /// How many entries a read-write lock or semaphore queues (holders
+    /// included), and whether `session` is one: O(log n), for the
+    /// waiters-per-lock check on every acquire.
+    pub fn shared_place(&self, kind: SharedKind, name: &str, session: SessionId) -> (usize, bool) {
+        self.queues
+            .get(kind.queue_path(name).as_str())
+            .map_or((0, false), |q| (q.len(), q.sequence_of(session).is_some()))
+    }
+}

@@ -190,6 +190,7 @@ impl From<CoreError> for ApiError {
             CoreError::SequenceExhausted(_) => (S::CONFLICT, "sequence_exhausted"),
             // The node turns this into the grant; mapped for completeness.
             CoreError::AlreadyGranted { .. } => (S::CONFLICT, "already_granted"),
+            CoreError::LimitMismatch { .. } => (S::CONFLICT, "limit_mismatch"),
         };
         ApiError::new(status, code, message)
     }

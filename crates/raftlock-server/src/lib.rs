@@ -35,11 +35,15 @@ mod extract;
 mod limits;
 mod locks;
 mod metrics;
+mod multilocks;
 mod nodes;
 mod observe;
 mod reachability;
+mod rwlocks;
+mod semaphores;
 mod session_list;
 mod sessions;
+mod shared_locks;
 mod state;
 mod ui;
 
@@ -155,6 +159,9 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .merge(session_list::routes())
         .merge(locks::routes())
         .merge(elections::routes())
+        .merge(rwlocks::routes())
+        .merge(semaphores::routes())
+        .merge(multilocks::routes())
         .merge(nodes::routes())
         .merge(cluster::routes())
         .merge(backup::routes())

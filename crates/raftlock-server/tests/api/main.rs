@@ -11,3 +11,4 @@ mod disk_faults;
 mod limits;
 mod long_poll;
 mod observe;
+mod primitives;
