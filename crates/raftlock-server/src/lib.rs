@@ -19,7 +19,8 @@
 //! `observe`, `nodes`, `cluster` with `reachability`, `backup`,
 //! `metrics`), the dashboard's static files (`ui`), the long-poll shared by
 //! acquire and campaign (`acquire`), JSON-rejecting extractors
-//! (`extract`), and the single error mapping (`error`).
+//! (`extract`), the single error mapping (`error`), and the OpenAPI
+//! document generated from all of them (`openapi`).
 
 #![warn(missing_docs)]
 
@@ -38,6 +39,7 @@ mod metrics;
 mod multilocks;
 mod nodes;
 mod observe;
+mod openapi;
 mod reachability;
 mod rwlocks;
 mod semaphores;
@@ -154,6 +156,25 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         metrics,
         shutdown,
     };
+    routes()
+        .fallback(no_route)
+        // After every route is added: applies to the routes present.
+        .method_not_allowed_fallback(wrong_method)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(
+            body_limits,
+            connection::read_body,
+        ))
+        // Outside the body limits: a request without a valid token is
+        // refused before its body is read.
+        .layer(middleware::from_fn_with_state(tokens, auth::authenticate))
+        .layer(middleware::map_response(json_errors))
+        .with_state(state)
+}
+
+/// Every route of the API, without fallbacks and layers. The OpenAPI
+/// document's test reads the routes from here (`openapi/tests.rs`).
+fn routes() -> Router<AppState> {
     Router::new()
         .merge(sessions::routes())
         .merge(session_list::routes())
@@ -168,19 +189,7 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .merge(reachability::routes())
         .merge(ui::routes())
         .route("/metrics", get(metrics::scrape))
-        .fallback(no_route)
-        // After every route is added: applies to the routes present.
-        .method_not_allowed_fallback(wrong_method)
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(middleware::from_fn_with_state(
-            body_limits,
-            connection::read_body,
-        ))
-        // Outside the body limits: a request without a valid token is
-        // refused before its body is read.
-        .layer(middleware::from_fn_with_state(tokens, auth::authenticate))
-        .layer(middleware::map_response(json_errors))
-        .with_state(state)
+        .route("/v1/openapi.json", get(openapi::serve))
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {

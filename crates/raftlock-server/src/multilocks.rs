@@ -14,12 +14,18 @@ use axum::{Json, Router};
 use raftlock_core::validate_lock_set;
 use raftlock_node::AcquireOptions;
 use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
 
 use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
 use crate::extract::{parse_session, JsonBody};
 use crate::shared_locks;
 use crate::state::AppState;
+
+/// The multi-lock operations, for the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(acquire, release))]
+pub(crate) struct Api;
 
 /// The multi-lock routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -28,8 +34,9 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/multilocks/release", post(release))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = MultiLockAcquire)]
 struct AcquireBody {
     session_id: String,
     locks: Vec<String>,
@@ -38,14 +45,16 @@ struct AcquireBody {
     keep_queued: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = MultiLockRelease)]
 struct ReleaseBody {
     session_id: String,
     locks: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = MultiLockGrant)]
 struct LockGrant {
     lock: String,
     node: String,
@@ -53,7 +62,8 @@ struct LockGrant {
     since_revision: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = MultiLockGranted)]
 struct Granted {
     session_id: String,
     locks: Vec<LockGrant>,
@@ -67,6 +77,10 @@ fn require_all(caller: &Caller, locks: &[String]) -> Result<(), ApiError> {
         .try_for_each(|name| caller.require(Permission::Lock, name))
 }
 
+/// Takes every named lock or none; the set waits in line as one entry.
+#[utoipa::path(post, path = "/v1/multilocks/acquire", tag = "multilocks",
+    request_body = AcquireBody,
+    responses((status = 200, description = "Every lock granted", body = Granted)))]
 async fn acquire(
     State(app): State<AppState>,
     caller: Caller,
@@ -105,6 +119,10 @@ async fn acquire(
     .into_response())
 }
 
+/// Releases the session's nodes in every named lock, together.
+#[utoipa::path(post, path = "/v1/multilocks/release", tag = "multilocks",
+    request_body = ReleaseBody,
+    responses((status = 204, description = "Released")))]
 async fn release(
     State(app): State<AppState>,
     caller: Caller,

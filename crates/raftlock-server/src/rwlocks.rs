@@ -12,6 +12,7 @@ use axum::{Json, Router};
 use raftlock_core::{RwMode, SharedKind};
 use raftlock_node::AcquireOptions;
 use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
 
 use crate::auth::Caller;
 use crate::error::{no_such_action, ApiError};
@@ -20,37 +21,48 @@ use crate::locks::{split_action, SessionBody};
 use crate::shared_locks::{self, SharedGrant, SharedHolder, SharedWaiter};
 use crate::state::AppState;
 
+/// The read-write lock operations, for the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(inspect, acquire_rwlock, release_rwlock))]
+pub(crate) struct Api;
+
 /// The read-write lock routes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/v1/rwlocks/{*rest}", get(inspect).post(action))
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 enum Mode {
     Read,
     Write,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = RwLockAcquire)]
 struct AcquireBody {
     session_id: String,
     mode: Mode,
+    /// How long to wait for the grant; `0` tries once.
     wait_ms: Option<u64>,
     #[serde(default)]
     keep_queued: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RwLockGranted)]
 struct Granted {
     rwlock: String,
     mode: Mode,
-    #[serde(flatten)]
-    grant: SharedGrant,
+    node: String,
+    fencing_token: u64,
+    session_id: String,
+    since_revision: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RwLock)]
 struct RwLockBody {
     rwlock: String,
     holders: Vec<SharedHolder>,
@@ -65,48 +77,80 @@ async fn action(
 ) -> Result<Response, ApiError> {
     let (name, action) = split_action(&rest);
     match action {
-        "acquire" => {
-            let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
-            let (session, wait) = shared_locks::admit(
-                &app,
-                &caller,
-                SharedKind::RwLock,
-                name,
-                &body.session_id,
-                body.wait_ms,
-            )
-            .await?;
-            let mode = match body.mode {
-                Mode::Read => RwMode::Read,
-                Mode::Write => RwMode::Write,
-            };
-            let options = AcquireOptions {
-                wait,
-                keep_queued: body.keep_queued,
-            };
-            let grant = shared_locks::long_poll(
-                &app,
-                body.keep_queued,
-                app.node.acquire_rwlock(name, session, mode, options),
-            )
-            .await?;
-            Ok(Json(Granted {
-                rwlock: name.to_string(),
-                mode: body.mode,
-                grant: grant.into(),
-            })
-            .into_response())
-        }
-        "release" => {
-            let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-            shared_locks::release(&app, &caller, SharedKind::RwLock, name, &body.session_id)
-                .await?;
-            Ok(StatusCode::NO_CONTENT.into_response())
-        }
+        "acquire" => acquire_rwlock(app, caller, name, request).await,
+        "release" => release_rwlock(app, caller, name, request).await,
         other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
     }
 }
 
+/// Takes a read-write lock to read (shared with the readers at the head
+/// of the queue) or to write (alone), waiting in FIFO order.
+#[utoipa::path(post, path = "/v1/rwlocks/{name}/acquire", tag = "rwlocks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`")),
+    request_body = AcquireBody,
+    responses((status = 200, description = "Granted", body = Granted)))]
+async fn acquire_rwlock(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
+    let (session, wait) = shared_locks::admit(
+        &app,
+        &caller,
+        SharedKind::RwLock,
+        name,
+        &body.session_id,
+        body.wait_ms,
+    )
+    .await?;
+    let mode = match body.mode {
+        Mode::Read => RwMode::Read,
+        Mode::Write => RwMode::Write,
+    };
+    let options = AcquireOptions {
+        wait,
+        keep_queued: body.keep_queued,
+    };
+    let grant = shared_locks::long_poll(
+        &app,
+        body.keep_queued,
+        app.node.acquire_rwlock(name, session, mode, options),
+    )
+    .await?;
+    let grant = SharedGrant::from(grant);
+    Ok(Json(Granted {
+        rwlock: name.to_string(),
+        mode: body.mode,
+        node: grant.node,
+        fencing_token: grant.fencing_token,
+        session_id: grant.session_id,
+        since_revision: grant.since_revision,
+    })
+    .into_response())
+}
+
+/// Releases a read-write lock, or cancels the session's wait for it.
+#[utoipa::path(post, path = "/v1/rwlocks/{name}/release", tag = "rwlocks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`")),
+    request_body = SessionBody,
+    responses((status = 204, description = "Released")))]
+async fn release_rwlock(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
+    shared_locks::release(&app, &caller, SharedKind::RwLock, name, &body.session_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A read-write lock's holders and waiters, each in queue order.
+#[utoipa::path(get, path = "/v1/rwlocks/{name}", tag = "rwlocks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`"), ReadQuery),
+    responses((status = 200, description = "The read-write lock", body = RwLockBody)))]
 async fn inspect(
     State(app): State<AppState>,
     caller: Caller,

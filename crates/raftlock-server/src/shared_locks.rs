@@ -9,6 +9,7 @@ use raftlock_core::path::validate_lock_name;
 use raftlock_core::{QueueEntryView, SessionId, SharedKind};
 use raftlock_node::{Consistency, Grant, NodeError};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -17,7 +18,7 @@ use crate::state::AppState;
 
 /// One granted entry. `session_id` is `null` for a session of another
 /// principal (docs/security.md).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct SharedHolder {
     session_id: Option<String>,
     owner: String,
@@ -31,7 +32,7 @@ pub(crate) struct SharedHolder {
 }
 
 /// One waiting entry.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct SharedWaiter {
     session_id: Option<String>,
     owner: String,
@@ -171,8 +172,7 @@ pub(crate) async fn release(
     Ok(())
 }
 
-/// The answer to a granted acquire.
-#[derive(Debug, Serialize)]
+/// The parts of a grant every answer carries.
 pub(crate) struct SharedGrant {
     pub node: String,
     pub fencing_token: u64,

@@ -11,4 +11,5 @@ mod disk_faults;
 mod limits;
 mod long_poll;
 mod observe;
+mod openapi;
 mod primitives;
