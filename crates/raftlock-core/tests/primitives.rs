@@ -671,3 +671,98 @@ fn a_semaphore_refuses_another_limit() {
         "an emptied semaphore takes a new limit"
     );
 }
+
+/// No herd, measured: the cost of one release that grants somebody, with
+/// 10, 1,000 and 10,000 waiters queued behind, for each primitive. The
+/// grants reported (what the node layer wakes) stay at what the release
+/// changed; the time is printed (`--ignored --nocapture`), not asserted.
+#[test]
+#[ignore = "a measurement: cargo test -p raftlock-core --test primitives -- --ignored --nocapture"]
+fn release_cost_with_many_waiters() {
+    for waiters in [10u128, 1_000, 10_000] {
+        for primitive in ["mutex", "rwlock-write", "semaphore", "multilock"] {
+            let mut sm = StateMachine::new();
+            let rounds = 200u128;
+            let n = waiters + rounds;
+            for id in 1..=n {
+                sm.apply(&Command::OpenSession {
+                    id: SessionId(id),
+                    owner: "m".into(),
+                    ttl_ms: 60_000,
+                });
+            }
+            let acquire = |id: u128| match primitive {
+                "mutex" => Command::Acquire {
+                    kind: QueueKind::Lock,
+                    name: "q".into(),
+                    session: SessionId(id),
+                    data: vec![],
+                    wait: true,
+                },
+                "rwlock-write" => Command::AcquireRwLock {
+                    name: "q".into(),
+                    session: SessionId(id),
+                    mode: RwMode::Write,
+                    wait: true,
+                },
+                "semaphore" => Command::AcquireSemaphore {
+                    name: "q".into(),
+                    session: SessionId(id),
+                    permits: 4,
+                    wait: true,
+                },
+                _ => Command::AcquireMulti {
+                    locks: vec!["q".into(), "r".into()],
+                    session: SessionId(id),
+                    wait: true,
+                },
+            };
+            for id in 1..=n {
+                assert!(sm.apply(&acquire(id)).result.is_ok());
+            }
+            let release = |id: u128| match primitive {
+                "mutex" => Command::Release {
+                    kind: QueueKind::Lock,
+                    name: "q".into(),
+                    session: SessionId(id),
+                    withdraw: None,
+                },
+                "multilock" => Command::ReleaseMulti {
+                    locks: vec!["q".into(), "r".into()],
+                    session: SessionId(id),
+                    withdraw: None,
+                },
+                p => Command::ReleaseShared {
+                    kind: if p == "semaphore" {
+                        SharedKind::Semaphore
+                    } else {
+                        SharedKind::RwLock
+                    },
+                    name: "q".into(),
+                    session: SessionId(id),
+                    withdraw: None,
+                },
+            };
+            let mut granted = 0;
+            let mut times = Vec::new();
+            for id in 1..=rounds {
+                let command = release(id);
+                let started = std::time::Instant::now();
+                let applied = sm.apply(&command);
+                times.push(started.elapsed());
+                assert!(applied.result.is_ok());
+                granted += applied.effects.granted.len();
+            }
+            // The median: a shared machine preempts the odd release.
+            times.sort();
+            let median = times[times.len() / 2];
+            println!(
+                "{primitive:>13} {waiters:>6} waiters: {median:?} per release (median), {:.1} grants each",
+                granted as f64 / rounds as f64
+            );
+            // One release changes one answer (two queues for a 2-lock set).
+            let expected = if primitive == "multilock" { 2 } else { 1 };
+            assert_eq!(granted, expected * rounds as usize, "{primitive}");
+        }
+    }
+}

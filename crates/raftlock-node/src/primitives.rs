@@ -327,25 +327,23 @@ impl Node {
     }
 
     async fn withdraw_entry<T>(&self, flow: &Flow<'_, T>) -> Withdrawal {
-        {
-            match self.replica.write(flow.withdrawal.clone()).await {
-                Ok((index, applied)) => match applied.result {
-                    Ok(_) => Withdrawal::Done,
-                    Err(CoreError::AlreadyGranted { .. }) => {
-                        // Judge the grant on a replica that applied it.
-                        let deadline = Instant::now() + self.replica.leader_wait();
-                        match self.replica.await_applied(index, deadline).await {
-                            Ok(()) => Withdrawal::Granted,
-                            Err(e) => Withdrawal::Unknown(e.to_string()),
-                        }
+        match self.replica.write(flow.withdrawal.clone()).await {
+            Ok((index, applied)) => match applied.result {
+                Ok(_) => Withdrawal::Done,
+                Err(CoreError::AlreadyGranted { .. }) => {
+                    // Judge the grant on a replica that applied it.
+                    let deadline = Instant::now() + self.replica.leader_wait();
+                    match self.replica.await_applied(index, deadline).await {
+                        Ok(()) => Withdrawal::Granted,
+                        Err(e) => Withdrawal::Unknown(e.to_string()),
                     }
-                    Err(CoreError::SessionNotFound(_)) => Withdrawal::SessionEnded,
-                    // Gone already (released by another request): nothing
-                    // is queued.
-                    Err(_) => Withdrawal::Done,
-                },
-                Err(e) => Withdrawal::Unknown(e.to_string()),
-            }
+                }
+                Err(CoreError::SessionNotFound(_)) => Withdrawal::SessionEnded,
+                // Gone already (released by another request): nothing
+                // is queued.
+                Err(_) => Withdrawal::Done,
+            },
+            Err(e) => Withdrawal::Unknown(e.to_string()),
         }
     }
 }
