@@ -40,6 +40,7 @@ mod multilocks;
 mod nodes;
 mod observe;
 mod openapi;
+mod process;
 mod reachability;
 mod rwlocks;
 mod semaphores;
@@ -150,6 +151,7 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .auth
         .enabled()
         .then(|| auth::Tokens::new(&config.auth));
+    let metrics_handle = metrics.clone();
     let state = AppState {
         node,
         config: Arc::new(config),
@@ -157,6 +159,12 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         shutdown,
     };
     routes()
+        // After the routes, before the fallbacks: times matched routes
+        // only, labelled by their template.
+        .route_layer(middleware::from_fn_with_state(
+            metrics_handle,
+            metrics::time_request,
+        ))
         .fallback(no_route)
         // After every route is added: applies to the routes present.
         .method_not_allowed_fallback(wrong_method)

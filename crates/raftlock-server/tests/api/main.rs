@@ -10,6 +10,7 @@ mod dashboard;
 mod disk_faults;
 mod limits;
 mod long_poll;
+mod metrics;
 mod observe;
 mod openapi;
 mod primitives;
