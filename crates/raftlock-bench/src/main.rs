@@ -116,6 +116,8 @@ struct ReportArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     raise_fd_limit();
+    // Remember the CPUs we may use before any pinned run narrows them.
+    let _ = pin::all_cpus();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

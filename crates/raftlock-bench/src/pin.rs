@@ -5,9 +5,10 @@
 //! moves all of its own threads.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
-use nix::sched::{sched_setaffinity, CpuSet};
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
@@ -51,10 +52,23 @@ pub fn cpu_set(cpus: &[usize]) -> anyhow::Result<Option<CpuSet>> {
     Ok(Some(set))
 }
 
-/// Every CPU this machine has.
+/// The CPUs this process could use when it started (before any pinning
+/// of ours; an outer `taskset` is respected): what "unpinned" restores.
 pub fn all_cpus() -> Vec<usize> {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (0..n.max(1)).collect()
+    static AT_START: OnceLock<Vec<usize>> = OnceLock::new();
+    AT_START
+        .get_or_init(|| {
+            let set = sched_getaffinity(Pid::from_raw(0)).ok();
+            let cpus: Vec<usize> = (0..CpuSet::count())
+                .filter(|&c| set.as_ref().is_some_and(|s| s.is_set(c).unwrap_or(false)))
+                .collect();
+            if cpus.is_empty() {
+                vec![0]
+            } else {
+                cpus
+            }
+        })
+        .clone()
 }
 
 /// Confines every thread of this process to `cpus` (threads started
@@ -80,9 +94,10 @@ pub fn pin_self(cpus: &[usize]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Does this machine have the two cores a pinned run needs?
+/// Does this process have the two cores a pinned run needs?
 pub fn can_pin() -> bool {
-    all_cpus().len() > BENCH_CPU
+    let cpus = all_cpus();
+    cpus.contains(&SERVER_CPU) && cpus.contains(&BENCH_CPU)
 }
 
 #[cfg(test)]
@@ -99,6 +114,7 @@ mod tests {
             return;
         }
         let before = affinity_of_self();
+        let _ = all_cpus();
         // A thread that exists before the call and reads its set after.
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let other = std::thread::spawn(move || {

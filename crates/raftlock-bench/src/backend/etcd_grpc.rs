@@ -1,8 +1,14 @@
 //! etcd 3.4 over native gRPC (the `etcd-client` crate, tonic): its
 //! fastest client, as Go's clientv3 would talk to it. One client (one
 //! HTTP/2 connection) per member, shared by the sessions that prefer that
-//! member; a lease per session; the server-side lock service (`Lock`
-//! waits on the predecessor key only, like `concurrency.Mutex`).
+//! member; a lease per session; the lock is clientv3's
+//! `concurrency.Mutex` recipe run here, as a Go program would run it:
+//! one txn puts `{name}/{lease hex}` if absent and reads the oldest key
+//! under `{name}/` (the holder); a waiter watches only the newest key
+//! older than its own for deletion. An uncontended acquire is that one
+//! txn and a release one delete. (etcd's `Lock` RPC, which the JSON
+//! gateway row uses, runs the same recipe inside the server through a
+//! loopback client, with a session and extra reads per call: slower.)
 //!
 //! Built only with the `etcd-grpc` feature: the crate's build script runs
 //! `protoc`, which CI does not install (bench/compare.sh does).
@@ -14,8 +20,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use etcd_client::{
-    Client, ConnectOptions, GetOptions, LeaseKeepAliveStream, LeaseKeeper, LockOptions, PutOptions,
-    Txn, TxnOp,
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, LeaseKeepAliveStream,
+    LeaseKeeper, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
 
 use super::{retry, Acquired, Backend, Step};
@@ -114,6 +120,155 @@ impl EtcdGrpc {
     }
 }
 
+/// Oldest key under the prefix (the holder): clientv3's `WithFirstCreate`.
+fn first_created(prefix: &[u8]) -> GetOptions {
+    GetOptions::new()
+        .with_range(prefix_end(prefix))
+        .with_sort(SortTarget::Create, SortOrder::Ascend)
+        .with_limit(1)
+}
+
+impl EtcdGrpc {
+    /// The Mutex's one txn: put our key (with the lease) if it is not
+    /// there, else read it; either way read the holder. Returns our key's
+    /// create revision, the holder's, and the revision the answer is at.
+    async fn enqueue(
+        &self,
+        s: &Session,
+        lock: &str,
+        key: &[u8],
+    ) -> anyhow::Result<(i64, i64, i64)> {
+        let prefix = format!("{lock}/").into_bytes();
+        let lease = s.lease;
+        retry(&s.member, self.members(), |m, _| {
+            let mut c = self.client(m);
+            let (key, prefix) = (key.to_vec(), prefix.clone());
+            async move {
+                let txn = Txn::new()
+                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                    .and_then([
+                        TxnOp::put(
+                            key.clone(),
+                            Vec::<u8>::new(),
+                            Some(PutOptions::new().with_lease(lease)),
+                        ),
+                        TxnOp::get(prefix.clone(), Some(first_created(&prefix))),
+                    ])
+                    .or_else([
+                        TxnOp::get(key.clone(), None),
+                        TxnOp::get(prefix.clone(), Some(first_created(&prefix))),
+                    ]);
+                let r = match c.txn(txn).await {
+                    Ok(r) => r,
+                    Err(e) => return classify(e),
+                };
+                let at = r.header().map_or(0, |h| h.revision());
+                let ops = r.op_responses();
+                let mine = if r.succeeded() {
+                    Some(at)
+                } else {
+                    match ops.first() {
+                        Some(TxnOpResponse::Get(g)) => {
+                            g.kvs().first().map(|kv| kv.create_revision())
+                        }
+                        _ => None,
+                    }
+                };
+                let holder = match ops.get(1) {
+                    Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()),
+                    _ => None,
+                };
+                match (mine, holder) {
+                    (Some(mine), Some(holder)) => Step::Done((mine, holder, at)),
+                    _ => Step::Fail(anyhow!(
+                        "lock txn on {lock}: our key or the holder is missing"
+                    )),
+                }
+            }
+        })
+        .await
+    }
+
+    /// clientv3 `waitDeletes`: until no key under the prefix is older than
+    /// ours, watch the newest older one for its deletion.
+    async fn wait_predecessors(
+        &self,
+        s: &Session,
+        lock: &str,
+        mine: i64,
+        mut at: i64,
+    ) -> anyhow::Result<()> {
+        let prefix = format!("{lock}/").into_bytes();
+        loop {
+            let last_older = retry(&s.member, self.members(), |m, _| {
+                let mut c = self.client(m);
+                let prefix = prefix.clone();
+                async move {
+                    let opts = GetOptions::new()
+                        .with_range(prefix_end(&prefix))
+                        .with_sort(SortTarget::Create, SortOrder::Descend)
+                        .with_max_create_revision(mine - 1)
+                        .with_limit(1);
+                    match c.get(prefix, Some(opts)).await {
+                        Ok(r) => Step::Done((
+                            r.kvs().first().map(|kv| kv.key().to_vec()),
+                            r.header().map_or(0, |h| h.revision()),
+                        )),
+                        Err(e) => classify(e),
+                    }
+                }
+            })
+            .await?;
+            let (Some(pred), rev) = last_older else {
+                return Ok(());
+            };
+            at = at.max(rev);
+            // Watch from the revision the read saw: a delete after it shows.
+            let m = s.member.load(std::sync::atomic::Ordering::Relaxed);
+            let mut stream = match self
+                .client(m)
+                .watch(pred, Some(WatchOptions::new().with_start_revision(at)))
+                .await
+            {
+                Ok(w) => w,
+                Err(_) => continue,
+            };
+            loop {
+                match stream.message().await {
+                    Ok(Some(resp)) => {
+                        if resp
+                            .events()
+                            .iter()
+                            .any(|e| e.event_type() == EventType::Delete)
+                        {
+                            break;
+                        }
+                        if resp.canceled() {
+                            break;
+                        }
+                    }
+                    // The stream ended (member gone): look again.
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
+    }
+
+    async fn delete(&self, s: &Session, key: Vec<u8>) -> anyhow::Result<()> {
+        retry(&s.member, self.members(), |m, _| {
+            let mut c = self.client(m);
+            let key = key.clone();
+            async move {
+                match c.delete(key, None).await {
+                    Ok(_) => Step::Done(()),
+                    Err(e) => classify(e),
+                }
+            }
+        })
+        .await
+    }
+}
+
 impl Backend for EtcdGrpc {
     type Session = Session;
 
@@ -142,35 +297,34 @@ impl Backend for EtcdGrpc {
         })
     }
 
-    /// The lock service has no try-lock and no server-side wait limit:
-    /// the wait is a client-side deadline; dropping the call cancels the
-    /// RPC and the server withdraws the key.
+    /// clientv3 `concurrency.Mutex.Lock`; the wait is a client-side
+    /// deadline, after which our key is deleted (as `Lock` does when its
+    /// context ends).
     async fn acquire(&self, s: &Session, lock: &str, wait: Duration) -> anyhow::Result<Acquired> {
         if wait.is_zero() {
-            return Err(anyhow!("etcd's lock service has no try-lock"));
+            return Err(anyhow!("clientv3's Mutex has no try-lock here"));
         }
-        let lease = s.lease;
-        let call = retry(&s.member, self.members(), |m, _| {
-            let mut c = self.client(m);
-            let name = lock.as_bytes().to_vec();
-            async move {
-                match c
-                    .lock(name, Some(LockOptions::new().with_lease(lease)))
-                    .await
-                {
-                    Ok(r) => Step::Done(r.key().to_vec()),
-                    Err(e) => classify(e),
-                }
+        let key = format!("{lock}/{:x}", s.lease).into_bytes();
+        let wanted = async {
+            let (mine, holder, at) = self.enqueue(s, lock, &key).await?;
+            if holder != mine {
+                self.wait_predecessors(s, lock, mine, at).await?;
             }
-        });
-        match tokio::time::timeout(wait, call).await {
-            Err(_) => Ok(Acquired::TimedOut),
+            anyhow::Ok(mine)
+        };
+        match tokio::time::timeout(wait, wanted).await {
             Ok(r) => {
-                let key = r?;
+                let mine = r?;
                 if let Ok(mut keys) = s.keys.lock() {
                     keys.insert(lock.to_string(), key);
                 }
-                Ok(Acquired::Granted { token: None })
+                Ok(Acquired::Granted {
+                    token: Some(mine as u64),
+                })
+            }
+            Err(_) => {
+                self.delete(s, key).await?;
+                Ok(Acquired::TimedOut)
             }
         }
     }
@@ -182,17 +336,7 @@ impl Backend for EtcdGrpc {
             .ok()
             .and_then(|mut k| k.remove(lock))
             .ok_or_else(|| anyhow!("unlock {lock}: not held by this session"))?;
-        retry(&s.member, self.members(), |m, _| {
-            let mut c = self.client(m);
-            let key = key.clone();
-            async move {
-                match c.unlock(key).await {
-                    Ok(_) => Step::Done(()),
-                    Err(e) => classify(e),
-                }
-            }
-        })
-        .await
+        self.delete(s, key).await
     }
 
     /// A plain put, no lease (the key outlives the session, as the other

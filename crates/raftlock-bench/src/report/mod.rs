@@ -138,7 +138,10 @@ pub fn merge(mut base: Report, later: Report) -> Report {
 pub fn render(report: &Report, out_dir: &Path, doc: Option<&Path>) -> anyhow::Result<String> {
     let plots = plots::draw_all(report, out_dir)?;
     let rel = match doc.and_then(Path::parent) {
-        Some(doc_dir) => relative(out_dir, doc_dir),
+        Some(doc_dir) => match relative(out_dir, doc_dir) {
+            r if r.is_empty() => ".".to_string(),
+            r => r,
+        },
         None => out_dir.display().to_string(),
     };
     let section = markdown::render(report, &plots, &rel);

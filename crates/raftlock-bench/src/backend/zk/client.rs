@@ -265,6 +265,7 @@ impl Client {
             // The server keeps an exists-watch on a missing node (it would
             // fire on creation); our side simply forgets it.
             Err(Error::Code(code::NO_NODE)) => {
+                drop(watch);
                 self.inner.forget_closed_watches(path);
                 Ok(None)
             }
@@ -551,5 +552,123 @@ async fn ping_loop(inner: Arc<Inner>) {
                 inner.touch();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// Reads one framed packet from the fake server's side.
+    async fn packet(s: &mut TcpStream) -> Vec<u8> {
+        let len = s.read_i32().await.unwrap_or(0);
+        let mut buf = vec![0; len.max(0) as usize];
+        let _ = s.read_exact(&mut buf).await;
+        buf
+    }
+
+    /// The connect request's session id and password.
+    fn session_of(connect: &[u8]) -> (i64, Vec<u8>) {
+        let mut d = Dec::new(connect);
+        let _protocol = d.i32();
+        let _zxid = d.i64();
+        let _timeout = d.i32();
+        let id = d.i64().unwrap_or(-1);
+        let passwd = d.buf().map(<[u8]>::to_vec).unwrap_or_default();
+        (id, passwd)
+    }
+
+    async fn accept_session(l: &TcpListener, id: i64) -> (TcpStream, (i64, Vec<u8>)) {
+        let (mut s, _) = l.accept().await.unwrap_or_else(|e| panic!("accept: {e}"));
+        let asked = session_of(&packet(&mut s).await);
+        let mut e = wire::Enc::new();
+        e.i32(0).i32(4000).i64(id).buf(&[7; 16]).bool(false);
+        let _ = s.write_all(&e.finish()).await;
+        (s, asked)
+    }
+
+    fn reply(xid: i32, body: &[u8]) -> Vec<u8> {
+        let mut e = wire::Enc::new();
+        e.i32(xid).i64(1).i32(0);
+        let mut f = e.finish();
+        f.extend_from_slice(body);
+        let len = (f.len() - 4) as i32;
+        f[..4].copy_from_slice(&len.to_be_bytes());
+        f
+    }
+
+    /// Against a fake server on a real socket: two requests sent together
+    /// are answered in order by xid, and after the server drops the
+    /// connection the client comes back with the same session id and
+    /// password (not a new session), failing what was in flight.
+    #[tokio::test]
+    async fn pipelines_and_resumes_the_session() {
+        let l = TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let server = async {
+            let (mut s, asked) = accept_session(&l, 42).await;
+            assert_eq!(asked.0, 0, "a new session asks for id 0");
+            let mut xids = Vec::new();
+            for want in [op::CREATE, op::GET_CHILDREN] {
+                let p = packet(&mut s).await;
+                let mut d = Dec::new(&p);
+                xids.push(d.i32().unwrap_or(0));
+                assert_eq!(d.i32(), Ok(want));
+            }
+            assert!(xids[0] < xids[1]);
+            let mut created = wire::Enc::new();
+            created.str("/l/n-0000000001");
+            let mut listed = wire::Enc::new();
+            listed.i32(1).str("n-0000000001");
+            let _ = s.write_all(&reply(xids[0], &created.finish()[4..])).await;
+            let _ = s.write_all(&reply(xids[1], &listed.finish()[4..])).await;
+            // A request the server never answers: the connection drops.
+            let _ = packet(&mut s).await;
+            drop(s);
+            accept_session(&l, 42).await
+        };
+        let client = async {
+            let c = Client::connect(
+                vec![addr],
+                0,
+                Duration::from_secs(4),
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("connect: {e}"));
+            let sent = c
+                .send(vec![
+                    Req::new(
+                        op::CREATE,
+                        wire::create("/l/n-", &[], wire::EPHEMERAL_SEQUENTIAL),
+                    ),
+                    Req::new(op::GET_CHILDREN, wire::path_watch("/l", false)),
+                ])
+                .await
+                .unwrap_or_default();
+            let mut answers = Vec::new();
+            for (rx, _) in sent {
+                answers.push(c.reply(rx).await);
+            }
+            let created = answers[0].as_ref().map(|b| Dec::new(b).string());
+            assert_eq!(created, Ok(Ok("/l/n-0000000001".to_string())));
+            let listed = answers[1].as_ref().map(|b| Dec::new(b).strings());
+            assert_eq!(listed, Ok(Ok(vec!["n-0000000001".to_string()])));
+            assert_eq!(
+                c.delete("/l/n-0000000001").await,
+                Err(Error::ConnectionLoss)
+            );
+            c
+        };
+        let ((_s, asked), c) = tokio::join!(server, client);
+        assert_eq!(
+            asked,
+            (42, vec![7; 16]),
+            "the reconnect resumes the session"
+        );
+        drop(c);
     }
 }
