@@ -233,22 +233,15 @@ impl EtcdGrpc {
                 Ok(w) => w,
                 Err(_) => continue,
             };
-            loop {
-                match stream.message().await {
-                    Ok(Some(resp)) => {
-                        if resp
-                            .events()
-                            .iter()
-                            .any(|e| e.event_type() == EventType::Delete)
-                        {
-                            break;
-                        }
-                        if resp.canceled() {
-                            break;
-                        }
-                    }
-                    // The stream ended (member gone): look again.
-                    Ok(None) | Err(_) => break,
+            // Until our predecessor is deleted, or the stream ends (the
+            // member went away): then look again.
+            while let Ok(Some(resp)) = stream.message().await {
+                let deleted = resp
+                    .events()
+                    .iter()
+                    .any(|e| e.event_type() == EventType::Delete);
+                if deleted || resp.canceled() {
+                    break;
                 }
             }
         }

@@ -39,12 +39,15 @@ pub fn spread(values: &[f64]) -> Option<Spread> {
     })
 }
 
+/// A figure's (run, value) pairs for one system.
+type PerRun = Vec<(usize, f64)>;
+
 /// One figure: how to read it per run from a system's results.
 pub struct Figure {
     pub what: String,
     pub lower_is_better: bool,
     /// (run, value) pairs.
-    pub per_run: Box<dyn Fn(&SystemReport) -> Vec<(usize, f64)>>,
+    pub per_run: Box<dyn Fn(&SystemReport) -> PerRun>,
     pub unit: &'static str,
     /// The target for the ratio, if any: (ratio, text).
     pub goal: Option<(f64, &'static str)>,
@@ -79,7 +82,7 @@ pub fn row(r: &Report, f: &Figure) -> Row {
     let mine = values("raftlock");
     let only = |v: &[(usize, f64)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
     let better = |a: f64, b: f64| if f.lower_is_better { a < b } else { a > b };
-    let mut rival: Option<(String, Vec<(usize, f64)>, Spread)> = None;
+    let mut rival: Option<(String, PerRun, Spread)> = None;
     for name in RIVALS {
         let v = values(name);
         let Some(sp) = spread(&only(&v)) else {

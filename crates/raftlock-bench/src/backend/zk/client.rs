@@ -389,24 +389,22 @@ impl Inner {
                 (s.id, s.passwd.clone())
             };
             let addr = &self.servers[i];
-            match tokio::time::timeout(CONNECT_TIMEOUT, self.handshake(addr, id, &passwd)).await {
-                Ok(Ok((resp, reader, writer))) => {
-                    if resp.timeout_ms <= 0 {
-                        self.expired.store(true, Ordering::Relaxed);
-                        return Err(Error::SessionExpired);
-                    }
-                    {
-                        let mut s = lock(&self.session);
-                        s.id = resp.session_id;
-                        s.passwd = resp.passwd;
-                        s.timeout = Duration::from_millis(resp.timeout_ms as u64);
-                        s.server = i;
-                    }
-                    *self.writer.lock().await = Some(writer);
-                    self.touch();
-                    return Ok(reader);
+            let answer = tokio::time::timeout(CONNECT_TIMEOUT, self.handshake(addr, id, &passwd));
+            if let Ok(Ok((resp, reader, writer))) = answer.await {
+                if resp.timeout_ms <= 0 {
+                    self.expired.store(true, Ordering::Relaxed);
+                    return Err(Error::SessionExpired);
                 }
-                Ok(Err(_)) | Err(_) => {}
+                {
+                    let mut s = lock(&self.session);
+                    s.id = resp.session_id;
+                    s.passwd = resp.passwd;
+                    s.timeout = Duration::from_millis(resp.timeout_ms as u64);
+                    s.server = i;
+                }
+                *self.writer.lock().await = Some(writer);
+                self.touch();
+                return Ok(reader);
             }
             if Instant::now() > deadline {
                 if id != 0 {
@@ -501,14 +499,9 @@ async fn read_loop(inner: Arc<Inner>, mut reader: BufReader<OwnedReadHalf>) {
         // Two thirds of the session timeout without a packet (pings come
         // every third): the server is gone even if the socket is not.
         let silence = lock(&inner.session).timeout * 2 / 3;
-        loop {
-            match tokio::time::timeout(silence, read_packet(&mut reader)).await {
-                Ok(Ok(p)) => {
-                    if inner.deliver(&p).is_err() {
-                        break;
-                    }
-                }
-                Ok(Err(_)) | Err(_) => break,
+        while let Ok(Ok(p)) = tokio::time::timeout(silence, read_packet(&mut reader)).await {
+            if inner.deliver(&p).is_err() {
+                break;
             }
         }
         if let Some(mut w) = inner.writer.lock().await.take() {
