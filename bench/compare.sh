@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
         --long) LONG=1 ;;
         --smoke) SMOKE=1 ;;
         --) shift; EXTRA+=("$@"); break ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
