@@ -217,3 +217,10 @@ async fn observe_moves_to_another_member_when_its_member_stops() {
     assert_eq!(next.map(|l| l.value).as_deref(), Some("host-a2"));
     session.close().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rwlock_semaphore_and_multilock() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);
+    scenarios::primitives(a, b).await;
+}
