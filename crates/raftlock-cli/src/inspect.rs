@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::table::{Align, TextTable};
 use clap::Args;
 use raftlock_client::{HttpClient, HttpConfig};
 
@@ -90,24 +91,28 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
         cluster.term
     );
     let newest = cluster.members.iter().filter_map(|m| m.applied_index).max();
-    println!(
-        "{:<4} {:<10} {:<22} {:<22} {:>9} {:>6}",
-        "ID", "ROLE", "API", "RAFT", "APPLIED", "LAG"
-    );
+    let mut table = TextTable::new(&[
+        ("ID", Align::Left),
+        ("ROLE", Align::Left),
+        ("API", Align::Left),
+        ("RAFT", Align::Left),
+        ("APPLIED", Align::Right),
+        ("LAG", Align::Right),
+    ]);
     for m in &cluster.members {
         let lag = newest
             .zip(m.applied_index)
             .map(|(n, a)| n.saturating_sub(a));
-        println!(
-            "{:<4} {:<10} {:<22} {:<22} {:>9} {:>6}",
-            m.id,
-            m.role,
-            m.api_addr,
-            m.raft_addr,
+        table.row(vec![
+            m.id.to_string(),
+            m.role.to_string(),
+            m.api_addr.to_string(),
+            m.raft_addr.to_string(),
             cell(m.applied_index),
-            cell(lag)
-        );
+            cell(lag),
+        ]);
     }
+    table.print();
     Ok(())
 }
 
@@ -140,10 +145,12 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    println!(
-        "{:<32} {:<20} {:>10} {:>8}",
-        "LOCK", "HOLDER", "TOKEN", "WAITERS"
-    );
+    let mut table = TextTable::new(&[
+        ("LOCK", Align::Left),
+        ("HOLDER", Align::Left),
+        ("TOKEN", Align::Right),
+        ("WAITERS", Align::Right),
+    ]);
     for lock in locks {
         let holder = lock.holder.as_ref();
         // The owner label; else the principal (another principal's
@@ -155,13 +162,13 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
                 .find(|v| !v.is_empty())
                 .unwrap_or_else(|| cell(h.session))
         });
-        println!(
-            "{:<32} {:<20} {:>10} {:>8}",
+        table.row(vec![
             lock.name,
             cell(who),
             cell(holder.map(|h| h.fencing_token)),
-            lock.waiters
-        );
+            lock.waiters.to_string(),
+        ]);
     }
+    table.print();
     Ok(())
 }

@@ -13,6 +13,7 @@ mod rerun;
 mod serve;
 mod session_cmd;
 mod snapshot;
+mod table;
 mod token;
 mod up;
 

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::table::{Align, TextTable};
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
@@ -170,27 +171,31 @@ fn print_view(view: &Value) -> anyhow::Result<()> {
             ""
         }
     );
-    println!(
-        "{:<6} {:<8} {:<22} {:<22} {:<16}  STATE",
-        "ID", "KIND", "API", "RAFT", "INCARNATION"
-    );
+    let mut table = TextTable::new(&[
+        ("ID", Align::Left),
+        ("KIND", Align::Left),
+        ("API", Align::Left),
+        ("RAFT", Align::Left),
+        ("INCARNATION", Align::Left),
+        ("STATE", Align::Left),
+    ]);
     for m in members {
         let kind = if m["voter"].as_bool() == Some(true) {
             "voter"
         } else {
             "learner"
         };
-        println!(
-            "{:<6} {:<8} {:<22} {:<22} {:<16}  {}",
+        table.row(vec![
             m["id"]
                 .as_u64()
                 .map_or("-".to_string(), |id| id.to_string()),
-            kind,
-            m["api_addr"].as_str().unwrap_or("-"),
-            m["raft_addr"].as_str().unwrap_or("-"),
-            m["incarnation"].as_str().unwrap_or("-"),
-            m["state"].as_str().unwrap_or("-")
-        );
+            kind.to_string(),
+            m["api_addr"].as_str().unwrap_or("-").to_string(),
+            m["raft_addr"].as_str().unwrap_or("-").to_string(),
+            m["incarnation"].as_str().unwrap_or("-").to_string(),
+            m["state"].as_str().unwrap_or("-").to_string(),
+        ]);
     }
+    table.print();
     Ok(())
 }

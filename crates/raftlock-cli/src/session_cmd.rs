@@ -2,6 +2,7 @@
 //! lock it holds and withdraws its waits: the way to break a stuck lock
 //! (`raftlock lock-info NAME` names the holder's session).
 
+use crate::table::{Align, TextTable};
 use clap::{Args, Subcommand};
 use reqwest::Method;
 
@@ -53,21 +54,24 @@ pub async fn run(args: SessionArgs) -> anyhow::Result<()> {
                 println!("no sessions");
                 return Ok(());
             }
-            println!(
-                "{:<32}  {:<20} {:<12} {:>8} {:>5}",
-                "SESSION", "OWNER", "PRINCIPAL", "TTL_MS", "NODES"
-            );
+            let mut table = TextTable::new(&[
+                ("SESSION", Align::Left),
+                ("OWNER", Align::Left),
+                ("PRINCIPAL", Align::Left),
+                ("TTL_MS", Align::Right),
+                ("NODES", Align::Right),
+            ]);
             for s in &sessions {
                 let nodes = s["nodes"].as_array().map_or(0, Vec::len);
-                println!(
-                    "{:<32}  {:<20} {:<12} {:>8} {:>5}",
+                table.row(vec![
                     cell(&s["session_id"]),
                     cell(&s["owner"]),
                     cell(&s["principal"]),
                     cell(&s["ttl_ms"]),
-                    nodes
-                );
+                    nodes.to_string(),
+                ]);
             }
+            table.print();
             if body["truncated"] == true {
                 println!("(more sessions exist than --limit {limit})");
             }

@@ -177,6 +177,47 @@ async fn fails_over_from_a_member_whose_disk_is_full() {
         .expect("served by another member after disk_full");
 }
 
+/// The member serving an observe stream stops: the stream reconnects to
+/// another member and goes on with the next state, instead of ending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_moves_to_another_member_when_its_member_stops() {
+    use futures::StreamExt;
+    use raftlock_client::Election;
+
+    let mut cluster = Cluster::start(true).await;
+    let leader = cluster
+        .node(1)
+        .wait_for_leader(common::PATIENCE)
+        .await
+        .expect("a leader");
+    // A follower serves the stream, so stopping it keeps a quorum.
+    let served_by = (1..=3).find(|id| *id != leader).expect("a follower");
+    let mut endpoints = cluster.endpoints();
+    endpoints.rotate_left((served_by - 1) as usize);
+    let observer = HttpClient::new(endpoints).expect("observer");
+    let writer = client(&cluster, leader as usize - 1).await;
+
+    let session = Session::open(writer, "a", Duration::from_secs(5))
+        .await
+        .expect("open");
+    let election = Election::new(&session, "scheduler");
+    election.campaign("host-a").await.expect("campaign");
+    let mut watch = observer.observe("scheduler");
+    let first = within("the first state", watch.next()).await;
+    let first = first
+        .expect("a state")
+        .expect("no error")
+        .expect("a leader");
+    assert_eq!(first.value, "host-a");
+
+    within("stopping the member", cluster.stop(served_by)).await;
+    election.proclaim("host-a2").await.expect("proclaim");
+    let next = within("the state after the stop", watch.next()).await;
+    let next = next.expect("the stream goes on").expect("no error");
+    assert_eq!(next.map(|l| l.value).as_deref(), Some("host-a2"));
+    session.close().await.expect("close");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rwlock_semaphore_and_multilock() {
     let cluster = Cluster::start(true).await;

@@ -1,9 +1,14 @@
-//! `GET /v1/elections/{name}/observe`: a Server-Sent Events stream read
-//! chunk by chunk, reconnecting (with failover) when it drops. Each
+//! `GET /v1/elections/{name}/observe`: a Server-Sent Events stream, parsed
+//! by eventsource-stream, reconnecting (with failover) when it drops. Each
 //! connect starts with the current state, so a reconnect misses nothing
 //! that matters: the stream yields leader *states*, deduplicated.
 
-use futures::stream;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use eventsource_stream::{EventStream, EventStreamError, Eventsource};
+use futures::{stream, Stream, StreamExt};
 
 use super::wire::{self, parse};
 use super::HttpClient;
@@ -11,65 +16,31 @@ use crate::client::LeaderStream;
 use crate::error::{ClientError, Result};
 use crate::types::{checked, Leader};
 
-/// One dispatched SSE event.
-#[derive(Debug, PartialEq, Eq)]
-struct Event {
-    name: String,
-    data: String,
-}
+/// One connection's body as a stream of chunks. The error is why the
+/// connection is no longer usable (a transport error, or silence past the
+/// idle timeout); the event parser hands it back untouched.
+type Chunks = Pin<Box<dyn Stream<Item = std::result::Result<Bytes, String>> + Send>>;
 
-/// Incremental SSE parser (the subset of the WHATWG rules a server of
-/// ours produces: `event`, `data`, comments, `\n` or `\r\n` lines).
-#[derive(Default)]
-struct Parser {
-    buffer: Vec<u8>,
-    name: Option<String>,
-    data: Option<String>,
-}
-
-impl Parser {
-    fn push(&mut self, bytes: &[u8]) {
-        self.buffer.extend_from_slice(bytes);
-    }
-
-    /// The next complete event, if the buffer holds one.
-    fn next_event(&mut self) -> Option<Event> {
-        while let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
-            let raw: Vec<u8> = self.buffer.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&raw);
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if let Some(data) = self.data.take() {
-                    let name = self.name.take().unwrap_or_else(|| "message".into());
-                    return Some(Event { name, data });
-                }
-                self.name = None;
-                continue;
-            }
-            let (field, value) = line.split_once(':').unwrap_or((line, ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "event" => self.name = Some(value.to_string()),
-                "data" => match &mut self.data {
-                    Some(data) => {
-                        data.push('\n');
-                        data.push_str(value);
-                    }
-                    None => self.data = Some(value.to_string()),
-                },
-                // Comments (keep-alives), `id`, `retry`: nothing to do.
-                _ => {}
-            }
+/// The body of `response`, each chunk awaited at most `idle`. The timeout
+/// sits on chunks, not on events: the server's keep-alive comments are
+/// chunks but never events, and they are what proves the stream alive.
+fn chunks(response: reqwest::Response, idle: Duration) -> Chunks {
+    Box::pin(stream::unfold(Some(response), move |response| async move {
+        let mut response = response?;
+        match tokio::time::timeout(idle, response.chunk()).await {
+            Ok(Ok(Some(bytes))) => Some((Ok(bytes), Some(response))),
+            Ok(Ok(None)) => None,
+            Ok(Err(e)) => Some((Err(e.to_string()), None)),
+            Err(_) => Some((Err("the stream went silent".to_string()), None)),
         }
-        None
-    }
+    }))
 }
 
 struct State {
     client: HttpClient,
     path: String,
-    response: Option<reqwest::Response>,
-    parser: Parser,
+    /// The current connection's events (parsed by eventsource-stream).
+    events: Option<EventStream<Chunks>>,
     /// The last state yielded, to skip repeats (every connect resends it).
     last: Option<Option<Leader>>,
     /// Connections in a row that ended before delivering any event.
@@ -83,8 +54,7 @@ pub(crate) fn observe(client: HttpClient, name: String) -> LeaderStream {
     let state = State {
         client,
         path: path.clone().unwrap_or_default(),
-        response: None,
-        parser: Parser::default(),
+        events: None,
         last: None,
         drops: 0,
         done: false,
@@ -111,39 +81,36 @@ pub(crate) fn observe(client: HttpClient, name: String) -> LeaderStream {
 async fn next(st: &mut State) -> Result<Option<Leader>> {
     let config = st.client.config().clone();
     loop {
-        while let Some(event) = st.parser.next_event() {
-            if event.name != "leader" {
-                continue;
-            }
-            st.drops = 0;
-            let leader = parse::<wire::ElectionBody>(event.data.as_bytes())?.into_leader()?;
-            if st.last.as_ref() != Some(&leader) {
-                st.last = Some(leader.clone());
-                return Ok(leader);
-            }
-        }
-        let Some(response) = st.response.as_mut() else {
-            st.response = Some(st.client.open_stream(&st.path).await?);
-            st.parser = Parser::default();
+        let Some(events) = st.events.as_mut() else {
+            let response = st.client.open_stream(&st.path).await?;
+            st.events = Some(chunks(response, config.observe_idle_timeout).eventsource());
             continue;
         };
-        match tokio::time::timeout(config.observe_idle_timeout, response.chunk()).await {
-            Ok(Ok(Some(bytes))) => st.parser.push(&bytes),
-            ended => {
-                let why = match ended {
-                    Ok(Ok(_)) => "the server closed the stream".to_string(),
-                    Ok(Err(e)) => e.to_string(),
-                    Err(_) => "the stream went silent".to_string(),
-                };
-                tracing::debug!(path = st.path, "observe reconnects: {why}");
-                st.response = None;
-                st.drops += 1;
-                if st.drops >= config.retry.attempts() {
-                    return Err(ClientError::Unavailable(format!("observe: {why}")));
+        let why = match events.next().await {
+            Some(Ok(event)) => {
+                if event.event != "leader" {
+                    continue;
                 }
-                tokio::time::sleep(config.retry.backoff(st.drops)).await;
+                st.drops = 0;
+                let leader = parse::<wire::ElectionBody>(event.data.as_bytes())?.into_leader()?;
+                if st.last.as_ref() != Some(&leader) {
+                    st.last = Some(leader.clone());
+                    return Ok(leader);
+                }
+                continue;
             }
+            Some(Err(EventStreamError::Transport(why))) => why,
+            // Not UTF-8 or not SSE: this connection is unusable; try another.
+            Some(Err(e)) => e.to_string(),
+            None => "the server closed the stream".to_string(),
+        };
+        tracing::debug!(path = st.path, "observe reconnects: {why}");
+        st.events = None;
+        st.drops += 1;
+        if st.drops >= config.retry.attempts() {
+            return Err(ClientError::Unavailable(format!("observe: {why}")));
         }
+        tokio::time::sleep(config.retry.backoff(st.drops)).await;
     }
 }
 
@@ -151,17 +118,40 @@ async fn next(st: &mut State) -> Result<Option<Leader>> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn parses_events_split_across_chunks() {
-        let mut p = Parser::default();
-        p.push(b": keep-alive\n\nevent: leader\r\ndata: {\"a\":");
-        assert_eq!(p.next_event(), None);
-        p.push(b"1}\ndata: x\n\nevent: other\ndata:y\n\n");
-        let first = p.next_event().expect("first event");
-        assert_eq!(first.name, "leader");
-        assert_eq!(first.data, "{\"a\":1}\nx");
-        let second = p.next_event().expect("second event");
-        assert_eq!((second.name.as_str(), second.data.as_str()), ("other", "y"));
-        assert_eq!(p.next_event(), None);
+    /// The subset of SSE our server writes, split across chunks the way a
+    /// network may split it, parsed by the crate as `next` relies on.
+    #[tokio::test]
+    async fn parses_events_split_across_chunks() {
+        let parts: [&'static [u8]; 2] = [
+            b": keep-alive\n\nevent: leader\r\ndata: {\"a\":",
+            b"1}\ndata: x\n\nevent: other\ndata:y\n\n",
+        ];
+        let chunks = stream::iter(parts.map(|p| Ok::<_, String>(Bytes::from_static(p))));
+        let events: Vec<(String, String)> = chunks
+            .eventsource()
+            .map(|e| {
+                let e = e.expect("event");
+                (e.event, e.data)
+            })
+            .collect()
+            .await;
+        assert_eq!(
+            events,
+            [
+                ("leader".to_string(), "{\"a\":1}\nx".to_string()),
+                ("other".to_string(), "y".to_string()),
+            ]
+        );
+    }
+
+    /// A transport error reaches `next` as itself, so it can reconnect.
+    #[tokio::test]
+    async fn transport_errors_pass_through() {
+        let chunks = stream::iter([Err::<Bytes, _>("reset".to_string())]);
+        let first = chunks.eventsource().next().await.expect("an item");
+        assert!(
+            matches!(first, Err(EventStreamError::Transport(ref why)) if why == "reset"),
+            "{first:?}"
+        );
     }
 }
