@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
+use crate::txn::{Compare, HolderGuard, TxnOp};
 use crate::types::{QueueKind, SessionId};
 
 /// A state change, as stored in the Raft log.
@@ -127,6 +128,26 @@ pub enum Command {
         /// Time to live without a keepalive.
         ttl_ms: u64,
     },
+    /// A node write that commits only while `guard`'s fencing token is
+    /// the lock's current holder, checked in the same log entry (API
+    /// `PUT /v1/nodes/{path}` with `if_holder`; `txn.rs`). Appended after
+    /// every older variant, so older logs still decode.
+    GuardedWrite {
+        /// The lock and token that must still hold.
+        guard: HolderGuard,
+        /// The write.
+        op: TxnOp,
+    },
+    /// Compares, then `success` if all hold, else `failure`, atomically
+    /// (API `POST /v1/txn`; `txn.rs`).
+    Txn {
+        /// Conditions, all of which must hold for `success`.
+        compare: Vec<Compare>,
+        /// Writes when every compare holds.
+        success: Vec<TxnOp>,
+        /// Writes otherwise.
+        failure: Vec<TxnOp>,
+    },
 }
 
 impl Command {
@@ -203,6 +224,13 @@ pub enum Response {
     Proclaimed {
         /// The leader's queue node, which carries the new value.
         node: String,
+    },
+    /// A transaction ran (appended last, as `Command::Txn`).
+    Txn {
+        /// True when every compare held and `success` ran.
+        succeeded: bool,
+        /// One answer per operation of the branch that ran, in order.
+        responses: Vec<Response>,
     },
 }
 

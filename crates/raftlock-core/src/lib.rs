@@ -47,6 +47,7 @@ mod sessions;
 mod snapshot;
 mod state;
 mod tree;
+mod txn;
 mod types;
 
 pub use command::{Acquisition, Applied, Command, DeletedNode, Effects, Response};
@@ -56,4 +57,5 @@ pub use query::{
 };
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT};
 pub use state::StateMachine;
+pub use txn::{Compare, HolderGuard, TxnOp};
 pub use types::{Node, ParseSessionIdError, QueueKind, Session, SessionId};

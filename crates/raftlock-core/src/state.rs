@@ -152,6 +152,14 @@ impl StateMachine {
                 session,
                 value,
             } => self.proclaim(name, *session, value, next, &mut effects),
+            Command::GuardedWrite { guard, op } => {
+                self.guarded_write(guard, op, next, &mut effects)
+            }
+            Command::Txn {
+                compare,
+                success,
+                failure,
+            } => self.txn(compare, success, failure, next, &mut effects),
         };
         match result {
             Ok(outcome) => {
