@@ -66,9 +66,10 @@ pub use embedded::EmbeddedClient;
 pub use error::{ClientError, Result};
 pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
+pub use raftlock_core::{Compare, HolderGuard, TxnOp};
 pub use retry::RetryPolicy;
 pub use session::{lost_margin, LostReason, Session};
 pub use types::{
     ClusterInfo, FencingCheck, Grant, Holder, Leader, Lease, LockState, LockSummary, MemberInfo,
-    Poll, SessionId, Waiter,
+    NodeWritten, Poll, SessionId, Txn, TxnOpResult, TxnOutcome, Waiter,
 };

@@ -174,24 +174,31 @@ pub(crate) fn no_such_action(action: &str, allow: &'static str, actions: &str) -
 
 impl From<CoreError> for ApiError {
     fn from(error: CoreError) -> Self {
-        use StatusCode as S;
-        let message = error.to_string();
-        let (status, code) = match &error {
-            CoreError::BadName { .. } | CoreError::Invalid(_) => (S::BAD_REQUEST, "bad_request"),
-            CoreError::SessionNotFound(_) => (S::NOT_FOUND, "session_not_found"),
-            CoreError::NotFound(_) => (S::NOT_FOUND, "not_found"),
-            CoreError::NotOwner { .. } => (S::FORBIDDEN, "not_owner"),
-            CoreError::LockHeld { .. } => (S::CONFLICT, "lock_held"),
-            CoreError::VersionMismatch { .. } => (S::CONFLICT, "version_mismatch"),
-            CoreError::NotLeader { .. } => (S::CONFLICT, "not_leader"),
-            CoreError::NotEmpty(_) => (S::CONFLICT, "not_empty"),
-            CoreError::EphemeralParent(_) => (S::CONFLICT, "ephemeral_parent"),
-            CoreError::SessionConflict(_) => (S::CONFLICT, "session_conflict"),
-            CoreError::SequenceExhausted(_) => (S::CONFLICT, "sequence_exhausted"),
-            // The node turns this into the grant; mapped for completeness.
-            CoreError::AlreadyGranted { .. } => (S::CONFLICT, "already_granted"),
-        };
-        ApiError::new(status, code, message)
+        let (status, code) = core_status(&error);
+        ApiError::new(status, code, error.to_string())
+    }
+}
+
+/// A core error's status and code. A failed transaction operation answers
+/// with its own error's code (the message names the operation).
+fn core_status(error: &CoreError) -> (StatusCode, &'static str) {
+    use StatusCode as S;
+    match error {
+        CoreError::BadName { .. } | CoreError::Invalid(_) => (S::BAD_REQUEST, "bad_request"),
+        CoreError::SessionNotFound(_) => (S::NOT_FOUND, "session_not_found"),
+        CoreError::NotFound(_) => (S::NOT_FOUND, "not_found"),
+        CoreError::NotOwner { .. } => (S::FORBIDDEN, "not_owner"),
+        CoreError::LockHeld { .. } => (S::CONFLICT, "lock_held"),
+        CoreError::VersionMismatch { .. } => (S::CONFLICT, "version_mismatch"),
+        CoreError::NotLeader { .. } => (S::CONFLICT, "not_leader"),
+        CoreError::NotEmpty(_) => (S::CONFLICT, "not_empty"),
+        CoreError::EphemeralParent(_) => (S::CONFLICT, "ephemeral_parent"),
+        CoreError::SessionConflict(_) => (S::CONFLICT, "session_conflict"),
+        CoreError::SequenceExhausted(_) => (S::CONFLICT, "sequence_exhausted"),
+        // The node turns this into the grant; mapped for completeness.
+        CoreError::AlreadyGranted { .. } => (S::CONFLICT, "already_granted"),
+        CoreError::NotHolder { .. } => (S::CONFLICT, "not_holder"),
+        CoreError::TxnOpFailed { error, .. } => core_status(error),
     }
 }
 
@@ -332,6 +339,29 @@ mod tests {
                 .into(),
                 409,
                 "not_leader",
+            ),
+            (
+                CoreError::NotHolder {
+                    lock: "a".into(),
+                    fencing_token: 3,
+                    current: Some(9),
+                }
+                .into(),
+                409,
+                "not_holder",
+            ),
+            (
+                CoreError::TxnOpFailed {
+                    index: 1,
+                    error: Box::new(CoreError::VersionMismatch {
+                        path: "/a".into(),
+                        expected: 1,
+                        actual: 2,
+                    }),
+                }
+                .into(),
+                409,
+                "version_mismatch",
             ),
         ];
         for (error, status, code) in cases {

@@ -41,6 +41,7 @@ mod reachability;
 mod session_list;
 mod sessions;
 mod state;
+mod txn;
 mod ui;
 
 use std::future::Future;
@@ -156,6 +157,7 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .merge(locks::routes())
         .merge(elections::routes())
         .merge(nodes::routes())
+        .merge(txn::routes())
         .merge(cluster::routes())
         .merge(backup::routes())
         .merge(reachability::routes())

@@ -12,12 +12,14 @@ use axum::routing::get;
 use axum::{Json, Router};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use raftlock_core::path::{is_reserved, sequential_request_path, validate_node_path};
-use raftlock_core::{Command, Response as CoreResponse, SessionId};
+use raftlock_core::path::{
+    is_reserved, sequential_request_path, validate_lock_name, validate_node_path,
+};
+use raftlock_core::{Command, HolderGuard, Response as CoreResponse, SessionId, TxnOp};
 use raftlock_node::Consistency;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency};
 use crate::state::AppState;
@@ -39,6 +41,30 @@ pub(crate) struct PutBody {
     #[serde(default)]
     sequential: bool,
     expected_version: Option<u64>,
+    /// Commit only while this fencing token holds this lock, checked in
+    /// the same log entry as the write (core `txn.rs`).
+    if_holder: Option<IfHolder>,
+}
+
+/// A lock and the fencing token that must still be its holder's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IfHolder {
+    pub lock: String,
+    pub fencing_token: u64,
+}
+
+impl IfHolder {
+    /// The guard, once the caller may read the lock and its name is valid.
+    pub fn guard(self, caller: &Caller) -> Result<HolderGuard, ApiError> {
+        // Whether the token holds says as much as `/v1/fencing/check`.
+        caller.require(Permission::Read, &self.lock)?;
+        validate_lock_name(&self.lock)?;
+        Ok(HolderGuard {
+            lock: self.lock,
+            fencing_token: self.fencing_token,
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -73,12 +99,12 @@ struct Children {
     children: Vec<String>,
 }
 
-fn tree_path(rest: &str) -> String {
+pub(crate) fn tree_path(rest: &str) -> String {
     format!("/{rest}")
 }
 
 /// What the state machine would refuse for any write, checked up front.
-fn check_writable(path: &str) -> Result<(), ApiError> {
+pub(crate) fn check_writable(path: &str) -> Result<(), ApiError> {
     validate_node_path(path)?;
     if path == "/" {
         return Err(ApiError::bad_request("the root node cannot be written"));
@@ -136,6 +162,7 @@ async fn put_node(
     if let Some(session) = session {
         caller.require_session(&app, session).await?;
     }
+    let guard = body.if_holder.map(|g| g.guard(&caller)).transpose()?;
     let checked = check_writable(&path)
         .and_then(|()| {
             if body.sequential && body.expected_version.is_some() {
@@ -158,16 +185,27 @@ async fn put_node(
     } else {
         path
     };
-    let response = app
-        .node
-        .submit(Command::Put {
+    let (sequential, expected_version) = (body.sequential, body.expected_version);
+    let command = match guard {
+        Some(guard) => Command::GuardedWrite {
+            guard,
+            op: TxnOp::Put {
+                path,
+                data,
+                session,
+                sequential,
+                expected_version,
+            },
+        },
+        None => Command::Put {
             path,
             data,
             session,
-            sequential: body.sequential,
-            expected_version: body.expected_version,
-        })
-        .await?;
+            sequential,
+            expected_version,
+        },
+    };
+    let response = app.node.submit(command).await?;
     let CoreResponse::Put {
         path,
         created,

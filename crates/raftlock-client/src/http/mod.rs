@@ -16,10 +16,13 @@
 //!   try reaches too; a duplicate open creates a session that owns
 //!   nothing and expires), so it is resent as well; if the attempts run
 //!   out, the error is [`ClientError::OutcomeUnknown`], never a definite
-//!   one.
+//!   one. Node writes and transactions are the exception (a second
+//!   application could change the answer, or apply a branch twice): their
+//!   first lost answer is `OutcomeUnknown` at once.
 //! - Any other answer is final and mapped to a typed [`ClientError`].
 
 mod inspect;
+mod nodes;
 mod ops;
 mod sse;
 mod wire;
@@ -185,6 +188,10 @@ pub(crate) struct Call {
     /// For release-like calls: after an attempt with an unknown outcome,
     /// an answer saying "already gone" means the first attempt worked.
     gone_is_done: bool,
+    /// For writes a second application would change (node writes,
+    /// transactions): never resent once it may have been applied; the
+    /// answer is then `OutcomeUnknown` at once.
+    once: bool,
 }
 
 impl Call {
@@ -195,7 +202,13 @@ impl Call {
             body: None,
             wait: Duration::ZERO,
             gone_is_done: false,
+            once: false,
         }
+    }
+
+    pub(crate) fn once(mut self) -> Call {
+        self.once = true;
+        self
     }
 
     pub(crate) fn json(mut self, body: &impl serde::Serialize) -> Call {
@@ -316,6 +329,9 @@ impl HttpClient {
                 }
                 Attempt::Unknown(why) => {
                     tracing::debug!(endpoint, "answer lost: {why}");
+                    if call.once {
+                        return Err(ClientError::OutcomeUnknown(format!("{endpoint}: {why}")));
+                    }
                     unknown = Some(format!("{endpoint}: {why}"));
                 }
                 Attempt::Answer(status, body) if status.is_success() => {
@@ -331,6 +347,9 @@ impl HttpClient {
                     e @ (ClientError::OutcomeUnknown(_)
                     | ClientError::Internal(_)
                     | ClientError::ShuttingDown) => {
+                        if call.once {
+                            return Err(ClientError::OutcomeUnknown(format!("{endpoint}: {e}")));
+                        }
                         unknown = Some(format!("{endpoint}: {e}"));
                     }
                     e => {

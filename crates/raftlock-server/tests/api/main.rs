@@ -8,6 +8,7 @@ mod common;
 mod conformance;
 mod dashboard;
 mod disk_faults;
+mod guarded;
 mod limits;
 mod long_poll;
 mod observe;
