@@ -228,7 +228,14 @@ fn gauge(out: &mut String, name: &str, help: &str, kind: &str, value: impl std::
     );
 }
 
+/// The metrics route in the OpenAPI document (`openapi.rs`).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(scrape))]
+pub(crate) struct Api;
+
 /// `GET /metrics`.
+#[utoipa::path(get, path = "/metrics", tag = "meta",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 pub(crate) async fn scrape(State(app): State<AppState>) -> impl IntoResponse {
     let status = app.node.status();
     let counters = app.node.counters();

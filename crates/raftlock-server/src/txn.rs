@@ -15,6 +15,7 @@ use base64::Engine as _;
 use raftlock_core::path::{sequential_request_path, validate_node_path};
 use raftlock_core::{Command, Compare, Response as CoreResponse, TxnOp};
 use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
 
 use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
@@ -26,13 +27,18 @@ use crate::state::AppState;
 /// transaction is one log entry that every member applies in one go.
 pub(crate) const MAX_TXN_ITEMS: usize = 128;
 
+/// The transaction operation in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(txn))]
+pub(crate) struct Api;
+
 /// The transaction route.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/v1/txn", post(txn))
 }
 
 /// The request body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TxnBody {
     #[serde(default)]
@@ -44,7 +50,7 @@ pub(crate) struct TxnBody {
 }
 
 /// One compare: which fields are present says which kind it is.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(untagged)]
 enum CompareBody {
     Version(VersionCompare),
@@ -52,14 +58,14 @@ enum CompareBody {
     Holder(IfHolder),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct VersionCompare {
     path: String,
     version: u64,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ValueCompare {
     path: String,
@@ -67,14 +73,14 @@ struct ValueCompare {
     value: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum OpBody {
     Put(PutOp),
     Delete(DeleteOp),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PutOp {
     path: String,
@@ -85,20 +91,20 @@ struct PutOp {
     expected_version: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct DeleteOp {
     path: String,
     expected_version: Option<u64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct TxnAnswer {
     succeeded: bool,
     responses: Vec<OpAnswer>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 enum OpAnswer {
     Put {
@@ -211,6 +217,10 @@ async fn ops(app: &AppState, bodies: Vec<OpBody>, caller: &Caller) -> Result<Vec
     Ok(ops)
 }
 
+/// Compares, then the `success` or the `failure` writes, in one log entry.
+#[utoipa::path(post, path = "/v1/txn", tag = "nodes",
+    request_body = TxnBody,
+    responses((status = 200, description = "The branch that ran and its results", body = TxnAnswer)))]
 async fn txn(
     State(app): State<AppState>,
     caller: Caller,

@@ -12,3 +12,4 @@ mod guarded;
 mod limits;
 mod long_poll;
 mod observe;
+mod openapi;
