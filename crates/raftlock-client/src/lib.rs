@@ -11,6 +11,8 @@
 //!   [`Session::lost`], when the cluster may have expired it.
 //! - [`Mutex`] takes a lock through a session; its [`MutexGuard`] carries
 //!   the fencing token and releases on drop.
+//! - [`ReentrantMutex`] ([`Mutex::reentrant`]) lets the holding task lock
+//!   again without queueing, and releases when the hold count is zero.
 //! - [`Election`] campaigns, proclaims, resigns and observes a leader.
 //!
 //! Errors are one type, [`ClientError`], that separates definite answers
@@ -55,6 +57,7 @@ mod error;
 mod http;
 mod mutex;
 mod queue;
+mod reentrant;
 mod retry;
 mod session;
 mod types;
@@ -67,6 +70,7 @@ pub use error::{ClientError, Result};
 pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
 pub use raftlock_core::{Compare, HolderGuard, TxnOp};
+pub use reentrant::{ReentrantGuard, ReentrantMutex};
 pub use retry::RetryPolicy;
 pub use session::{lost_margin, LostReason, Session};
 pub use types::{

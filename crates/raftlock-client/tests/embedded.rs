@@ -15,6 +15,12 @@ fn client(cluster: &Cluster, id: u64) -> Arc<dyn LockClient> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_mutex_counts_holds() {
+    let cluster = Cluster::start(false).await;
+    scenarios::reentrant_hold_count(client(&cluster, 2), client(&cluster, 3)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guarded_writes_and_transactions() {
     let cluster = Cluster::start(false).await;
     scenarios::guarded_writes(client(&cluster, 1), client(&cluster, 2)).await;

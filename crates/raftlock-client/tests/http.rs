@@ -20,6 +20,13 @@ async fn client(cluster: &Cluster, rotate: usize) -> Arc<dyn LockClient> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_mutex_counts_holds() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 1).await, client(&cluster, 2).await);
+    scenarios::reentrant_hold_count(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guarded_writes_and_transactions() {
     let cluster = Cluster::start(true).await;
     let (a, b) = (client(&cluster, 0).await, client(&cluster, 2).await);

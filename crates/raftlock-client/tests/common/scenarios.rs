@@ -308,3 +308,46 @@ pub async fn guarded_writes(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
     guard_b.unlock().await.expect("unlock");
     sb.close().await.expect("close b");
 }
+
+/// Reentrant mode: the holding task locks again without a second node,
+/// and the lock stays held until the last hold is given back; another
+/// task of the same handle waits meanwhile.
+pub async fn reentrant_hold_count(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    const NAME: &str = "reentrant/1";
+    let sa = Session::open(a, "a", TTL).await.expect("open a");
+    let sb = Session::open(b, "b", TTL).await.expect("open b");
+    let lock = Mutex::new(&sa, NAME).reentrant();
+    let first = lock.lock().await.expect("lock");
+    let second = within("a re-entry", lock.lock()).await.expect("re-enter");
+    let third = lock.try_lock().await.expect("re-enter by try_lock");
+    assert_eq!(lock.hold_count(), 3);
+    assert_eq!(first.fencing_token(), second.fencing_token());
+    let state = sa.client().lock_state(NAME).await.expect("state");
+    assert!(state.waiters.is_empty(), "a re-entry queued: {state:?}");
+    // Another task of this handle is not the owner: it waits.
+    let other = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.try_lock().await.map(drop) })
+    };
+    let refused = other.await.expect("task");
+    assert!(
+        matches!(refused, Err(ClientError::LockHeld(_))),
+        "{refused:?}"
+    );
+    // Two of three holds given back: still held, B cannot take it.
+    second.unlock().await.expect("give back");
+    drop(third);
+    assert_eq!(lock.hold_count(), 1);
+    let other = Mutex::new(&sb, NAME);
+    let held = other.try_lock().await;
+    assert!(matches!(held, Err(ClientError::LockHeld(_))), "{held:?}");
+    let state = sa.client().lock_state(NAME).await.expect("state");
+    assert_eq!(state.holder.map(|h| h.session), Some(Some(sa.id())));
+    // The last one releases.
+    first.unlock().await.expect("release");
+    assert_eq!(lock.hold_count(), 0);
+    let taken = other.try_lock().await.expect("b takes it");
+    taken.unlock().await.expect("unlock");
+    sa.close().await.expect("close a");
+    sb.close().await.expect("close b");
+}
