@@ -36,6 +36,7 @@ mod extract;
 mod limits;
 mod locks;
 mod metrics;
+mod node_watch;
 mod nodes;
 mod observe;
 mod openapi;

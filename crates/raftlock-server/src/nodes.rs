@@ -82,6 +82,11 @@ struct GetQuery {
     children: bool,
     #[serde(default)]
     consistency: ReadConsistency,
+    /// Stream changes of the node and its children (Server-Sent Events).
+    #[serde(default)]
+    watch: bool,
+    /// With `watch`: send the changes after this revision (default: now).
+    since_revision: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -293,33 +298,51 @@ async fn read_node(
     query: GetQuery,
 ) -> Result<Response, ApiError> {
     validate_node_path(&path)?;
+    if query.watch {
+        return crate::node_watch::watch(app.clone(), caller.clone(), path, query.since_revision)
+            .await;
+    }
     let consistency = query.consistency.into();
     let not_found = || ApiError::not_found(format!("node {path} does not exist"));
     if query.children {
-        let children = app
+        let (children, revision) = app
             .node
-            .read(consistency, |s| s.children(&path))
-            .await?
-            .ok_or_else(not_found)?;
-        return Ok(Json(Children { children }).into_response());
+            .read(consistency, |s| (s.children(&path), s.revision()))
+            .await?;
+        let children = children.ok_or_else(not_found)?;
+        return Ok(with_revision(
+            Json(Children { children }).into_response(),
+            revision,
+        ));
     }
-    let (node, owner) = app
+    let (node, owner, revision) = app
         .node
         .read(consistency, |s| {
             let owner = owner_as_seen(s, &path, caller);
-            s.node(&path).cloned().map(|n| (n, owner))
+            s.node(&path).cloned().map(|n| (n, owner, s.revision()))
         })
         .await?
         .ok_or_else(not_found)?;
-    Ok(Json(NodeBody {
+    let body = Json(NodeBody {
         data: BASE64.encode(&node.data),
         version: node.version,
         create_revision: node.create_revision,
         mod_revision: node.mod_revision,
         ephemeral_owner: owner.map(|s| s.to_string()),
         path,
-    })
-    .into_response())
+    });
+    Ok(with_revision(body.into_response(), revision))
+}
+
+/// The header that gives a read's revision: a watch started with
+/// `since_revision` set to it misses no later change.
+pub(crate) const REVISION_HEADER: &str = "raftlock-revision";
+
+fn with_revision(mut response: Response, revision: u64) -> Response {
+    response
+        .headers_mut()
+        .insert(REVISION_HEADER, axum::http::HeaderValue::from(revision));
+    response
 }
 
 /// Deletes a node without children.

@@ -13,3 +13,4 @@ mod limits;
 mod long_poll;
 mod observe;
 mod openapi;
+mod watch;
