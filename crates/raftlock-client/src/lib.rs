@@ -67,7 +67,7 @@ pub use election::Election;
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedClient;
 pub use error::{ClientError, Result};
-pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
+pub use http::{BearerToken, HttpClient, HttpConfig, NodeData, NodeWatch, TlsFiles, WatchEvent};
 pub use mutex::{Mutex, MutexGuard};
 pub use raftlock_core::{Compare, HolderGuard, TxnOp};
 pub use reentrant::{ReentrantGuard, ReentrantMutex};

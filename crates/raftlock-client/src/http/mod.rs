@@ -25,6 +25,9 @@ mod inspect;
 mod nodes;
 mod ops;
 mod sse;
+mod watch;
+
+pub use watch::{NodeData, NodeWatch, WatchEvent};
 mod wire;
 
 use std::path::PathBuf;
@@ -171,7 +174,8 @@ impl std::fmt::Debug for HttpClient {
 /// What became of one attempt on one endpoint.
 enum Attempt {
     /// An HTTP answer.
-    Answer(StatusCode, Vec<u8>),
+    /// With the `Raftlock-Revision` header's value, when it has one.
+    Answer(StatusCode, Vec<u8>, Option<u64>),
     /// Never delivered; nothing changed.
     NotSent(String),
     /// Sent, no usable answer: it may have been applied.
@@ -313,6 +317,12 @@ impl HttpClient {
     /// Runs `call` with failover and retries (see the module docs);
     /// returns the body of a 2xx answer.
     pub(crate) async fn call(&self, call: Call) -> Result<Vec<u8>> {
+        self.call_with_revision(call).await.map(|(body, _)| body)
+    }
+
+    /// As [`call`](Self::call), with the revision a read saw (`0` when
+    /// the answer does not say).
+    pub(crate) async fn call_with_revision(&self, call: Call) -> Result<(Vec<u8>, u64)> {
         let inner = &self.inner;
         let count = inner.endpoints.len();
         let start = inner.preferred.load(Ordering::Relaxed);
@@ -334,11 +344,11 @@ impl HttpClient {
                     }
                     unknown = Some(format!("{endpoint}: {why}"));
                 }
-                Attempt::Answer(status, body) if status.is_success() => {
+                Attempt::Answer(status, body, revision) if status.is_success() => {
                     inner.preferred.store(index, Ordering::Relaxed);
-                    return Ok(body);
+                    return Ok((body, revision.unwrap_or(0)));
                 }
-                Attempt::Answer(status, body) => match error_of(status, &body) {
+                Attempt::Answer(status, body, _) => match error_of(status, &body) {
                     ClientError::NoLeader(m) => last = ClientError::NoLeader(m),
                     // That member's disk failed and it refused before
                     // proposing (nothing applied): another member serves.
@@ -361,7 +371,7 @@ impl HttpClient {
                                 | ClientError::SessionNotFound(_)
                         );
                         if call.gone_is_done && gone && unknown.is_some() {
-                            return Ok(Vec::new());
+                            return Ok((Vec::new(), 0));
                         }
                         return Err(e);
                     }
@@ -392,8 +402,13 @@ impl HttpClient {
             Err(e) => return Attempt::Unknown(e.to_string()),
         };
         let status = response.status();
+        let revision = response
+            .headers()
+            .get("raftlock-revision")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
         match response.bytes().await {
-            Ok(body) => Attempt::Answer(status, body.to_vec()),
+            Ok(body) => Attempt::Answer(status, body.to_vec(), revision),
             Err(e) => Attempt::Unknown(format!("reading the answer: {e}")),
         }
     }

@@ -13,27 +13,27 @@ use crate::types::{checked, Leader};
 
 /// One dispatched SSE event.
 #[derive(Debug, PartialEq, Eq)]
-struct Event {
-    name: String,
-    data: String,
+pub(super) struct Event {
+    pub name: String,
+    pub data: String,
 }
 
 /// Incremental SSE parser (the subset of the WHATWG rules a server of
 /// ours produces: `event`, `data`, comments, `\n` or `\r\n` lines).
 #[derive(Default)]
-struct Parser {
+pub(super) struct Parser {
     buffer: Vec<u8>,
     name: Option<String>,
     data: Option<String>,
 }
 
 impl Parser {
-    fn push(&mut self, bytes: &[u8]) {
+    pub fn push(&mut self, bytes: &[u8]) {
         self.buffer.extend_from_slice(bytes);
     }
 
     /// The next complete event, if the buffer holds one.
-    fn next_event(&mut self) -> Option<Event> {
+    pub fn next_event(&mut self) -> Option<Event> {
         while let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
             let raw: Vec<u8> = self.buffer.drain(..=end).collect();
             let line = String::from_utf8_lossy(&raw);
