@@ -3,13 +3,14 @@
 //!
 //! Every replica records, under the state's write lock, the nodes each
 //! applied command changed and their values after it, and keeps the
-//! newest [`CAPACITY`] of them. A watch replays from here what came after
-//! its `since_revision`, then follows new changes through a watch channel
-//! of the newest revision (subscribe, then read: a change recorded after
-//! the read is signalled, never missed). Older history is gone: below
-//! the floor a watch is told `compacted` and must read afresh. A snapshot
-//! installed from the leader replaces the state without per-node
-//! changes, so it empties the history and raises the floor to it.
+//! newest [`CAPACITY`] of them, within [`CAPACITY_BYTES`]. A watch
+//! replays from here what came after its `since_revision`, then follows
+//! new changes through a watch channel of the newest revision (subscribe,
+//! then read: a change recorded after the read is signalled, never
+//! missed). Older history is gone: below the floor a watch is told
+//! `compacted` and must read afresh. A snapshot installed from the leader
+//! replaces the state without per-node changes, so it empties the
+//! history and raises the floor to it.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -17,8 +18,17 @@ use std::sync::Mutex;
 use raftlock_core::{Effects, Node, StateMachine};
 use tokio::sync::watch;
 
-/// Changes kept per replica (at a few hundred bytes each, a few MB).
+/// Changes kept per replica, at most.
 pub const CAPACITY: usize = 10_000;
+/// Bytes of node data and paths kept per replica, at most: node data may
+/// be up to the API's `max_data_bytes` each, and 10,000 of those would
+/// not fit in memory.
+pub const CAPACITY_BYTES: usize = 64 * 1024 * 1024;
+
+/// What a change costs the history's byte budget.
+fn weight(change: &Change) -> usize {
+    change.path.len() + change.node.as_ref().map_or(0, |n| n.data.len()) + 64
+}
 
 /// One node's change at one revision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +52,8 @@ struct Inner {
     /// Changes at or below this revision are not (all) kept.
     floor: u64,
     changes: VecDeque<Change>,
+    /// The weight of `changes`.
+    bytes: usize,
 }
 
 /// The recent changes of one replica's tree.
@@ -65,6 +77,7 @@ impl ChangeHistory {
             inner: Mutex::new(Inner {
                 floor: revision,
                 changes: VecDeque::new(),
+                bytes: 0,
             }),
             latest: watch::channel(revision).0,
         }
@@ -91,17 +104,21 @@ impl ChangeHistory {
             if !seen.insert(path) {
                 continue;
             }
-            inner.changes.push_back(Change {
+            let change = Change {
                 revision,
                 path: path.to_string(),
                 node: state.node(path).cloned(),
-            });
+            };
+            inner.bytes += weight(&change);
+            inner.changes.push_back(change);
             recorded = true;
         }
-        while inner.changes.len() > self.capacity {
-            if let Some(old) = inner.changes.pop_front() {
-                inner.floor = inner.floor.max(old.revision);
-            }
+        while inner.changes.len() > self.capacity || inner.bytes > CAPACITY_BYTES {
+            let Some(old) = inner.changes.pop_front() else {
+                break;
+            };
+            inner.bytes = inner.bytes.saturating_sub(weight(&old));
+            inner.floor = inner.floor.max(old.revision);
         }
         drop(inner);
         if recorded {
@@ -113,6 +130,7 @@ impl ChangeHistory {
     pub(crate) fn reset(&self, revision: u64) {
         let mut inner = self.inner();
         inner.changes.clear();
+        inner.bytes = 0;
         inner.floor = revision;
         drop(inner);
         self.latest.send_replace(revision);
