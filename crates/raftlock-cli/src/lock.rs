@@ -1,4 +1,6 @@
-//! `raftlock lock NAME -- CMD…`: run a command while holding a lock.
+//! `raftlock lock NAME -- CMD…`: run a command while holding a lock (or,
+//! with `--read`/`--write`, a read-write lock; with `--permits N`, a
+//! place in a semaphore: `lock_kind.rs`).
 //!
 //! The command gets `RAFTLOCK_FENCING_TOKEN` (pass it to anything the
 //! command writes, so a store can refuse a stale holder), signals sent to
@@ -21,7 +23,7 @@ use anyhow::Context;
 use clap::Args;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use raftlock_client::{ClientError, HttpClient, LockClient, Mutex, Session};
+use raftlock_client::{ClientError, HttpClient, LockClient, Session};
 use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -35,7 +37,9 @@ pub const EXIT_LOCK_LOST: u8 = 74;
     after_help = "Exit status: the command's own (128+N if it died of signal N); \
 75 if the lock was not acquired within --wait; 74 if the lock was lost while the \
 command ran (the command was stopped); 1 for other errors.\n\n\
-Example: raftlock lock nightly-report --wait 600s -- ./report.sh --date today"
+Example: raftlock lock nightly-report --wait 600s -- ./report.sh --date today\n\
+         raftlock lock --read reports -- ./read-report.sh\n\
+         raftlock lock --permits 4 gpu -- ./train.sh"
 )]
 pub struct LockArgs {
     /// Lock name, e.g. `orders/42` ([A-Za-z0-9._:-] and '/').
@@ -62,31 +66,22 @@ pub struct LockArgs {
     #[arg(long)]
     reentrant: bool,
     #[command(flatten)]
+    kind: crate::lock_kind::KindArgs,
+    #[command(flatten)]
     endpoints: crate::inspect::Endpoints,
 }
 
-/// Parses `250ms`, `30s`, `10m`, `1h` (or bare milliseconds).
+/// Parses `250ms`, `30s`, `10m`, `1h30m` (humantime's syntax), or bare
+/// milliseconds (`1500`, `0`) as earlier versions accepted.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 30s, 500ms or 10m"))?;
-    let ms = match unit {
-        "" | "ms" => Some(n),
-        "s" => n.checked_mul(1_000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {text:?} (use ms, s, m or h)"
-            ))
-        }
-    };
-    ms.map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is too long"))
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map(Duration::from_millis)
+            .map_err(|_| format!("{text:?} is too long"));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is not a duration like 30s, 500ms or 10m: {e}"))
 }
 
 /// How long a command whose lock was lost waits to release and close the
@@ -108,12 +103,7 @@ pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
     let session = Session::open(client, &owner, args.ttl)
         .await
         .context("cannot open a session")?;
-    let mutex = Mutex::new(&session, args.name.clone());
-    let acquired = if args.wait.is_zero() {
-        mutex.try_lock().await
-    } else {
-        mutex.lock_timeout(args.wait).await
-    };
+    let acquired = args.kind.acquire(&session, &args.name, args.wait).await;
     let guard = match acquired {
         Ok(guard) => guard,
         Err(ClientError::LockHeld(_) | ClientError::Timeout(_)) => {
@@ -197,6 +187,7 @@ async fn run_command(args: &LockArgs, session: &Session, token: u64) -> anyhow::
         .args(rest)
         .env("RAFTLOCK_FENCING_TOKEN", token.to_string())
         .env("RAFTLOCK_LOCK", &args.name)
+        .env("RAFTLOCK_LOCK_KIND", args.kind.describe())
         .env("RAFTLOCK_SESSION_ID", session.id().to_string())
         .stdin(Stdio::inherit())
         .process_group(0)
@@ -254,7 +245,9 @@ mod tests {
         assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
         assert_eq!(parse_duration("1500"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5 days").is_err());
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("99999999999999999h").is_err());
     }
 }

@@ -191,6 +191,7 @@ mod from_node {
             CoreError::EphemeralParent(_) => "ephemeral_parent",
             CoreError::SequenceExhausted(_) => "sequence_exhausted",
             CoreError::AlreadyGranted { .. } => "already_granted",
+            CoreError::LimitMismatch { .. } => "limit_mismatch",
             CoreError::NotHolder { .. } => "not_holder",
             CoreError::TxnOpFailed { error, .. } => core_code(error),
         }

@@ -11,6 +11,10 @@
 //!   [`Session::lost`], when the cluster may have expired it.
 //! - [`Mutex`] takes a lock through a session; its [`MutexGuard`] carries
 //!   the fencing token and releases on drop.
+//! - [`RwLock`] (read and write guards), [`Semaphore`] (at most N
+//!   holders) and [`MultiLock`] (several locks, all or none) work like
+//!   [`Mutex`], on the API's `/v1/rwlocks`, `/v1/semaphores` and
+//!   `/v1/multilocks`.
 //! - [`ReentrantMutex`] ([`Mutex::reentrant`]) lets the holding task lock
 //!   again without queueing, and releases when the hold count is zero.
 //! - [`Election`] campaigns, proclaims, resigns and observes a leader.
@@ -56,6 +60,7 @@ mod embedded;
 mod error;
 mod http;
 mod mutex;
+mod primitives;
 mod queue;
 mod reentrant;
 mod retry;
@@ -69,6 +74,9 @@ pub use embedded::EmbeddedClient;
 pub use error::{ClientError, Result};
 pub use http::{BearerToken, HttpClient, HttpConfig, NodeData, NodeWatch, TlsFiles, WatchEvent};
 pub use mutex::{Mutex, MutexGuard};
+pub use primitives::{
+    Access, MultiLock, MultiLockGuard, RwLock, RwLockGuard, Semaphore, SemaphorePermit,
+};
 pub use raftlock_core::{Compare, HolderGuard, TxnOp};
 pub use reentrant::{ReentrantGuard, ReentrantMutex};
 pub use retry::RetryPolicy;

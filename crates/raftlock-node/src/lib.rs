@@ -12,6 +12,8 @@
 //! of the application form the cluster. The HTTP API crate serves the same
 //! operations to other languages.
 
+#![warn(missing_docs)]
+
 mod acquire;
 mod backup;
 mod config;
@@ -30,12 +32,14 @@ mod node;
 mod observe;
 mod ops;
 mod peer_guard;
+mod primitives;
 mod quorum;
 mod replica;
 mod routes;
 mod shutdown;
 mod snapshot_file;
 mod state_machine;
+mod stats;
 mod status;
 mod storage_watch;
 pub mod tracker;
@@ -56,6 +60,7 @@ pub use node::{Node, StartError};
 pub use observe::ElectionChanges;
 pub use ops::{Consistency, Grant, NodeCounters, OpenedSession};
 pub use peer_guard::PeerState;
+pub use primitives::MultiGrant;
 pub use raftlock_core as core;
 pub use raftlock_tls::{ClientAuth, TlsSettings};
 pub use replica::membership::{MembershipMember, MembershipView};

@@ -45,6 +45,8 @@ pub struct Shared {
     pub tracker: Arc<SessionTracker>,
     /// Effects of every applied command (election observers).
     pub changes: broadcast::Sender<Arc<Effects>>,
+    /// Expiries, leader changes and commit times, for metrics.
+    pub stats: crate::stats::OpStats,
     /// Recent node changes by revision (node watches).
     pub history: ChangeHistory,
     snapshot_dir: PathBuf,
@@ -108,6 +110,7 @@ impl Shared {
             waiters,
             tracker,
             changes: broadcast::channel(1024).0,
+            stats: crate::stats::OpStats::default(),
             snapshot_dir,
             snapshot: Mutex::new(meta),
             snapshots_installed: AtomicU64::new(0),
@@ -217,6 +220,16 @@ impl Shared {
             .on_ended(effects.ended_sessions.iter().copied());
         self.waiters
             .wake_deleted(effects.deleted.iter().map(|d| d.path.as_str()));
+        let granted: Vec<String> = effects
+            .granted
+            .iter()
+            .filter(|p| crate::waiters::is_shared_node(p))
+            .map(|p| crate::waiters::granted_key(p))
+            .collect();
+        if !granted.is_empty() {
+            self.waiters
+                .wake_deleted(granted.iter().map(String::as_str));
+        }
         // Nobody listening is fine.
         let _ = self.changes.send(Arc::new(effects));
     }

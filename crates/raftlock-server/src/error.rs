@@ -94,6 +94,7 @@ error_codes! {
     Internal = "internal",
     TooManyRequests = "too_many_requests",
     RequestTimeout = "request_timeout",
+    LimitMismatch = "limit_mismatch",
     NotHolder = "not_holder",
 }
 
@@ -296,6 +297,7 @@ fn core_status(error: &CoreError) -> (StatusCode, ErrorCode) {
         CoreError::SequenceExhausted(_) => (S::CONFLICT, ErrorCode::SequenceExhausted),
         // The node turns this into the grant; mapped for completeness.
         CoreError::AlreadyGranted { .. } => (S::CONFLICT, ErrorCode::AlreadyGranted),
+        CoreError::LimitMismatch { .. } => (S::CONFLICT, ErrorCode::LimitMismatch),
         CoreError::NotHolder { .. } => (S::CONFLICT, ErrorCode::NotHolder),
         CoreError::TxnOpFailed { error, .. } => core_status(error),
     }

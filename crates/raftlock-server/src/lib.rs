@@ -36,13 +36,18 @@ mod extract;
 mod limits;
 mod locks;
 mod metrics;
+mod multilocks;
 mod node_watch;
 mod nodes;
 mod observe;
 mod openapi;
+mod process;
 mod reachability;
+mod rwlocks;
+mod semaphores;
 mod session_list;
 mod sessions;
+mod shared_locks;
 mod state;
 mod txn;
 mod ui;
@@ -148,6 +153,7 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .auth
         .enabled()
         .then(|| auth::Tokens::new(&config.auth));
+    let metrics_handle = metrics.clone();
     let state = AppState {
         node,
         config: Arc::new(config),
@@ -155,6 +161,12 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         shutdown,
     };
     routes()
+        // After the routes, before the fallbacks: times matched routes
+        // only, labelled by their template.
+        .route_layer(middleware::from_fn_with_state(
+            metrics_handle,
+            metrics::time_request,
+        ))
         .fallback(no_route)
         // After every route is added: applies to the routes present.
         .method_not_allowed_fallback(wrong_method)
@@ -178,6 +190,9 @@ fn routes() -> Router<AppState> {
         .merge(session_list::routes())
         .merge(locks::routes())
         .merge(elections::routes())
+        .merge(rwlocks::routes())
+        .merge(semaphores::routes())
+        .merge(multilocks::routes())
         .merge(nodes::routes())
         .merge(txn::routes())
         .merge(cluster::routes())

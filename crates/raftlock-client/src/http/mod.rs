@@ -24,6 +24,7 @@
 mod inspect;
 mod nodes;
 mod ops;
+mod primitives;
 mod sse;
 mod watch;
 

@@ -11,6 +11,8 @@ mod disk_faults;
 mod guarded;
 mod limits;
 mod long_poll;
+mod metrics;
 mod observe;
 mod openapi;
+mod primitives;
 mod watch;
