@@ -592,3 +592,47 @@ async fn lock_read_write_and_permits() {
         "--read and --write exclude each other"
     );
 }
+
+/// `--reentrant` inside `raftlock lock NAME` runs its command under the
+/// outer hold (same token) instead of queueing behind it; without the
+/// flag the nested try-lock is refused (75); another lock is taken as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_reentrant_runs_a_nested_lock_under_the_outer_hold() {
+    let cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let log = cluster.dir.path().join("nested");
+    // The nested calls reach the cluster through the inherited
+    // RAFTLOCK_ENDPOINTS; `$0` is the raftlock binary.
+    let script = format!(
+        r#"outer=$RAFTLOCK_FENCING_TOKEN
+        "$0" lock --reentrant --wait 0 job -- sh -c 'echo in $RAFTLOCK_FENCING_TOKEN' >> {log}
+        echo reentrant $? >> {log}
+        "$0" lock --wait 0 job -- true; echo plain $? >> {log}
+        "$0" lock --reentrant --wait 0 other -- true; echo other $? >> {log}
+        echo outer $outer >> {log}"#,
+        log = log.display()
+    );
+    let status = run(&mut raftlock(
+        &cluster,
+        &["lock", "job", "--", "sh", "-c", &script, RAFTLOCK],
+    ))
+    .status;
+    assert!(status.success(), "{status:?}");
+    let text = std::fs::read_to_string(&log).expect("log");
+    let lines: Vec<&str> = text.lines().collect();
+    let outer = lines
+        .last()
+        .and_then(|l| l.strip_prefix("outer "))
+        .unwrap_or("?");
+    assert_eq!(
+        lines,
+        [
+            format!("in {outer}").as_str(),
+            "reentrant 0",
+            "plain 75",
+            "other 0",
+            format!("outer {outer}").as_str()
+        ],
+        "{text}"
+    );
+}

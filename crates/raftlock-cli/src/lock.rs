@@ -57,6 +57,14 @@ pub struct LockArgs {
     /// How long the command gets to exit after SIGTERM when the lock is lost.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     grace: Duration,
+    /// Re-enter a lock this command already runs under: inside `raftlock
+    /// lock NAME` (whose command sees RAFTLOCK_LOCK=NAME and its token),
+    /// a nested `raftlock lock --reentrant NAME` whose token still holds
+    /// runs its command at once, under the outer hold, instead of queueing
+    /// behind it (a deadlock). The outer `raftlock lock` still releases,
+    /// and still stops the whole process group if the lock is lost.
+    #[arg(long)]
+    reentrant: bool,
     #[command(flatten)]
     kind: crate::lock_kind::KindArgs,
     #[command(flatten)]
@@ -85,6 +93,12 @@ pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
     let config = args.endpoints.client_config()?;
     let client: Arc<dyn LockClient> =
         Arc::new(HttpClient::with_config(args.endpoints.urls(), config)?);
+    if args.reentrant {
+        if let Some(token) = outer_hold(&args.name, client.as_ref()).await? {
+            tracing::info!(lock = %args.name, token, "re-entered the outer hold");
+            return reenter(&args);
+        }
+    }
     let owner = format!("raftlock-lock pid {}", std::process::id());
     let session = Session::open(client, &owner, args.ttl)
         .await
@@ -130,6 +144,38 @@ pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
         );
     }
     outcome
+}
+
+/// The token of the `raftlock lock` this process runs under, if that one
+/// holds `name` and its token is still the lock's holder.
+async fn outer_hold(name: &str, client: &dyn LockClient) -> anyhow::Result<Option<u64>> {
+    if std::env::var("RAFTLOCK_LOCK").ok().as_deref() != Some(name) {
+        return Ok(None);
+    }
+    let Some(token) = std::env::var("RAFTLOCK_FENCING_TOKEN")
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+    else {
+        return Ok(None);
+    };
+    let check = client
+        .fencing_check(name, token)
+        .await
+        .context("cannot check the outer hold's fencing token")?;
+    Ok(check.valid.then_some(token))
+}
+
+/// Runs the command in place of this process (same pid and process
+/// group), so the outer `raftlock lock`'s signals and its stop on a lost
+/// lock reach it; it inherits the outer hold's environment.
+fn reenter(args: &LockArgs) -> anyhow::Result<u8> {
+    use std::os::unix::process::CommandExt;
+    let (program, rest) = args
+        .command
+        .split_first()
+        .context("no command given after --")?;
+    let error = std::process::Command::new(program).args(rest).exec();
+    Err(error).with_context(|| format!("cannot start {program:?}"))
 }
 
 async fn run_command(args: &LockArgs, session: &Session, token: u64) -> anyhow::Result<u8> {

@@ -16,7 +16,10 @@ use futures::stream::BoxStream;
 
 use crate::error::Result;
 use crate::primitives::Access;
-use crate::types::{FencingCheck, Grant, Leader, Lease, LockState, Poll, SessionId};
+use crate::types::{
+    FencingCheck, Grant, Leader, Lease, LockState, NodeWritten, Poll, SessionId, Txn, TxnOutcome,
+};
+use raftlock_core::HolderGuard;
 
 /// The longest `wait` an acquire or campaign accepts: the HTTP API's
 /// default cap on `wait_ms` (servers may configure another), which the
@@ -139,4 +142,20 @@ pub trait LockClient: Send + Sync + 'static {
     /// Lazy: nothing is sent until the stream is polled. Ends after an
     /// error it could not recover from (reported as the last item).
     fn observe(&self, name: &str) -> LeaderStream;
+
+    /// Creates or updates the persistent node at tree path `path` with
+    /// `data`. With `guard`, it commits only while the guard's fencing
+    /// token is its lock's current holder, checked in the same log entry
+    /// as the write (`not_holder` otherwise, and nothing is written).
+    fn put_node<'a>(
+        &'a self,
+        path: &'a str,
+        data: &'a [u8],
+        guard: Option<&'a HolderGuard>,
+    ) -> BoxFuture<'a, Result<NodeWritten>>;
+
+    /// Runs a transaction (docs/api.md, Transactions). A failing operation
+    /// fails the whole transaction with that operation's error; nothing
+    /// is written then.
+    fn txn<'a>(&'a self, txn: &'a Txn) -> BoxFuture<'a, Result<TxnOutcome>>;
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
-use raftlock_core::{QueueEntryView, QueueKind, StateMachine};
+use raftlock_core::{
+    Command, HolderGuard, QueueEntryView, QueueKind, Response as CoreResponse, StateMachine, TxnOp,
+};
 use raftlock_node::{AcquireOptions, Consistency, Node, NodeError};
 
 use crate::client::{LeaderStream, LockClient, DEFAULT_MAX_WAIT};
@@ -15,7 +17,8 @@ use crate::error::{ClientError, Result};
 use crate::primitives::Access;
 use crate::retry::RetryPolicy;
 use crate::types::{
-    checked, FencingCheck, Grant, Holder, Leader, Lease, LockState, Poll, SessionId, Waiter,
+    checked, FencingCheck, Grant, Holder, Leader, Lease, LockState, NodeWritten, Poll, SessionId,
+    Txn, TxnOpResult, TxnOutcome, Waiter,
 };
 
 /// A [`LockClient`] over a [`Node`] running in this process. Cheap to
@@ -130,6 +133,60 @@ fn grant_of(name: &str, grant: raftlock_node::Grant) -> Grant {
         node: grant.node,
         fencing_token: grant.fencing_token,
         session: grant.session,
+    }
+}
+
+/// Refuses what the HTTP edge refuses before proposing: a bad path and
+/// the reserved prefixes (the state machine checks again).
+fn checked_path(path: &str) -> Result<()> {
+    raftlock_core::path::validate_node_path(path)
+        .map_err(|e| ClientError::BadRequest(e.to_string()))?;
+    if path == "/" || raftlock_core::path::is_reserved(path) {
+        return Err(ClientError::BadRequest(format!(
+            "{path} cannot be written (the root, /locks, /elections)"
+        )));
+    }
+    Ok(())
+}
+
+/// A node write's answer as the client reports it.
+fn written(response: CoreResponse) -> Result<TxnOpResult> {
+    match response {
+        CoreResponse::Put {
+            path,
+            created,
+            version,
+            create_revision,
+            mod_revision,
+            ..
+        } => Ok(TxnOpResult::Put(NodeWritten {
+            path,
+            created,
+            version,
+            create_revision,
+            mod_revision,
+        })),
+        CoreResponse::Deleted { path } => Ok(TxnOpResult::Delete(path)),
+        other => Err(ClientError::Protocol(format!(
+            "unexpected answer to a node write: {other:?}"
+        ))),
+    }
+}
+
+impl EmbeddedClient {
+    /// Submits a write that must not be applied twice: a lost answer is
+    /// `OutcomeUnknown` at once, as over HTTP (`http` module docs).
+    async fn submit_once(&self, command: Command) -> Result<CoreResponse> {
+        for attempt in 0..self.retry.attempts() {
+            tokio::time::sleep(self.retry.backoff(attempt)).await;
+            match self.node.submit(command.clone()).await {
+                Err(NodeError::NoLeader) => continue,
+                other => return other.map_err(ClientError::from),
+            }
+        }
+        Err(ClientError::NoLeader(
+            "no leader within the retry policy".into(),
+        ))
     }
 }
 
@@ -384,6 +441,83 @@ impl LockClient for EmbeddedClient {
                 stream::once(async move { Ok(first) }).chain(tail).boxed()
             }
         }))
+    }
+
+    fn put_node<'a>(
+        &'a self,
+        path: &'a str,
+        data: &'a [u8],
+        guard: Option<&'a HolderGuard>,
+    ) -> BoxFuture<'a, Result<NodeWritten>> {
+        Box::pin(async move {
+            checked_path(path)?;
+            if let Some(g) = guard {
+                checked(&g.lock)?;
+            }
+            let (path, data) = (path.to_string(), data.to_vec());
+            let command = match guard {
+                Some(guard) => Command::GuardedWrite {
+                    guard: guard.clone(),
+                    op: TxnOp::Put {
+                        path,
+                        data,
+                        session: None,
+                        sequential: false,
+                        expected_version: None,
+                    },
+                },
+                None => Command::Put {
+                    path,
+                    data,
+                    session: None,
+                    sequential: false,
+                    expected_version: None,
+                },
+            };
+            match written(self.submit_once(command).await?)? {
+                TxnOpResult::Put(node) => Ok(node),
+                TxnOpResult::Delete(_) => {
+                    Err(ClientError::Protocol("a put answered as a delete".into()))
+                }
+            }
+        })
+    }
+
+    fn txn<'a>(&'a self, txn: &'a Txn) -> BoxFuture<'a, Result<TxnOutcome>> {
+        Box::pin(async move {
+            for c in &txn.compare {
+                match c {
+                    raftlock_core::Compare::Version { path, .. }
+                    | raftlock_core::Compare::Value { path, .. } => {
+                        raftlock_core::path::validate_node_path(path)
+                            .map_err(|e| ClientError::BadRequest(e.to_string()))?;
+                    }
+                    raftlock_core::Compare::Holder(g) => {
+                        checked(&g.lock)?;
+                    }
+                }
+            }
+            for op in txn.success.iter().chain(&txn.failure) {
+                checked_path(op.path())?;
+            }
+            let command = Command::Txn {
+                compare: txn.compare.clone(),
+                success: txn.success.clone(),
+                failure: txn.failure.clone(),
+            };
+            match self.submit_once(command).await? {
+                CoreResponse::Txn {
+                    succeeded,
+                    responses,
+                } => Ok(TxnOutcome {
+                    succeeded,
+                    responses: responses.into_iter().map(written).collect::<Result<_>>()?,
+                }),
+                other => Err(ClientError::Protocol(format!(
+                    "unexpected answer to a transaction: {other:?}"
+                ))),
+            }
+        })
     }
 }
 

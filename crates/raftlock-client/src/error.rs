@@ -171,22 +171,29 @@ mod from_node {
     impl From<CoreError> for ClientError {
         fn from(e: CoreError) -> Self {
             let text = e.to_string();
-            let code = match e {
-                CoreError::BadName { .. } | CoreError::Invalid(_) => "bad_request",
-                CoreError::SessionNotFound(_) => "session_not_found",
-                CoreError::NotFound(_) => "not_found",
-                CoreError::NotOwner { .. } => "not_owner",
-                CoreError::LockHeld { .. } => "lock_held",
-                CoreError::NotLeader { .. } => "not_leader",
-                CoreError::VersionMismatch { .. } => "version_mismatch",
-                CoreError::SessionConflict(_) => "session_conflict",
-                CoreError::NotEmpty(_) => "not_empty",
-                CoreError::EphemeralParent(_) => "ephemeral_parent",
-                CoreError::SequenceExhausted(_) => "sequence_exhausted",
-                CoreError::AlreadyGranted { .. } => "already_granted",
-                CoreError::LimitMismatch { .. } => "limit_mismatch",
-            };
+            let code = core_code(&e);
             ClientError::from_api(code, text)
+        }
+    }
+
+    /// The API's code for a core error (as the server maps it).
+    fn core_code(e: &CoreError) -> &'static str {
+        match e {
+            CoreError::BadName { .. } | CoreError::Invalid(_) => "bad_request",
+            CoreError::SessionNotFound(_) => "session_not_found",
+            CoreError::NotFound(_) => "not_found",
+            CoreError::NotOwner { .. } => "not_owner",
+            CoreError::LockHeld { .. } => "lock_held",
+            CoreError::NotLeader { .. } => "not_leader",
+            CoreError::VersionMismatch { .. } => "version_mismatch",
+            CoreError::SessionConflict(_) => "session_conflict",
+            CoreError::NotEmpty(_) => "not_empty",
+            CoreError::EphemeralParent(_) => "ephemeral_parent",
+            CoreError::SequenceExhausted(_) => "sequence_exhausted",
+            CoreError::AlreadyGranted { .. } => "already_granted",
+            CoreError::LimitMismatch { .. } => "limit_mismatch",
+            CoreError::NotHolder { .. } => "not_holder",
+            CoreError::TxnOpFailed { error, .. } => core_code(error),
         }
     }
 }

@@ -15,6 +15,8 @@
 //!   holders) and [`MultiLock`] (several locks, all or none) work like
 //!   [`Mutex`], on the API's `/v1/rwlocks`, `/v1/semaphores` and
 //!   `/v1/multilocks`.
+//! - [`ReentrantMutex`] ([`Mutex::reentrant`]) lets the holding task lock
+//!   again without queueing, and releases when the hold count is zero.
 //! - [`Election`] campaigns, proclaims, resigns and observes a leader.
 //!
 //! Errors are one type, [`ClientError`], that separates definite answers
@@ -60,6 +62,7 @@ mod http;
 mod mutex;
 mod primitives;
 mod queue;
+mod reentrant;
 mod retry;
 mod session;
 mod types;
@@ -69,14 +72,16 @@ pub use election::Election;
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedClient;
 pub use error::{ClientError, Result};
-pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
+pub use http::{BearerToken, HttpClient, HttpConfig, NodeData, NodeWatch, TlsFiles, WatchEvent};
 pub use mutex::{Mutex, MutexGuard};
 pub use primitives::{
     Access, MultiLock, MultiLockGuard, RwLock, RwLockGuard, Semaphore, SemaphorePermit,
 };
+pub use raftlock_core::{Compare, HolderGuard, TxnOp};
+pub use reentrant::{ReentrantGuard, ReentrantMutex};
 pub use retry::RetryPolicy;
 pub use session::{lost_margin, LostReason, Session};
 pub use types::{
     ClusterInfo, FencingCheck, Grant, Holder, Leader, Lease, LockState, LockSummary, MemberInfo,
-    Poll, SessionId, Waiter,
+    NodeWritten, Poll, SessionId, Txn, TxnOpResult, TxnOutcome, Waiter,
 };

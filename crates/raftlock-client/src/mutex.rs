@@ -10,7 +10,8 @@ use tokio::sync::OwnedMutexGuard;
 use crate::error::Result;
 use crate::queue::{self, Kind, Pending, Wait};
 use crate::session::{LostReason, Session, Shared};
-use crate::types::{Grant, LockState, SessionId};
+use crate::types::{Grant, LockState, NodeWritten, SessionId};
+use raftlock_core::HolderGuard;
 
 /// A named lock, taken through a session. Clones share one local queue,
 /// so tasks of one process that share a `Mutex` take turns locally before
@@ -125,6 +126,26 @@ impl MutexGuard {
     /// The whole grant.
     pub fn grant(&self) -> &Grant {
         &self.grant
+    }
+
+    /// This grant as a guard for writes: "the lock's holder still has my
+    /// token" (a [`Compare::Holder`](crate::Compare::Holder) in a
+    /// [`Txn`](crate::Txn)).
+    pub fn holder_guard(&self) -> HolderGuard {
+        HolderGuard {
+            lock: self.name.clone(),
+            fencing_token: self.grant.fencing_token,
+        }
+    }
+
+    /// Writes `data` to the node at tree path `path` only while this
+    /// guard's grant still holds the lock, checked by the cluster in the
+    /// same log entry as the write: a holder whose session expired, or
+    /// whose lock went to another, gets `Rejected { code: "not_holder" }`
+    /// and nothing is written.
+    pub async fn put_if_holder(&self, path: &str, data: &[u8]) -> Result<NodeWritten> {
+        let guard = self.holder_guard();
+        self.session.client.put_node(path, data, Some(&guard)).await
     }
 
     /// Completes when the holding session is lost; from then on the lock

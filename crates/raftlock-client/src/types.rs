@@ -167,3 +167,50 @@ pub struct LockSummary {
     /// How many sessions wait behind the holder.
     pub waiters: u64,
 }
+
+/// A node written by [`LockClient::put_node`](crate::LockClient::put_node)
+/// or a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeWritten {
+    /// Its full tree path (with the counter, for a sequential create).
+    pub path: String,
+    /// True when this write created it.
+    pub created: bool,
+    /// Its version after the write.
+    pub version: u64,
+    /// The revision that created it.
+    pub create_revision: u64,
+    /// The revision of this write.
+    pub mod_revision: u64,
+}
+
+/// What one operation of a transaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnOpResult {
+    /// A put.
+    Put(NodeWritten),
+    /// A delete, of this path.
+    Delete(String),
+}
+
+/// A transaction's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOutcome {
+    /// True when every compare held and the `success` branch ran.
+    pub succeeded: bool,
+    /// One result per operation of the branch that ran.
+    pub responses: Vec<TxnOpResult>,
+}
+
+/// A transaction: compares, then `success` writes if they all hold, else
+/// `failure` writes, in one log entry (docs/api.md, Transactions).
+/// Paths are tree paths (`/config/db`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Txn {
+    /// Conditions, all of which must hold for `success`.
+    pub compare: Vec<raftlock_core::Compare>,
+    /// Writes when every compare holds.
+    pub success: Vec<raftlock_core::TxnOp>,
+    /// Writes otherwise.
+    pub failure: Vec<raftlock_core::TxnOp>,
+}

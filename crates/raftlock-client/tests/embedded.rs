@@ -15,6 +15,18 @@ fn client(cluster: &Cluster, id: u64) -> Arc<dyn LockClient> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_mutex_counts_holds() {
+    let cluster = Cluster::start(false).await;
+    scenarios::reentrant_hold_count(client(&cluster, 2), client(&cluster, 3)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guarded_writes_and_transactions() {
+    let cluster = Cluster::start(false).await;
+    scenarios::guarded_writes(client(&cluster, 1), client(&cluster, 2)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutex_excludes_and_tokens_increase() {
     let cluster = Cluster::start(false).await;
     scenarios::mutual_exclusion(client(&cluster, 1), client(&cluster, 2)).await;

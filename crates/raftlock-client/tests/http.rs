@@ -20,6 +20,61 @@ async fn client(cluster: &Cluster, rotate: usize) -> Arc<dyn LockClient> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_streams_changes_after_a_read() {
+    use futures::StreamExt;
+    use raftlock_client::WatchEvent;
+    let cluster = Cluster::start(true).await;
+    let endpoints = cluster.endpoints();
+    let http = HttpClient::new(endpoints).expect("client");
+    let client: Arc<dyn LockClient> = Arc::new(http.clone());
+    client.put_node("/svc/a", b"1", None).await.expect("put a");
+    let (node, revision) = http.read_node("/svc").await.expect("read");
+    assert_eq!(node.version, 1);
+    assert!(revision > 0);
+    client.put_node("/svc/b", b"2", None).await.expect("put b");
+    let mut watch = http.watch("/svc", Some(revision));
+    client
+        .put_node("/svc/a", b"3", None)
+        .await
+        .expect("update a");
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        match within("a watch event", watch.next()).await {
+            Some(Ok(WatchEvent::Put {
+                path,
+                node,
+                revision: r,
+            })) => {
+                assert!(r > revision);
+                seen.push((path, node.data, node.version));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            ("/svc/b".to_string(), b"2".to_vec(), 1),
+            ("/svc/a".to_string(), b"3".to_vec(), 2)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_mutex_counts_holds() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 1).await, client(&cluster, 2).await);
+    scenarios::reentrant_hold_count(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guarded_writes_and_transactions() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 0).await, client(&cluster, 2).await);
+    scenarios::guarded_writes(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutex_excludes_and_tokens_increase() {
     let cluster = Cluster::start(true).await;
     let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
 use crate::shared::{RwMode, SharedKind};
+use crate::txn::{Compare, HolderGuard, TxnOp};
 use crate::types::{QueueKind, SessionId};
 
 /// A state change, as stored in the Raft log.
@@ -187,6 +188,26 @@ pub enum Command {
         /// it does not hold.
         withdraw: Option<u64>,
     },
+    /// A node write that commits only while `guard`'s fencing token is
+    /// the lock's current holder, checked in the same log entry (API
+    /// `PUT /v1/nodes/{path}` with `if_holder`; `txn.rs`). Appended after
+    /// every older variant, so older logs still decode.
+    GuardedWrite {
+        /// The lock and token that must still hold.
+        guard: HolderGuard,
+        /// The write.
+        op: TxnOp,
+    },
+    /// Compares, then `success` if all hold, else `failure`, atomically
+    /// (API `POST /v1/txn`; `txn.rs`).
+    Txn {
+        /// Conditions, all of which must hold for `success`.
+        compare: Vec<Compare>,
+        /// Writes when every compare holds.
+        success: Vec<TxnOp>,
+        /// Writes otherwise.
+        failure: Vec<TxnOp>,
+    },
 }
 
 impl Command {
@@ -275,6 +296,13 @@ pub enum Response {
         nodes: Vec<String>,
         /// True when the set held (every node headed its queue).
         was_holder: bool,
+    },
+    /// A transaction ran (appended last, as `Command::Txn`).
+    Txn {
+        /// True when every compare held and `success` ran.
+        succeeded: bool,
+        /// One answer per operation of the branch that ran, in order.
+        responses: Vec<Response>,
     },
 }
 

@@ -87,4 +87,26 @@ pub enum CoreError {
         /// The limit the acquire asked for.
         requested: u64,
     },
+    /// A guarded write's fencing token is not the lock's current holder
+    /// (the lock was released, expired or granted on): nothing written.
+    #[error(
+        "fencing token {fencing_token} is not the current holder of {lock} (current: {current:?})"
+    )]
+    NotHolder {
+        /// The lock's name.
+        lock: String,
+        /// The token the write carried.
+        fencing_token: u64,
+        /// The current holder's token, `None` when nobody holds it.
+        current: Option<u64>,
+    },
+    /// An operation of a transaction failed; the ones before it were
+    /// rolled back and nothing changed.
+    #[error("transaction operation {index} failed: {error}")]
+    TxnOpFailed {
+        /// The operation's position in its branch, from 0.
+        index: usize,
+        /// Why it failed.
+        error: Box<CoreError>,
+    },
 }

@@ -49,6 +49,7 @@ mod shared;
 mod snapshot;
 mod state;
 mod tree;
+mod txn;
 mod types;
 
 pub use command::{
@@ -62,4 +63,5 @@ pub use query::{
 pub use shared::{RwMode, SharedKind, SharedView};
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT};
 pub use state::StateMachine;
+pub use txn::{Compare, HolderGuard, TxnOp};
 pub use types::{Node, ParseSessionIdError, QueueKind, Session, SessionId};

@@ -195,6 +195,14 @@ impl StateMachine {
                 session,
                 withdraw,
             } => self.release_multi(locks, *session, *withdraw, next, &mut effects),
+            Command::GuardedWrite { guard, op } => {
+                self.guarded_write(guard, op, next, &mut effects)
+            }
+            Command::Txn {
+                compare,
+                success,
+                failure,
+            } => self.txn(compare, success, failure, next, &mut effects),
         };
         match result {
             Ok(outcome) => {

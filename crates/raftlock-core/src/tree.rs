@@ -148,7 +148,7 @@ impl StateMachine {
     }
 }
 
-fn check_writable(path: &str) -> Result<(), CoreError> {
+pub(crate) fn check_writable(path: &str) -> Result<(), CoreError> {
     validate_node_path(path)?;
     if path == "/" {
         return Err(CoreError::Invalid("the root node cannot be written".into()));

@@ -6,7 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
-use raftlock_core::{Command, Position, QueueKind, Response, SessionId, StateMachine};
+use raftlock_core::{
+    Command, Compare, CoreError, HolderGuard, Position, QueueKind, Response, SessionId,
+    StateMachine, TxnOp,
+};
 
 const SESSIONS: u128 = 5;
 /// Sessions in a crowded history: more than a queue or a session's node
@@ -67,6 +70,52 @@ fn command() -> impl Strategy<Value = Command> {
             path: "/locks/a/lock-0000000000".into(), data: vec![], session: None,
             sequential: false, expected_version: None,
         }),
+        3 => (guard(), txn_op()).prop_map(|(guard, op)| Command::GuardedWrite { guard, op }),
+        3 => (
+            prop::collection::vec(compare(), 0..3),
+            prop::collection::vec(txn_op(), 0..4),
+            prop::collection::vec(txn_op(), 0..3),
+        )
+            .prop_map(|(compare, success, failure)| Command::Txn { compare, success, failure }),
+    ]
+}
+
+/// Stand-ins for a fencing token that `run` replaces by the model's:
+/// the lock's current holder's, and one it held before.
+const CURRENT_TOKEN: u64 = u64::MAX;
+const STALE_TOKEN: u64 = u64::MAX - 1;
+
+fn guard() -> impl Strategy<Value = HolderGuard> {
+    (
+        lock(),
+        prop_oneof![4 => Just(CURRENT_TOKEN), 2 => Just(STALE_TOKEN), 1 => 0..200u64],
+    )
+        .prop_map(|(lock, fencing_token)| HolderGuard {
+            lock,
+            fencing_token,
+        })
+}
+
+fn compare() -> impl Strategy<Value = Compare> {
+    prop_oneof![
+        (path(), 0..3u64).prop_map(|(path, version)| Compare::Version { path, version }),
+        (path(), 7..9u8).prop_map(|(path, v)| Compare::Value {
+            path,
+            value: vec![v]
+        }),
+        guard().prop_map(Compare::Holder),
+    ]
+}
+
+fn txn_op() -> impl Strategy<Value = TxnOp> {
+    prop_oneof![
+        3 => (path(), 7..9u8, prop::option::of(session()), any::<bool>(), prop::option::of(0..3u64))
+            .prop_map(|(path, v, session, sequential, expected_version)| TxnOp::Put {
+                path, data: vec![v], session, sequential, expected_version,
+            }),
+        2 => (path(), prop::option::of(0..3u64))
+            .prop_map(|(path, expected_version)| TxnOp::Delete { path, expected_version }),
+        1 => Just(TxnOp::Delete { path: "/locks/a".into(), expected_version: None }),
     ]
 }
 
@@ -103,13 +152,43 @@ fn crowded_command() -> impl Strategy<Value = Command> {
 struct Model {
     open: BTreeSet<SessionId>,
     queues: BTreeMap<(QueueKind, String), Vec<SessionId>>,
+    /// Each lock's fencing tokens by session, as acquires returned them.
+    tokens: BTreeMap<String, BTreeMap<SessionId, u64>>,
+    /// Tokens of lock holders that no longer hold, by lock.
+    stale: BTreeMap<String, u64>,
 }
 
 impl Model {
-    fn observe(&mut self, command: &Command, ok: bool) {
-        if !ok {
+    fn observe(&mut self, command: &Command, response: Option<&Response>) {
+        let Some(response) = response else {
             return;
+        };
+        if let (
+            Command::Acquire {
+                kind: QueueKind::Lock,
+                name,
+                session,
+                ..
+            },
+            Response::Acquired(acquired),
+        ) = (command, response)
+        {
+            let tokens = self.tokens.entry(name.clone()).or_default();
+            tokens.insert(*session, acquired.fencing_token);
         }
+        let holders_before: Vec<(String, Option<u64>)> = LOCKS
+            .iter()
+            .map(|name| (name.to_string(), self.holder_token(name)))
+            .collect();
+        self.apply_queues(command);
+        for (name, before) in holders_before {
+            if let Some(token) = before.filter(|t| self.holder_token(&name) != Some(*t)) {
+                self.stale.insert(name, token);
+            }
+        }
+    }
+
+    fn apply_queues(&mut self, command: &Command) {
         match command {
             Command::OpenSession { id, .. } => {
                 self.open.insert(*id);
@@ -142,6 +221,54 @@ impl Model {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The fencing token of the lock's holder.
+    fn holder_token(&self, name: &str) -> Option<u64> {
+        let holder = self.holder(QueueKind::Lock, name)?;
+        self.tokens.get(name)?.get(&holder).copied()
+    }
+
+    fn guard_holds(&self, guard: &HolderGuard) -> bool {
+        self.holder_token(&guard.lock) == Some(guard.fencing_token)
+    }
+
+    /// The guard with its stand-in token replaced by a real one.
+    fn resolve_guard(&self, guard: &HolderGuard) -> HolderGuard {
+        let fencing_token = match guard.fencing_token {
+            CURRENT_TOKEN => self.holder_token(&guard.lock).unwrap_or(0),
+            STALE_TOKEN => self.stale.get(&guard.lock).copied().unwrap_or(1),
+            token => token,
+        };
+        HolderGuard {
+            lock: guard.lock.clone(),
+            fencing_token,
+        }
+    }
+
+    fn resolve(&self, command: &Command) -> Command {
+        match command {
+            Command::GuardedWrite { guard, op } => Command::GuardedWrite {
+                guard: self.resolve_guard(guard),
+                op: op.clone(),
+            },
+            Command::Txn {
+                compare,
+                success,
+                failure,
+            } => Command::Txn {
+                compare: compare
+                    .iter()
+                    .map(|c| match c {
+                        Compare::Holder(g) => Compare::Holder(self.resolve_guard(g)),
+                        other => other.clone(),
+                    })
+                    .collect(),
+                success: success.clone(),
+                failure: failure.clone(),
+            },
+            other => other.clone(),
         }
     }
 
@@ -196,15 +323,145 @@ fn observable(sm: &StateMachine) -> String {
     out
 }
 
+/// A plain command doing what a transaction operation does.
+fn plain(op: &TxnOp) -> Command {
+    match op.clone() {
+        TxnOp::Put {
+            path,
+            data,
+            session,
+            sequential,
+            expected_version,
+        } => Command::Put {
+            path,
+            data,
+            session,
+            sequential,
+            expected_version,
+        },
+        TxnOp::Delete {
+            path,
+            expected_version,
+        } => Command::Delete {
+            path,
+            expected_version,
+        },
+    }
+}
+
+/// The generic tree (outside the lock prefixes) with each node's data,
+/// version and owner, and every session's nodes: what a write changes,
+/// but for the revisions it stamps.
+fn tree(sm: &StateMachine) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec!["/".to_string()];
+    while let Some(path) = stack.pop() {
+        if path == "/locks" || path == "/elections" {
+            continue;
+        }
+        if let Some(n) = sm.node(&path) {
+            out.push(format!(
+                "{path} {:?} v{} {:?}",
+                n.data, n.version, n.ephemeral_owner
+            ));
+        }
+        for child in sm.children(&path).unwrap_or_default() {
+            stack.push(raftlock_core::path::join(&path, &child));
+        }
+    }
+    for id in 1..=SESSIONS {
+        out.push(format!("{:?}", sm.session(SessionId(id))));
+    }
+    out
+}
+
+/// Brute force for guarded writes and transactions: a guarded write is
+/// its plain write when the model says the token holds, else `not_holder`;
+/// a transaction is its branch's plain writes one by one, all or nothing.
+fn check_guarded(
+    before: &StateMachine,
+    model: &Model,
+    command: &Command,
+    result: &Result<Response, CoreError>,
+    after: &StateMachine,
+) -> Result<(), TestCaseError> {
+    let mut reference = before.clone();
+    match command {
+        Command::GuardedWrite { guard, op } => {
+            if !model.guard_holds(guard) {
+                prop_assert!(
+                    matches!(result, Err(CoreError::NotHolder { .. })),
+                    "{command:?} with a token that does not hold gave {result:?}"
+                );
+                return Ok(());
+            }
+            let expected = reference.apply(&plain(op)).result;
+            prop_assert_eq!(result, &expected, "{:?}", command);
+            prop_assert_eq!(&reference, after);
+        }
+        Command::Txn {
+            compare,
+            success,
+            failure,
+        } => {
+            let succeeded = compare.iter().all(|c| match c {
+                Compare::Version { path, version } => {
+                    before.node(path).map_or(0, |n| n.version) == *version
+                }
+                Compare::Value { path, value } => {
+                    before.node(path).is_some_and(|n| *n.data == **value)
+                }
+                Compare::Holder(guard) => model.guard_holds(guard),
+            });
+            let ops = if succeeded { success } else { failure };
+            let reserved = success
+                .iter()
+                .chain(failure)
+                .any(|op| op.path().starts_with("/locks"));
+            if reserved {
+                prop_assert!(matches!(result, Err(CoreError::Invalid(_))), "{result:?}");
+                return Ok(());
+            }
+            for (index, op) in ops.iter().enumerate() {
+                if let Err(error) = reference.apply(&plain(op)).result {
+                    let expected = Err(CoreError::TxnOpFailed {
+                        index,
+                        error: Box::new(error),
+                    });
+                    prop_assert_eq!(result, &expected, "{:?}", command);
+                    return Ok(());
+                }
+            }
+            let Ok(Response::Txn {
+                succeeded: ran,
+                responses,
+            }) = result
+            else {
+                return Err(TestCaseError::fail(format!("{command:?} gave {result:?}")));
+            };
+            prop_assert_eq!(*ran, succeeded);
+            prop_assert_eq!(responses.len(), ops.len());
+            prop_assert_eq!(tree(&reference), tree(after));
+            let bump = u64::from(!ops.is_empty());
+            prop_assert_eq!(after.revision(), before.revision() + bump);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
     let mut sm = StateMachine::new();
     let mut model = Model::default();
     let mut last_grant: BTreeMap<(QueueKind, String), (String, u64)> = BTreeMap::new();
     for command in commands {
+        let command = &model.resolve(command);
         let before = sm
             .to_snapshot()
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let reference = sm.clone();
         let applied = sm.apply(command);
+        check_guarded(&reference, &model, command, &applied.result, &sm)?;
         let ok = applied.result.is_ok();
         if let Some(code) = model.expected_error(command) {
             prop_assert!(
@@ -228,7 +485,7 @@ fn run(commands: &[Command]) -> Result<StateMachine, TestCaseError> {
             );
             prop_assert!(applied.effects == Default::default());
         }
-        model.observe(command, ok);
+        model.observe(command, applied.result.as_ref().ok());
         prop_assert_eq!(sm.check_invariants(), Ok(()));
 
         for kind in [QueueKind::Lock, QueueKind::Election] {

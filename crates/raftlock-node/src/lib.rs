@@ -22,6 +22,7 @@ mod error;
 mod founding;
 #[doc(hidden)]
 pub mod fuzzing;
+mod history;
 mod identity;
 mod leader;
 mod local;
@@ -52,6 +53,7 @@ pub use backup::{
 };
 pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeConfig};
 pub use error::{MembershipError, NodeError};
+pub use history::{Change, ChangeHistory, Compacted};
 pub use identity::{Identity, IdentityError};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};

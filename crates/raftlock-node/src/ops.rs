@@ -201,6 +201,11 @@ impl Node {
         Ok(f(&self.replica.shared.read()))
     }
 
+    /// This replica's recent node changes by revision, for watches.
+    pub fn history(&self) -> &crate::ChangeHistory {
+        &self.replica.shared.history
+    }
+
     /// Effects of every command applied on this replica from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Effects>> {
         self.replica.shared.changes.subscribe()

@@ -25,6 +25,7 @@ use raftlock_core::{Command, Effects, StateMachine};
 use raftlock_storage::{DurableIndex, SnapshotFloor, StoreError};
 use tokio::sync::{broadcast, watch};
 
+use crate::history::ChangeHistory;
 use crate::snapshot_file::{self, SnapshotFileError, SnapshotWriter};
 use crate::tracker::SessionTracker;
 use crate::typ::{
@@ -46,6 +47,8 @@ pub struct Shared {
     pub changes: broadcast::Sender<Arc<Effects>>,
     /// Expiries, leader changes and commit times, for metrics.
     pub stats: crate::stats::OpStats,
+    /// Recent node changes by revision (node watches).
+    pub history: ChangeHistory,
     snapshot_dir: PathBuf,
     /// Meta of the snapshot in `snapshot_dir`, `None` before the first.
     /// Held while that file is written, so a build and an install never
@@ -98,7 +101,9 @@ impl Shared {
             .map_err(|e| e.to_string())?;
         tracker.on_checkpointed(checkpointed(&state));
         let index = applied.last_applied.map_or(0, |l| l.index);
+        let history = ChangeHistory::new(state.revision());
         Ok(Arc::new(Shared {
+            history,
             state: RwLock::new(state),
             applied: Mutex::new(applied),
             applied_index: watch::channel(index).0,
@@ -341,7 +346,14 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                     let applied: Vec<raftlock_core::Applied> = {
                         let mut state =
                             self.shared.state.write().unwrap_or_else(|e| e.into_inner());
-                        let applied = commands.iter().map(|c| state.apply(c)).collect();
+                        let applied = commands
+                            .iter()
+                            .map(|c| {
+                                let applied = state.apply(c);
+                                self.shared.history.record(&state, &applied.effects);
+                                applied
+                            })
+                            .collect();
                         // Under the write lock: a snapshot build (read lock)
                         // must never see this entry's state with the index
                         // before it, or a restart would apply it twice.
@@ -394,7 +406,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         .map_err(storage_error)?
         .map_err(|e| snapshot_error(Some(meta), e))?;
         let checkpointed = checkpointed(&state);
+        let revision = state.revision();
         *self.shared.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+        self.shared.history.reset(revision);
         *self.shared.applied() = Applied {
             last_applied: meta.last_log_id,
             membership: meta.last_membership.clone(),

@@ -95,6 +95,7 @@ error_codes! {
     TooManyRequests = "too_many_requests",
     RequestTimeout = "request_timeout",
     LimitMismatch = "limit_mismatch",
+    NotHolder = "not_holder",
 }
 
 /// An API error: a stable machine-readable code, its HTTP status and a
@@ -271,27 +272,34 @@ pub(crate) fn no_such_action(action: &str, allow: &'static str, actions: &str) -
 
 impl From<CoreError> for ApiError {
     fn from(error: CoreError) -> Self {
-        use StatusCode as S;
-        let message = error.to_string();
-        let (status, code) = match &error {
-            CoreError::BadName { .. } | CoreError::Invalid(_) => {
-                (S::BAD_REQUEST, ErrorCode::BadRequest)
-            }
-            CoreError::SessionNotFound(_) => (S::NOT_FOUND, ErrorCode::SessionNotFound),
-            CoreError::NotFound(_) => (S::NOT_FOUND, ErrorCode::NotFound),
-            CoreError::NotOwner { .. } => (S::FORBIDDEN, ErrorCode::NotOwner),
-            CoreError::LockHeld { .. } => (S::CONFLICT, ErrorCode::LockHeld),
-            CoreError::VersionMismatch { .. } => (S::CONFLICT, ErrorCode::VersionMismatch),
-            CoreError::NotLeader { .. } => (S::CONFLICT, ErrorCode::NotLeader),
-            CoreError::NotEmpty(_) => (S::CONFLICT, ErrorCode::NotEmpty),
-            CoreError::EphemeralParent(_) => (S::CONFLICT, ErrorCode::EphemeralParent),
-            CoreError::SessionConflict(_) => (S::CONFLICT, ErrorCode::SessionConflict),
-            CoreError::SequenceExhausted(_) => (S::CONFLICT, ErrorCode::SequenceExhausted),
-            // The node turns this into the grant; mapped for completeness.
-            CoreError::AlreadyGranted { .. } => (S::CONFLICT, ErrorCode::AlreadyGranted),
-            CoreError::LimitMismatch { .. } => (S::CONFLICT, ErrorCode::LimitMismatch),
-        };
-        ApiError::new(status, code, message)
+        let (status, code) = core_status(&error);
+        ApiError::new(status, code, error.to_string())
+    }
+}
+
+/// A core error's status and code. A failed transaction operation answers
+/// with its own error's code (the message names the operation).
+fn core_status(error: &CoreError) -> (StatusCode, ErrorCode) {
+    use StatusCode as S;
+    match error {
+        CoreError::BadName { .. } | CoreError::Invalid(_) => {
+            (S::BAD_REQUEST, ErrorCode::BadRequest)
+        }
+        CoreError::SessionNotFound(_) => (S::NOT_FOUND, ErrorCode::SessionNotFound),
+        CoreError::NotFound(_) => (S::NOT_FOUND, ErrorCode::NotFound),
+        CoreError::NotOwner { .. } => (S::FORBIDDEN, ErrorCode::NotOwner),
+        CoreError::LockHeld { .. } => (S::CONFLICT, ErrorCode::LockHeld),
+        CoreError::VersionMismatch { .. } => (S::CONFLICT, ErrorCode::VersionMismatch),
+        CoreError::NotLeader { .. } => (S::CONFLICT, ErrorCode::NotLeader),
+        CoreError::NotEmpty(_) => (S::CONFLICT, ErrorCode::NotEmpty),
+        CoreError::EphemeralParent(_) => (S::CONFLICT, ErrorCode::EphemeralParent),
+        CoreError::SessionConflict(_) => (S::CONFLICT, ErrorCode::SessionConflict),
+        CoreError::SequenceExhausted(_) => (S::CONFLICT, ErrorCode::SequenceExhausted),
+        // The node turns this into the grant; mapped for completeness.
+        CoreError::AlreadyGranted { .. } => (S::CONFLICT, ErrorCode::AlreadyGranted),
+        CoreError::LimitMismatch { .. } => (S::CONFLICT, ErrorCode::LimitMismatch),
+        CoreError::NotHolder { .. } => (S::CONFLICT, ErrorCode::NotHolder),
+        CoreError::TxnOpFailed { error, .. } => core_status(error),
     }
 }
 
@@ -437,6 +445,29 @@ mod tests {
                 .into(),
                 409,
                 "not_leader",
+            ),
+            (
+                CoreError::NotHolder {
+                    lock: "a".into(),
+                    fencing_token: 3,
+                    current: Some(9),
+                }
+                .into(),
+                409,
+                "not_holder",
+            ),
+            (
+                CoreError::TxnOpFailed {
+                    index: 1,
+                    error: Box::new(CoreError::VersionMismatch {
+                        path: "/a".into(),
+                        expected: 1,
+                        actual: 2,
+                    }),
+                }
+                .into(),
+                409,
+                "version_mismatch",
             ),
         ];
         for (error, status, code) in cases {

@@ -37,6 +37,7 @@ mod limits;
 mod locks;
 mod metrics;
 mod multilocks;
+mod node_watch;
 mod nodes;
 mod observe;
 mod openapi;
@@ -48,6 +49,7 @@ mod session_list;
 mod sessions;
 mod shared_locks;
 mod state;
+mod txn;
 mod ui;
 
 use std::future::Future;
@@ -192,6 +194,7 @@ fn routes() -> Router<AppState> {
         .merge(semaphores::routes())
         .merge(multilocks::routes())
         .merge(nodes::routes())
+        .merge(txn::routes())
         .merge(cluster::routes())
         .merge(backup::routes())
         .merge(reachability::routes())

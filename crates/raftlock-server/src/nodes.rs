@@ -12,13 +12,15 @@ use axum::routing::get;
 use axum::{Json, Router};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use raftlock_core::path::{is_reserved, sequential_request_path, validate_node_path};
-use raftlock_core::{Command, Response as CoreResponse, SessionId};
+use raftlock_core::path::{
+    is_reserved, sequential_request_path, validate_lock_name, validate_node_path,
+};
+use raftlock_core::{Command, HolderGuard, Response as CoreResponse, SessionId, TxnOp};
 use raftlock_node::Consistency;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency};
 use crate::state::AppState;
@@ -45,6 +47,30 @@ pub(crate) struct PutBody {
     #[serde(default)]
     sequential: bool,
     expected_version: Option<u64>,
+    /// Commit only while this fencing token holds this lock, checked in
+    /// the same log entry as the write (core `txn.rs`).
+    if_holder: Option<IfHolder>,
+}
+
+/// A lock and the fencing token that must still be its holder's.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IfHolder {
+    pub lock: String,
+    pub fencing_token: u64,
+}
+
+impl IfHolder {
+    /// The guard, once the caller may read the lock and its name is valid.
+    pub fn guard(self, caller: &Caller) -> Result<HolderGuard, ApiError> {
+        // Whether the token holds says as much as `/v1/fencing/check`.
+        caller.require(Permission::Read, &self.lock)?;
+        validate_lock_name(&self.lock)?;
+        Ok(HolderGuard {
+            lock: self.lock,
+            fencing_token: self.fencing_token,
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -56,6 +82,11 @@ struct GetQuery {
     children: bool,
     #[serde(default)]
     consistency: ReadConsistency,
+    /// Stream changes of the node and its children (Server-Sent Events).
+    #[serde(default)]
+    watch: bool,
+    /// With `watch`: send the changes after this revision (default: now).
+    since_revision: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -84,12 +115,12 @@ struct Children {
     children: Vec<String>,
 }
 
-fn tree_path(rest: &str) -> String {
+pub(crate) fn tree_path(rest: &str) -> String {
     format!("/{rest}")
 }
 
 /// What the state machine would refuse for any write, checked up front.
-fn check_writable(path: &str) -> Result<(), ApiError> {
+pub(crate) fn check_writable(path: &str) -> Result<(), ApiError> {
     validate_node_path(path)?;
     if path == "/" {
         return Err(ApiError::bad_request("the root node cannot be written"));
@@ -154,6 +185,7 @@ async fn put_node(
     if let Some(session) = session {
         caller.require_session(&app, session).await?;
     }
+    let guard = body.if_holder.map(|g| g.guard(&caller)).transpose()?;
     let checked = check_writable(&path)
         .and_then(|()| {
             if body.sequential && body.expected_version.is_some() {
@@ -176,16 +208,27 @@ async fn put_node(
     } else {
         path
     };
-    let response = app
-        .node
-        .submit(Command::Put {
+    let (sequential, expected_version) = (body.sequential, body.expected_version);
+    let command = match guard {
+        Some(guard) => Command::GuardedWrite {
+            guard,
+            op: TxnOp::Put {
+                path,
+                data,
+                session,
+                sequential,
+                expected_version,
+            },
+        },
+        None => Command::Put {
             path,
             data,
             session,
-            sequential: body.sequential,
-            expected_version: body.expected_version,
-        })
-        .await?;
+            sequential,
+            expected_version,
+        },
+    };
+    let response = app.node.submit(command).await?;
     let CoreResponse::Put {
         path,
         created,
@@ -256,33 +299,51 @@ async fn read_node(
     query: GetQuery,
 ) -> Result<Response, ApiError> {
     validate_node_path(&path)?;
+    if query.watch {
+        return crate::node_watch::watch(app.clone(), caller.clone(), path, query.since_revision)
+            .await;
+    }
     let consistency = query.consistency.into();
     let not_found = || ApiError::not_found(format!("node {path} does not exist"));
     if query.children {
-        let children = app
+        let (children, revision) = app
             .node
-            .read(consistency, |s| s.children(&path))
-            .await?
-            .ok_or_else(not_found)?;
-        return Ok(Json(Children { children }).into_response());
+            .read(consistency, |s| (s.children(&path), s.revision()))
+            .await?;
+        let children = children.ok_or_else(not_found)?;
+        return Ok(with_revision(
+            Json(Children { children }).into_response(),
+            revision,
+        ));
     }
-    let (node, owner) = app
+    let (node, owner, revision) = app
         .node
         .read(consistency, |s| {
             let owner = owner_as_seen(s, &path, caller);
-            s.node(&path).cloned().map(|n| (n, owner))
+            s.node(&path).cloned().map(|n| (n, owner, s.revision()))
         })
         .await?
         .ok_or_else(not_found)?;
-    Ok(Json(NodeBody {
+    let body = Json(NodeBody {
         data: BASE64.encode(&node.data),
         version: node.version,
         create_revision: node.create_revision,
         mod_revision: node.mod_revision,
         ephemeral_owner: owner.map(|s| s.to_string()),
         path,
-    })
-    .into_response())
+    });
+    Ok(with_revision(body.into_response(), revision))
+}
+
+/// The header that gives a read's revision: a watch started with
+/// `since_revision` set to it misses no later change.
+pub(crate) const REVISION_HEADER: &str = "raftlock-revision";
+
+fn with_revision(mut response: Response, revision: u64) -> Response {
+    response
+        .headers_mut()
+        .insert(REVISION_HEADER, axum::http::HeaderValue::from(revision));
+    response
 }
 
 /// Deletes a node without children.

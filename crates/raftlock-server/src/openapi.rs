@@ -61,6 +61,7 @@ pub(crate) fn document() -> utoipa::openapi::OpenApi {
         crate::semaphores::Api::openapi(),
         crate::multilocks::Api::openapi(),
         crate::nodes::Api::openapi(),
+        crate::txn::Api::openapi(),
         crate::cluster::Api::openapi(),
         crate::reachability::Api::openapi(),
         crate::backup::Api::openapi(),

@@ -16,13 +16,19 @@
 //!   try reaches too; a duplicate open creates a session that owns
 //!   nothing and expires), so it is resent as well; if the attempts run
 //!   out, the error is [`ClientError::OutcomeUnknown`], never a definite
-//!   one.
+//!   one. Node writes and transactions are the exception (a second
+//!   application could change the answer, or apply a branch twice): their
+//!   first lost answer is `OutcomeUnknown` at once.
 //! - Any other answer is final and mapped to a typed [`ClientError`].
 
 mod inspect;
+mod nodes;
 mod ops;
 mod primitives;
 mod sse;
+mod watch;
+
+pub use watch::{NodeData, NodeWatch, WatchEvent};
 mod wire;
 
 use std::path::PathBuf;
@@ -169,7 +175,8 @@ impl std::fmt::Debug for HttpClient {
 /// What became of one attempt on one endpoint.
 enum Attempt {
     /// An HTTP answer.
-    Answer(StatusCode, Vec<u8>),
+    /// With the `Raftlock-Revision` header's value, when it has one.
+    Answer(StatusCode, Vec<u8>, Option<u64>),
     /// Never delivered; nothing changed.
     NotSent(String),
     /// Sent, no usable answer: it may have been applied.
@@ -186,6 +193,10 @@ pub(crate) struct Call {
     /// For release-like calls: after an attempt with an unknown outcome,
     /// an answer saying "already gone" means the first attempt worked.
     gone_is_done: bool,
+    /// For writes a second application would change (node writes,
+    /// transactions): never resent once it may have been applied; the
+    /// answer is then `OutcomeUnknown` at once.
+    once: bool,
 }
 
 impl Call {
@@ -196,7 +207,13 @@ impl Call {
             body: None,
             wait: Duration::ZERO,
             gone_is_done: false,
+            once: false,
         }
+    }
+
+    pub(crate) fn once(mut self) -> Call {
+        self.once = true;
+        self
     }
 
     pub(crate) fn json(mut self, body: &impl serde::Serialize) -> Call {
@@ -301,6 +318,12 @@ impl HttpClient {
     /// Runs `call` with failover and retries (see the module docs);
     /// returns the body of a 2xx answer.
     pub(crate) async fn call(&self, call: Call) -> Result<Vec<u8>> {
+        self.call_with_revision(call).await.map(|(body, _)| body)
+    }
+
+    /// As [`call`](Self::call), with the revision a read saw (`0` when
+    /// the answer does not say).
+    pub(crate) async fn call_with_revision(&self, call: Call) -> Result<(Vec<u8>, u64)> {
         let inner = &self.inner;
         let count = inner.endpoints.len();
         let start = inner.preferred.load(Ordering::Relaxed);
@@ -317,13 +340,16 @@ impl HttpClient {
                 }
                 Attempt::Unknown(why) => {
                     tracing::debug!(endpoint, "answer lost: {why}");
+                    if call.once {
+                        return Err(ClientError::OutcomeUnknown(format!("{endpoint}: {why}")));
+                    }
                     unknown = Some(format!("{endpoint}: {why}"));
                 }
-                Attempt::Answer(status, body) if status.is_success() => {
+                Attempt::Answer(status, body, revision) if status.is_success() => {
                     inner.preferred.store(index, Ordering::Relaxed);
-                    return Ok(body);
+                    return Ok((body, revision.unwrap_or(0)));
                 }
-                Attempt::Answer(status, body) => match error_of(status, &body) {
+                Attempt::Answer(status, body, _) => match error_of(status, &body) {
                     ClientError::NoLeader(m) => last = ClientError::NoLeader(m),
                     // That member's disk failed and it refused before
                     // proposing (nothing applied): another member serves.
@@ -332,6 +358,9 @@ impl HttpClient {
                     e @ (ClientError::OutcomeUnknown(_)
                     | ClientError::Internal(_)
                     | ClientError::ShuttingDown) => {
+                        if call.once {
+                            return Err(ClientError::OutcomeUnknown(format!("{endpoint}: {e}")));
+                        }
                         unknown = Some(format!("{endpoint}: {e}"));
                     }
                     e => {
@@ -343,7 +372,7 @@ impl HttpClient {
                                 | ClientError::SessionNotFound(_)
                         );
                         if call.gone_is_done && gone && unknown.is_some() {
-                            return Ok(Vec::new());
+                            return Ok((Vec::new(), 0));
                         }
                         return Err(e);
                     }
@@ -374,8 +403,13 @@ impl HttpClient {
             Err(e) => return Attempt::Unknown(e.to_string()),
         };
         let status = response.status();
+        let revision = response
+            .headers()
+            .get("raftlock-revision")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
         match response.bytes().await {
-            Ok(body) => Attempt::Answer(status, body.to_vec()),
+            Ok(body) => Attempt::Answer(status, body.to_vec(), revision),
             Err(e) => Attempt::Unknown(format!("reading the answer: {e}")),
         }
     }

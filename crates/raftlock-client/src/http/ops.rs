@@ -10,7 +10,11 @@ use super::{Call, HttpClient};
 use crate::client::{LeaderStream, LockClient};
 use crate::error::Result;
 use crate::primitives::Access;
-use crate::types::{checked, FencingCheck, Grant, Leader, Lease, LockState, Poll, SessionId};
+use crate::types::{
+    checked, FencingCheck, Grant, Leader, Lease, LockState, NodeWritten, Poll, SessionId, Txn,
+    TxnOutcome,
+};
+use raftlock_core::HolderGuard;
 
 impl LockClient for HttpClient {
     fn open_session<'a>(&'a self, owner: &'a str, ttl: Duration) -> BoxFuture<'a, Result<Lease>> {
@@ -197,5 +201,18 @@ impl LockClient for HttpClient {
 
     fn observe(&self, name: &str) -> LeaderStream {
         super::sse::observe(self.clone(), name.to_string())
+    }
+
+    fn put_node<'a>(
+        &'a self,
+        path: &'a str,
+        data: &'a [u8],
+        guard: Option<&'a HolderGuard>,
+    ) -> BoxFuture<'a, Result<NodeWritten>> {
+        Box::pin(self.put_node_http(path, data, guard))
+    }
+
+    fn txn<'a>(&'a self, txn: &'a Txn) -> BoxFuture<'a, Result<TxnOutcome>> {
+        Box::pin(self.txn_http(txn))
     }
 }

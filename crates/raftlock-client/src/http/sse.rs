@@ -19,12 +19,12 @@ use crate::types::{checked, Leader};
 /// One connection's body as a stream of chunks. The error is why the
 /// connection is no longer usable (a transport error, or silence past the
 /// idle timeout); the event parser hands it back untouched.
-type Chunks = Pin<Box<dyn Stream<Item = std::result::Result<Bytes, String>> + Send>>;
+pub(super) type Chunks = Pin<Box<dyn Stream<Item = std::result::Result<Bytes, String>> + Send>>;
 
 /// The body of `response`, each chunk awaited at most `idle`. The timeout
 /// sits on chunks, not on events: the server's keep-alive comments are
 /// chunks but never events, and they are what proves the stream alive.
-fn chunks(response: reqwest::Response, idle: Duration) -> Chunks {
+pub(super) fn chunks(response: reqwest::Response, idle: Duration) -> Chunks {
     Box::pin(stream::unfold(Some(response), move |response| async move {
         let mut response = response?;
         match tokio::time::timeout(idle, response.chunk()).await {

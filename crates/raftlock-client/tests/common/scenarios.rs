@@ -289,3 +289,121 @@ pub async fn primitives(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
     sa.close().await.expect("close a");
     sb.close().await.expect("close b");
 }
+
+/// A guard's guarded write commits while it holds and is refused
+/// (`not_holder`, nothing written) once the lock went to another; a
+/// transaction runs one branch, and a failing operation writes nothing.
+pub async fn guarded_writes(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    use raftlock_client::{Compare, Txn, TxnOp, TxnOpResult};
+    const NAME: &str = "orders/7";
+    let sa = Session::open(a, "a", TTL).await.expect("open a");
+    let sb = Session::open(b, "b", TTL).await.expect("open b");
+    let guard_a = Mutex::new(&sa, NAME).lock().await.expect("a locks");
+    let written = guard_a
+        .put_if_holder("/ledger/7", b"a1")
+        .await
+        .expect("holder writes");
+    assert_eq!((written.version, written.created), (1, true));
+    let stale = guard_a.holder_guard();
+    // The lock goes to B while A's guard still exists (A's session ends).
+    sa.close().await.expect("close a");
+    let guard_b = Mutex::new(&sb, NAME).lock().await.expect("b locks");
+    let refused = guard_a.put_if_holder("/ledger/7", b"a2").await;
+    assert!(
+        matches!(&refused, Err(ClientError::Rejected { code, .. }) if code == "not_holder"),
+        "{refused:?}"
+    );
+    let client = sb.client();
+    let txn = |version| Txn {
+        compare: vec![
+            Compare::Version {
+                path: "/ledger/7".into(),
+                version,
+            },
+            Compare::Holder(guard_b.holder_guard()),
+        ],
+        success: vec![TxnOp::Put {
+            path: "/ledger/7".into(),
+            data: b"b1".to_vec(),
+            session: None,
+            sequential: false,
+            expected_version: None,
+        }],
+        failure: vec![],
+    };
+    let ran = client.txn(&txn(1)).await.expect("txn");
+    assert!(ran.succeeded, "{ran:?}");
+    assert!(matches!(&ran.responses[..], [TxnOpResult::Put(n)] if n.version == 2));
+    let skipped = client.txn(&txn(1)).await.expect("txn");
+    assert!(!skipped.succeeded && skipped.responses.is_empty());
+    let stale_txn = Txn {
+        compare: vec![Compare::Holder(stale)],
+        success: vec![],
+        failure: vec![
+            TxnOp::Delete {
+                path: "/ledger/7".into(),
+                expected_version: None,
+            },
+            TxnOp::Delete {
+                path: "/ledger/none".into(),
+                expected_version: None,
+            },
+        ],
+    };
+    let failed = client.txn(&stale_txn).await;
+    assert!(
+        matches!(failed, Err(ClientError::NotFound(_))),
+        "{failed:?}"
+    );
+    let still = client
+        .put_node("/ledger/7", b"b2", None)
+        .await
+        .expect("plain put");
+    assert_eq!(still.version, 3, "the failed delete was rolled back");
+    drop(guard_a);
+    guard_b.unlock().await.expect("unlock");
+    sb.close().await.expect("close b");
+}
+
+/// Reentrant mode: the holding task locks again without a second node,
+/// and the lock stays held until the last hold is given back; another
+/// task of the same handle waits meanwhile.
+pub async fn reentrant_hold_count(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    const NAME: &str = "reentrant/1";
+    let sa = Session::open(a, "a", TTL).await.expect("open a");
+    let sb = Session::open(b, "b", TTL).await.expect("open b");
+    let lock = Mutex::new(&sa, NAME).reentrant();
+    let first = lock.lock().await.expect("lock");
+    let second = within("a re-entry", lock.lock()).await.expect("re-enter");
+    let third = lock.try_lock().await.expect("re-enter by try_lock");
+    assert_eq!(lock.hold_count(), 3);
+    assert_eq!(first.fencing_token(), second.fencing_token());
+    let state = sa.client().lock_state(NAME).await.expect("state");
+    assert!(state.waiters.is_empty(), "a re-entry queued: {state:?}");
+    // Another task of this handle is not the owner: it waits.
+    let other = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.try_lock().await.map(drop) })
+    };
+    let refused = other.await.expect("task");
+    assert!(
+        matches!(refused, Err(ClientError::LockHeld(_))),
+        "{refused:?}"
+    );
+    // Two of three holds given back: still held, B cannot take it.
+    second.unlock().await.expect("give back");
+    drop(third);
+    assert_eq!(lock.hold_count(), 1);
+    let other = Mutex::new(&sb, NAME);
+    let held = other.try_lock().await;
+    assert!(matches!(held, Err(ClientError::LockHeld(_))), "{held:?}");
+    let state = sa.client().lock_state(NAME).await.expect("state");
+    assert_eq!(state.holder.map(|h| h.session), Some(Some(sa.id())));
+    // The last one releases.
+    first.unlock().await.expect("release");
+    assert_eq!(lock.hold_count(), 0);
+    let taken = other.try_lock().await.expect("b takes it");
+    taken.unlock().await.expect("unlock");
+    sa.close().await.expect("close a");
+    sb.close().await.expect("close b");
+}

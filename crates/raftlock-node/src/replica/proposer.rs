@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use raftlock_core::{Applied, Command};
+use raftlock_core::{Applied, Command, Compare, TxnOp};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::at_leader::{LeaderAnswer, LeaderRequest};
@@ -182,9 +182,34 @@ fn weight(command: &Command) -> usize {
         Command::AcquireMulti { locks, .. } | Command::ReleaseMulti { locks, .. } => {
             locks.iter().map(String::len).sum()
         }
+        Command::GuardedWrite { op, .. } => op_weight(op),
+        Command::Txn {
+            compare,
+            success,
+            failure,
+        } => {
+            let compares: usize = compare
+                .iter()
+                .map(|c| match c {
+                    Compare::Value { path, value } => path.len() + value.len(),
+                    Compare::Version { path, .. } => path.len(),
+                    Compare::Holder(guard) => guard.lock.len(),
+                })
+                .sum();
+            compares + success.iter().chain(failure).map(op_weight).sum::<usize>()
+        }
         _ => 0,
     };
     payload + 128
+}
+
+/// A transaction operation's payload and a per-operation allowance.
+fn op_weight(op: &TxnOp) -> usize {
+    let data = match op {
+        TxnOp::Put { data, .. } => data.len(),
+        TxnOp::Delete { .. } => 0,
+    };
+    op.path().len() + data + 32
 }
 
 /// One attempt for the whole batch; every pending write gets its own

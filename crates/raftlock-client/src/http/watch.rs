@@ -1,0 +1,244 @@
+//! `GET /v1/nodes/{path}?watch=true`: a node watch as a stream of
+//! changes, reconnecting (with failover) from the last revision it
+//! yielded, so a dropped connection loses nothing (docs/api.md, Nodes).
+
+use std::collections::BTreeSet;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use futures::stream::{self, BoxStream};
+use futures::StreamExt;
+use reqwest::Method;
+use serde::Deserialize;
+
+use eventsource_stream::{EventStream, EventStreamError, Eventsource};
+
+use super::sse::{chunks, Chunks};
+use super::wire::parse;
+use super::{Call, HttpClient};
+use crate::error::{ClientError, Result};
+
+/// A node's value as a watch or a read reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeData {
+    /// The node's data.
+    pub data: Vec<u8>,
+    /// 1 on create, +1 per change.
+    pub version: u64,
+    /// The revision that created it.
+    pub create_revision: u64,
+    /// The revision that last changed it.
+    pub mod_revision: u64,
+}
+
+/// One item of a [`NodeWatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchEvent {
+    /// The node at `path` was created or changed at `revision`.
+    Put {
+        /// The change's revision.
+        revision: u64,
+        /// The node's path.
+        path: String,
+        /// Its value after the change.
+        node: NodeData,
+    },
+    /// The node at `path` was deleted at `revision`.
+    Delete {
+        /// The change's revision.
+        revision: u64,
+        /// The node's path.
+        path: String,
+    },
+    /// The member no longer has the changes after the requested revision:
+    /// read afresh and watch from that read's revision. The stream ends.
+    Compacted {
+        /// The oldest revision a watch may start after now.
+        floor: u64,
+    },
+}
+
+/// Changes of a node and its children; see [`HttpClient::watch`].
+pub type NodeWatch = BoxStream<'static, Result<WatchEvent>>;
+
+#[derive(Deserialize)]
+struct NodeBody {
+    data: String,
+    version: u64,
+    create_revision: u64,
+    mod_revision: u64,
+}
+
+impl NodeBody {
+    fn into_data(self) -> Result<NodeData> {
+        Ok(NodeData {
+            data: BASE64
+                .decode(&self.data)
+                .map_err(|e| ClientError::Protocol(format!("node data is not base64: {e}")))?,
+            version: self.version,
+            create_revision: self.create_revision,
+            mod_revision: self.mod_revision,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct ChangeBody {
+    revision: u64,
+    path: String,
+    node: Option<NodeBody>,
+}
+
+#[derive(Deserialize)]
+struct CompactedBody {
+    floor: u64,
+}
+
+fn checked_path(path: &str) -> Result<&str> {
+    raftlock_core::path::validate_node_path(path)
+        .map(|()| path)
+        .map_err(|e| ClientError::BadRequest(e.to_string()))
+}
+
+struct State {
+    client: HttpClient,
+    path: String,
+    /// The current connection's events (parsed by eventsource-stream).
+    events: Option<EventStream<Chunks>>,
+    /// The newest revision yielded, and the paths yielded at it: a
+    /// reconnect resumes after the one before, skipping these.
+    revision: u64,
+    at_revision: BTreeSet<String>,
+    drops: u32,
+    done: bool,
+}
+
+impl HttpClient {
+    /// The node at tree path `path` and the revision the read saw (pass
+    /// it to [`watch`](Self::watch) to miss no later change).
+    pub async fn read_node(&self, path: &str) -> Result<(NodeData, u64)> {
+        let path = checked_path(path)?;
+        let url = if path == "/" {
+            "/v1/nodes".to_string()
+        } else {
+            format!("/v1/nodes{path}")
+        };
+        let (body, revision) = self.call_with_revision(Call::new(Method::GET, url)).await?;
+        Ok((parse::<NodeBody>(&body)?.into_data()?, revision))
+    }
+
+    /// Changes of the node at `path` and of its direct children after
+    /// `since_revision` (`None`: from now), in revision order. Lazy:
+    /// nothing is sent until polled. On a dropped connection it
+    /// reconnects (to any member) from the last revision it yielded;
+    /// it ends after [`WatchEvent::Compacted`] or an error it could not
+    /// recover from (the last item).
+    pub fn watch(&self, path: &str, since_revision: Option<u64>) -> NodeWatch {
+        let path = match checked_path(path) {
+            Ok(p) => p.to_string(),
+            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
+        };
+        let client = self.clone();
+        let start = stream::once(async move {
+            let revision = match since_revision {
+                Some(r) => r,
+                None => client.read_node("/").await.map(|(_, r)| r)?,
+            };
+            Ok(State {
+                client,
+                path,
+                events: None,
+                revision,
+                at_revision: BTreeSet::new(),
+                drops: 0,
+                done: false,
+            })
+        });
+        Box::pin(start.flat_map(|started: Result<State>| {
+            match started {
+                Err(e) => stream::once(async move { Err(e) }).boxed(),
+                Ok(state) => stream::unfold(state, |mut st| async move {
+                    if st.done {
+                        return None;
+                    }
+                    let item = next(&mut st).await;
+                    // A compaction or an error is the last item.
+                    if !matches!(item, Ok(WatchEvent::Put { .. } | WatchEvent::Delete { .. })) {
+                        st.done = true;
+                    }
+                    Some((item, st))
+                })
+                .boxed(),
+            }
+        }))
+    }
+}
+
+/// Reads until the next new change; reconnects when the connection drops.
+async fn next(st: &mut State) -> Result<WatchEvent> {
+    let config = st.client.config().clone();
+    loop {
+        let Some(events) = st.events.as_mut() else {
+            // Resume after the revision before the last one yielded: the
+            // rest of that revision's changes may not have arrived yet.
+            let since = if st.at_revision.is_empty() {
+                st.revision
+            } else {
+                st.revision.saturating_sub(1)
+            };
+            let url = format!("/v1/nodes{}?watch=true&since_revision={since}", st.path);
+            let url = url.replacen("/v1/nodes/?", "/v1/nodes?", 1);
+            let response = st.client.open_stream(&url).await?;
+            st.events = Some(chunks(response, config.observe_idle_timeout).eventsource());
+            continue;
+        };
+        let why = match events.next().await {
+            Some(Ok(event)) => {
+                st.drops = 0;
+                match event.event.as_str() {
+                    "put" | "delete" => {
+                        let change = parse::<ChangeBody>(event.data.as_bytes())?;
+                        if change.revision < st.revision
+                            || (change.revision == st.revision
+                                && st.at_revision.contains(&change.path))
+                        {
+                            continue;
+                        }
+                        if change.revision > st.revision {
+                            st.revision = change.revision;
+                            st.at_revision.clear();
+                        }
+                        st.at_revision.insert(change.path.clone());
+                        return Ok(match change.node {
+                            Some(node) => WatchEvent::Put {
+                                revision: change.revision,
+                                path: change.path,
+                                node: node.into_data()?,
+                            },
+                            None => WatchEvent::Delete {
+                                revision: change.revision,
+                                path: change.path,
+                            },
+                        });
+                    }
+                    "compacted" => {
+                        let body = parse::<CompactedBody>(event.data.as_bytes())?;
+                        return Ok(WatchEvent::Compacted { floor: body.floor });
+                    }
+                    _ => continue,
+                }
+            }
+            Some(Err(EventStreamError::Transport(why))) => why,
+            // Not UTF-8 or not SSE: this connection is unusable; try another.
+            Some(Err(e)) => e.to_string(),
+            None => "the server closed the stream".to_string(),
+        };
+        tracing::debug!(path = st.path, "watch reconnects: {why}");
+        st.events = None;
+        st.drops += 1;
+        if st.drops >= config.retry.attempts() {
+            return Err(ClientError::Unavailable(format!("watch: {why}")));
+        }
+        tokio::time::sleep(config.retry.backoff(st.drops)).await;
+    }
+}
