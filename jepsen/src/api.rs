@@ -312,6 +312,13 @@ impl Api {
             .and_then(|(_, body)| parse_members(&body))
     }
 
+    /// `POST {path}` with a JSON `body` on a member's control endpoint (a
+    /// disk fault, [`crate::member::fault`]).
+    pub async fn inject(&self, node: u64, path: &str, body: Json) -> Reply<()> {
+        let req = self.http.post(self.url(node, path)).json(&body);
+        self.send(req, self.timeout).await.map(|_| ())
+    }
+
     /// `GET /v1/health`: true on 200.
     pub async fn healthy(&self, node: u64) -> bool {
         let req = self.http.get(self.url(node, "/v1/health"));
