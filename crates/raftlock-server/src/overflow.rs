@@ -93,14 +93,29 @@ pub(crate) fn answer(max: usize) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Writes `answer` to `stream`, stops writing, and reads (and drops) what
-/// the client sends until it closes, all within [`REFUSE_WITHIN`]; then
-/// the connection is closed. Runs in its own task.
+/// Reads the request's head (or as much of it as comes within the time),
+/// writes `answer`, stops writing, and reads (and drops) what the client
+/// sends until it closes, all within [`REFUSE_WITHIN`]; then the connection
+/// is closed. Runs in its own task.
+///
+/// The answer waits for the request because an HTTP/1 client that gets an
+/// answer before it sent anything takes it for a broken connection
+/// (hyper's `UnexpectedMessage`) instead of a 503 it can act on.
 pub(crate) async fn refuse<S>(mut stream: S, answer: Arc<Vec<u8>>, _permit: OwnedSemaphorePermit)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let refusal = async {
+        let mut head = Vec::with_capacity(1024);
+        let mut chunk = [0u8; 1024];
+        // At most 16 KiB: a head longer than that is answered anyway.
+        while head.len() < 16 * 1024 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            head.extend_from_slice(&chunk[..n]);
+        }
         stream.write_all(&answer).await?;
         stream.shutdown().await?;
         let mut sink = [0u8; 1024];

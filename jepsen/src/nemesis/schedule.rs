@@ -121,11 +121,11 @@ impl Fault {
                     Some(f) => vec![*f],
                     None => {
                         return Err(format!(
-                        "unknown nemesis {other:?}; known: none, all, partition, kill, pause, \
+                            "unknown nemesis {other:?}; known: none, all, partition, kill, pause, \
                          disk, {}, {}",
-                        Fault::ALL.map(Fault::name).join(", "),
-                        Fault::DISK.map(Fault::name).join(", ")
-                    ))
+                            Fault::ALL.map(Fault::name).join(", "),
+                            Fault::DISK.map(Fault::name).join(", ")
+                        ))
                     }
                 },
             };
@@ -239,7 +239,10 @@ mod tests {
             Fault::parse_list("slow-fsync").unwrap(),
             vec![Fault::SlowFsync]
         );
-        assert!(!Fault::parse_list("all").unwrap().iter().any(|f| f.is_disk()));
+        assert!(!Fault::parse_list("all")
+            .unwrap()
+            .iter()
+            .any(|f| f.is_disk()));
     }
 
     #[test]
