@@ -168,8 +168,8 @@ async fn connections(case: Connections) {
     }
     let held_for = opened_at.elapsed();
     let (usage, took) = sampler.finish();
-    let first = first.lock().expect("tally");
-    let later = later.lock().expect("tally");
+    let first = std::mem::take(&mut *first.lock().expect("tally"));
+    let later = std::mem::take(&mut *later.lock().expect("tally"));
     println!(
         "OVERLOAD connections: {} clients to the leader (cap {}): first answers {first}; \
          kept connections' answers over {:.1} s: {later}",
@@ -378,7 +378,7 @@ async fn waiters(case: Waiters) {
     let _ = watcher.await;
     drop(http);
     let (usage, took) = sampler.finish();
-    let tally = tally.lock().expect("tally");
+    let tally = std::mem::take(&mut *tally.lock().expect("tally"));
     let max_queue = max_queue.load(Ordering::Relaxed);
     println!(
         "OVERLOAD waiters: {} sessions opened in {:.1} s; {} waiting acquires \
@@ -556,7 +556,7 @@ async fn renewals(case: Renewals) {
     // Closes the storm's idle keep-alive connections, which hold slots.
     drop(http);
     let (usage, took) = sampler.finish();
-    let tally = tally.lock().expect("tally");
+    let tally = std::mem::take(&mut *tally.lock().expect("tally"));
     println!(
         "OVERLOAD renewals: {} sessions at 1 s TTL renewing every 333 ms for {:.1} s \
          ({} requests in flight per member at most): opens {}, renewals ok {}; answers {tally}",
@@ -710,7 +710,7 @@ async fn slowloris(case: Slowloris) {
         t.await.expect("slow client");
     }
     let (usage, took) = sampler.finish();
-    let refusals = refusals.lock().expect("tally");
+    let refusals = std::mem::take(&mut *refusals.lock().expect("tally"));
     let longest = longest.load(Ordering::Relaxed);
     println!(
         "OVERLOAD slowloris: {} clients at 1 byte/s for {:.0} s (header timeout {} ms, cap {}): \

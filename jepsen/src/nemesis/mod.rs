@@ -347,9 +347,7 @@ async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
 /// stderr) when it has none (a spare that joined as `raftlock serve`, a
 /// run without member processes) or did not take it.
 async fn disk_fault(cluster: &Cluster, id: u64, path: &str, body: serde_json::Value) -> Option<()> {
-    let Some(faults) = cluster.faults.as_ref().filter(|f| id as usize <= f.len()) else {
-        return None;
-    };
+    let faults = cluster.faults.as_ref().filter(|f| id as usize <= f.len())?;
     match faults.inject(id, path, body).await {
         crate::api::Reply::Ok(()) => Some(()),
         other => {
