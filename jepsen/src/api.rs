@@ -374,6 +374,15 @@ const DEFINITE: &[&str] = &[
     "not_leader",
     "unsupported_media_type",
     "method_not_allowed",
+    // Refused before proposing (docs/api.md): a member whose disk failed
+    // or is full, one over its connection cap or an admission limit, a
+    // member whose data was replaced. A write in flight when a disk failed
+    // is answered `outcome_unknown` or `no_leader`, never these.
+    "storage_failed",
+    "disk_full",
+    "overloaded",
+    "too_many_requests",
+    "member_replaced",
 ];
 
 /// An error answer: `Fail` for codes that mean "not applied", `Info` for
@@ -444,6 +453,10 @@ mod tests {
         assert!(matches!(r, Reply::Info(_)));
         let r: Reply<()> = classify(500, &json!({"error": "internal", "message": "m"}));
         assert!(matches!(r, Reply::Info(_)));
+        for code in ["storage_failed", "disk_full", "overloaded"] {
+            let r: Reply<()> = classify(503, &json!({"error": code, "message": "m"}));
+            assert!(matches!(r, Reply::Fail(_)), "{code}");
+        }
         let r: Reply<()> = classify(404, &Json::Null);
         assert_eq!(r.code(), Some("http_404"));
         assert!(matches!(r, Reply::Fail(_)));
