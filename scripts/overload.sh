@@ -12,20 +12,25 @@
 # the held lock is lost. Not part of CI: the quick versions of the same
 # tests run there (`cargo test -p raftlock-cli --test overload`).
 #
-#   scripts/overload.sh            # all four, one after the other
-#   scripts/overload.sh full_slowloris   # one of them
+#   scripts/overload.sh                  # all four, one after the other
+#   scripts/overload.sh full_slowloris   # one of them (test names)
 #
-# Needs a few tens of thousands of file descriptors: the client side holds
-# up to 27,000 connections, so the limit is raised here (root may raise
-# the hard limit; otherwise raise it before running).
+# Needs many file descriptors: the client side holds up to 15,000
+# connections, so the limit is raised here as far as the hard limit
+# allows (each case checks it has enough).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ulimit -n 65536 || { echo "cannot raise the open files limit to 65536" >&2; exit 2; }
+# As high as allowed: 65536, else the hard limit (20,000 on the machine
+# of docs/overload.md, which the full-size cases are sized to fit).
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 mkdir -p target
 log=target/overload.log
-filter="${1:-full_}"
-echo "overload: $(date -u +%FT%TZ), $(nproc) cores, open files $(ulimit -n), filter $filter" | tee "$log"
-cargo test --locked -p raftlock-cli --test overload -- --ignored --test-threads=1 --nocapture "$filter" \
-    2>&1 | tee -a "$log" | grep -E '^(OVERLOAD|test |thread .* panicked)'
+# The quick cases first, the 100,000 session opens last.
+cases=("${@:-full_ten_thousand_connections full_slowloris full_fifty_thousand_sessions_renewing_at_one_second_ttl full_hundred_thousand_waiting_acquires}")
+echo "overload: $(date -u +%FT%TZ), $(nproc) cores, open files $(ulimit -n)" | tee "$log"
+for case in ${cases[*]}; do
+    cargo test --locked -p raftlock-cli --test overload -- --ignored --exact --nocapture "$case" \
+        2>&1 | tee -a "$log" | grep -E '^(OVERLOAD|test |thread .* panicked)' || true
+done
 echo "full output: $log"

@@ -399,15 +399,28 @@ impl Tally {
                 if matches!(a.status, 429 | 503) && a.retry_after().is_none() {
                     self.refused_without_retry_after += 1;
                 }
-                a.status.to_string()
+                // A refusal is counted with its code (`503 overloaded`).
+                match serde_json::from_str::<Value>(&a.body)
+                    .ok()
+                    .and_then(|b| b["error"].as_str().map(str::to_string))
+                {
+                    Some(code) if a.status >= 400 => format!("{} {code}", a.status),
+                    _ => a.status.to_string(),
+                }
             }
             None => "closed".to_string(),
         };
         *self.by_status.entry(key).or_default() += 1;
     }
 
+    /// Answers with status `key` (`"503"` counts every 503, whatever its
+    /// code), or exactly `key` when it names a code (`"503 overloaded"`).
     pub fn count(&self, key: &str) -> u64 {
-        self.by_status.get(key).copied().unwrap_or(0)
+        self.by_status
+            .iter()
+            .filter(|(k, _)| *k == key || k.split(' ').next() == Some(key))
+            .map(|(_, v)| v)
+            .sum()
     }
 
     pub fn merge(&mut self, other: &Tally) {

@@ -243,9 +243,10 @@ impl IntoResponse for ApiError {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if matches!(
             self.code,
-            "no_leader" | "shutting_down" | "membership_changing"
+            "no_leader" | "shutting_down" | "membership_changing" | "not_caught_up"
         ) {
-            // Both are safe to retry; a short pause lets an election settle.
+            // All are safe to retry; a short pause lets an election settle
+            // (or a loaded member apply its log).
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if self.code == "too_many_requests" {
