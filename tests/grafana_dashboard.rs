@@ -42,11 +42,17 @@ fn queries(dashboard: &Value) -> Vec<String> {
     out
 }
 
-/// The `raftlock_*` metric names a query mentions.
+/// The `raftlock_*` and `process_*` metric names a query mentions.
 fn metric_names(query: &str) -> Vec<String> {
     let mut names = Vec::new();
     let mut rest = query;
-    while let Some(start) = rest.find("raftlock_") {
+    let next = |text: &str| {
+        ["raftlock_", "process_"]
+            .iter()
+            .filter_map(|prefix| text.find(prefix))
+            .min()
+    };
+    while let Some(start) = next(rest) {
         let tail = &rest[start..];
         let end = tail
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -70,8 +76,11 @@ fn sample_names(scrape: &str) -> BTreeSet<String> {
 #[test]
 fn finds_metric_names_in_queries() {
     let query =
-        "histogram_quantile(0.99, sum by (le) (rate(raftlock_a_bucket{x=\"1\"}[5m]))) / raftlock_b";
-    assert_eq!(metric_names(query), ["raftlock_a_bucket", "raftlock_b"]);
+        "histogram_quantile(0.99, sum by (le) (rate(raftlock_a_bucket{x=\"1\"}[5m]))) / raftlock_b / process_open_fds";
+    assert_eq!(
+        metric_names(query),
+        ["raftlock_a_bucket", "raftlock_b", "process_open_fds"]
+    );
     let scrape = "# HELP raftlock_c c\nraftlock_c 1\nraftlock_d_total{reason=\"x\"} 2\n";
     let names: Vec<String> = sample_names(scrape).into_iter().collect();
     assert_eq!(names, ["raftlock_c", "raftlock_d_total"]);
@@ -106,6 +115,8 @@ async fn every_metric_the_dashboard_queries_is_exported() {
         .await;
     assert_eq!(status, 204, "{body}");
 
+    // Per-route latency is recorded after each response: the releases
+    // above are in this scrape.
     let scrape = cluster
         .http
         .get(cluster.url(1, "/metrics"))

@@ -48,15 +48,25 @@ impl Endpoints {
     }
 
     /// The typed client for these endpoints.
-    fn client(&self) -> anyhow::Result<HttpClient> {
+    pub(crate) fn client(&self) -> anyhow::Result<HttpClient> {
         Ok(HttpClient::with_config(self.urls(), self.client_config()?)?)
     }
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    output: crate::api::Output,
+    #[command(flatten)]
+    endpoints: Endpoints,
 }
 
 #[derive(Args)]
 pub struct LocksArgs {
     /// Only locks whose name starts with this.
     prefix: Option<String>,
+    #[command(flatten)]
+    output: crate::api::Output,
     #[command(flatten)]
     endpoints: Endpoints,
 }
@@ -66,8 +76,14 @@ fn cell(value: Option<impl ToString>) -> String {
     value.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
-pub async fn status(args: Endpoints) -> anyhow::Result<()> {
-    let cluster = args.client()?.cluster().await?;
+pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    if args.output.json {
+        let body = crate::api::Api::new(&args.endpoints)?
+            .get("/v1/cluster")
+            .await?;
+        return crate::api::print_json(&body);
+    }
+    let cluster = args.endpoints.client()?.cluster().await?;
     println!(
         "leader: {}   term: {}",
         cell(cluster.leader_id),
@@ -97,6 +113,21 @@ pub async fn status(args: Endpoints) -> anyhow::Result<()> {
 
 pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
     let prefix = args.prefix.unwrap_or_default();
+    if args.output.json {
+        let api = crate::api::Api::new(&args.endpoints)?;
+        // The prefix as a query value: percent-encode what is not a name character.
+        let query: String = prefix
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b':' | b'-' | b'/' => {
+                    (b as char).to_string()
+                }
+                other => format!("%{other:02X}"),
+            })
+            .collect();
+        let body = api.get(&format!("/v1/locks?prefix={query}")).await?;
+        return crate::api::print_json(&body);
+    }
     let locks = args.endpoints.client()?.locks(&prefix).await?;
     if locks.is_empty() {
         println!(

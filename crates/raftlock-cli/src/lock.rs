@@ -57,28 +57,17 @@ pub struct LockArgs {
     endpoints: crate::inspect::Endpoints,
 }
 
-/// Parses `250ms`, `30s`, `10m`, `1h` (or bare milliseconds).
+/// Parses `250ms`, `30s`, `10m`, `1h30m` (humantime's syntax), or bare
+/// milliseconds (`1500`, `0`) as earlier versions accepted.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 30s, 500ms or 10m"))?;
-    let ms = match unit {
-        "" | "ms" => Some(n),
-        "s" => n.checked_mul(1_000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {text:?} (use ms, s, m or h)"
-            ))
-        }
-    };
-    ms.map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is too long"))
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map(Duration::from_millis)
+            .map_err(|_| format!("{text:?} is too long"));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is not a duration like 30s, 500ms or 10m: {e}"))
 }
 
 /// How long a command whose lock was lost waits to release and close the
@@ -208,7 +197,9 @@ mod tests {
         assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
         assert_eq!(parse_duration("1500"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5 days").is_err());
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("99999999999999999h").is_err());
     }
 }

@@ -1,11 +1,16 @@
 //! `raftlock`: one binary for running and using a raftlock cluster.
 
+mod api;
 mod client_tls;
+mod election_cmd;
 mod inspect;
 mod lock;
+mod lock_info;
 mod member;
+mod node_cmd;
 mod rerun;
 mod serve;
+mod session_cmd;
 mod snapshot;
 mod token;
 mod up;
@@ -27,7 +32,8 @@ const LOCAL_ENDPOINTS: &str = "http://127.0.0.1:7001,http://127.0.0.1:7002,http:
 replicated by Raft across three nodes.\n\n\
 Start a local three-node cluster:   raftlock up\n\
 Run a command under a lock:         raftlock lock nightly-report -- ./report.sh\n\
-See the cluster and its locks:      raftlock status; raftlock locks"
+See the cluster and its locks:      raftlock status; raftlock locks\n\
+Who holds a lock, and break it:     raftlock lock-info NAME; raftlock session close ID"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -43,7 +49,7 @@ enum Command {
     /// Hold a lock while a command runs; exits with the command's code.
     Lock(lock::LockArgs),
     /// Show members, leader, term and replication indexes.
-    Status(inspect::Endpoints),
+    Status(inspect::StatusArgs),
     /// List locks with their holders and waiters.
     Locks(inspect::LocksArgs),
     /// Back up a live cluster, restore a new one from a backup, inspect one.
@@ -52,6 +58,16 @@ enum Command {
     Member(member::MemberArgs),
     /// Make bearer tokens for a cluster with authentication.
     Token(token::TokenCommandArgs),
+    /// List, show or close sessions (closing releases their locks).
+    Session(session_cmd::SessionArgs),
+    /// Show a lock's holder and its waiters in queue order.
+    LockInfo(lock_info::LockInfoArgs),
+    /// Show or follow an election's leader.
+    Election(election_cmd::ElectionArgs),
+    /// Read, write and list nodes of the generic tree.
+    Node(node_cmd::NodeArgs),
+    /// Is a fencing token still the lock's current one?
+    FencingCheck(lock_info::FencingCheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +94,11 @@ fn main() -> ExitCode {
             Command::Snapshot(args) => snapshot::run(args).await.map(|()| 0),
             Command::Member(args) => member::run(args).await.map(|()| 0),
             Command::Token(args) => token::run(args).map(|()| 0),
+            Command::Session(args) => session_cmd::run(args).await.map(|()| 0),
+            Command::LockInfo(args) => lock_info::lock_info(args).await.map(|()| 0),
+            Command::Election(args) => election_cmd::run(args).await.map(|()| 0),
+            Command::Node(args) => node_cmd::run(args).await.map(|()| 0),
+            Command::FencingCheck(args) => lock_info::fencing_check(args).await,
         }
     });
     match result {
@@ -107,4 +128,15 @@ pub(crate) fn display_path(path: &std::path::Path) -> PathBuf {
     std::env::current_dir()
         .map(|d| d.join(path))
         .unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap checks a command's definition only when that subcommand is
+    /// parsed: check them all at once.
+    #[test]
+    fn every_subcommand_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
 }

@@ -19,7 +19,12 @@ pub struct MemberArgs {
 #[derive(Subcommand)]
 enum MemberCommand {
     /// Show the Raft membership: voters and learners with their addresses.
-    List(Endpoints),
+    List {
+        #[command(flatten)]
+        output: crate::api::Output,
+        #[command(flatten)]
+        endpoints: Endpoints,
+    },
     /// Add a member (learner until caught up, then voter). Start it first
     /// (`raftlock serve --join`, which also sends this request).
     Add {
@@ -48,15 +53,22 @@ enum MemberCommand {
 
 pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     let endpoints = match &args.command {
-        MemberCommand::List(e) => e,
-        MemberCommand::Add { endpoints, .. } | MemberCommand::Remove { endpoints, .. } => endpoints,
+        MemberCommand::List { endpoints, .. }
+        | MemberCommand::Add { endpoints, .. }
+        | MemberCommand::Remove { endpoints, .. } => endpoints,
     };
     // An add waits for the new member to catch up (bounded at the leader
     // by about a minute).
     let http = endpoints.http(Duration::from_secs(120))?;
     let urls = endpoints.urls();
     let view = match args.command {
-        MemberCommand::List(_) => send(&http, &urls, Request::List).await?,
+        MemberCommand::List { output, .. } => {
+            let view = send(&http, &urls, Request::List).await?;
+            if output.json {
+                return crate::api::print_json(&view);
+            }
+            view
+        }
         MemberCommand::Add {
             id,
             api_addr,

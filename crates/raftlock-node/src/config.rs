@@ -31,12 +31,14 @@ pub struct ClusterSettings {
     /// append waits for its own fsync: raise both where a disk or a process
     /// can stall that long (docs/benchmarks.md, gap 3).
     pub election_timeout_min_ms: u64,
+    /// Upper bound of the randomized election timeout (see the minimum).
     pub election_timeout_max_ms: u64,
     /// Build a snapshot after this many applied entries, then purge the log
     /// it covers.
     pub snapshot_every_entries: u64,
-    /// Allowed session TTLs (docs/api.md: default 1 s – 1 h).
+    /// Allowed session TTLs (docs/api.md: default 1 s – 1 h): the shortest.
     pub session_ttl_min_ms: u64,
+    /// The longest allowed session TTL.
     pub session_ttl_max_ms: u64,
     /// Node N keeps its files under `{data_dir}/node-N`; relative paths are
     /// relative to the config file.
@@ -163,6 +165,7 @@ pub struct NodeConfig {
     pub members: BTreeMap<NodeId, Member>,
     /// Where this node keeps its log, vote and snapshots.
     pub data_dir: PathBuf,
+    /// Timing, snapshot and TTL settings shared by the whole cluster.
     pub settings: ClusterSettings,
     /// Address to dial for a peer's Raft routes instead of its configured
     /// `raft_addr` (lets a test harness put a proxy on any link).
@@ -175,15 +178,31 @@ pub struct NodeConfig {
 /// A configuration that cannot start a node, naming the key at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file could not be read.
     #[error("cannot read config {path}: {source}")]
     Read {
+        /// The config file.
         path: PathBuf,
+        /// Why it could not be read.
         source: std::io::Error,
     },
+    /// The file is not valid TOML, or has a key of the wrong type or an
+    /// unknown key.
     #[error("config {path}: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The config file.
+        path: PathBuf,
+        /// The parser's message, with the line.
+        message: String,
+    },
+    /// A value is out of range or inconsistent with another.
     #[error("config key `{key}`: {message}")]
-    Invalid { key: String, message: String },
+    Invalid {
+        /// The key at fault, e.g. `cluster.heartbeat_ms`.
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
@@ -390,6 +409,7 @@ impl NodeConfig {
             .map(String::as_str)
     }
 
+    /// This node's own entry in `members`.
     pub fn me(&self) -> &Member {
         // validate() guarantees membership; fall back defensively.
         static EMPTY: Member = Member {

@@ -45,25 +45,42 @@ pub struct Identity {
 /// Why the identity file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
+    /// The file could not be read or written.
     #[error("identity file {path}: {source}")]
     Io {
+        /// The identity file.
         path: PathBuf,
+        /// The IO error.
         source: std::io::Error,
     },
     #[error("identity file {path} is damaged ({why}); if this member's data is lost, wipe its data directory, run `raftlock member remove {id}` on the cluster, then add it again")]
+    /// The file exists but cannot be trusted.
     Damaged {
+        /// The identity file.
         path: PathBuf,
+        /// What is wrong with its contents.
         why: String,
+        /// The member id this node was started as.
         id: NodeId,
     },
     #[error("data directory {dir} belongs to member {found}, not member {id}")]
+    /// The data directory was made by another member.
     OtherMember {
+        /// The data directory.
         dir: PathBuf,
+        /// The member id its identity file names.
         found: NodeId,
+        /// The member id this node was started as.
         id: NodeId,
     },
     #[error("data directory {dir} holds a Raft log but no identity file (written by an older raftlock, or the file was deleted); move the directory away, run `raftlock member remove {id}` on the cluster, then add this member again")]
-    Missing { dir: PathBuf, id: NodeId },
+    /// A Raft log without an identity file.
+    Missing {
+        /// The data directory.
+        dir: PathBuf,
+        /// The member id this node was started as.
+        id: NodeId,
+    },
 }
 
 /// The identity of this member's data directory, loaded once at start.

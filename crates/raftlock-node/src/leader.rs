@@ -24,11 +24,18 @@ const EXPIRE_RETRY: Duration = Duration::from_millis(100);
 pub(crate) async fn watch_leadership(replica: Arc<Replica>) {
     let mut metrics = replica.raft.metrics();
     let mut leading_term = None;
+    let mut known_leader = None;
     loop {
-        let (state, term) = {
+        let (state, term, leader) = {
             let m = metrics.borrow_and_update();
-            (m.state, m.current_term)
+            (m.state, m.current_term, m.current_leader)
         };
+        if leader.is_some() && leader != known_leader {
+            replica.shared.stats.leader_changed();
+        }
+        if leader.is_some() {
+            known_leader = leader;
+        }
         let leader_now = state == ServerState::Leader;
         if leader_now && leading_term != Some(term) {
             leading_term = Some(term);
@@ -115,10 +122,13 @@ async fn expire(replica: &Replica, ids: &[SessionId]) {
         Ok((_, Reply(results))) => {
             for (id, applied) in ids.iter().zip(results) {
                 match applied.result {
-                    Ok(_) => tracing::info!(
-                        session = %id,
-                        "session expired (no keepalive within its TTL)"
-                    ),
+                    Ok(_) => {
+                        replica.shared.stats.expired(1);
+                        tracing::info!(
+                            session = %id,
+                            "session expired (no keepalive within its TTL)"
+                        );
+                    }
                     Err(e) => tracing::warn!(session = %id, "could not expire session: {e}"),
                 }
             }

@@ -12,6 +12,8 @@
 //! of the application form the cluster. The HTTP API crate serves the same
 //! operations to other languages.
 
+#![warn(missing_docs)]
+
 mod acquire;
 mod backup;
 mod config;
@@ -35,6 +37,7 @@ mod routes;
 mod shutdown;
 mod snapshot_file;
 mod state_machine;
+mod stats;
 mod status;
 mod storage_watch;
 pub mod tracker;

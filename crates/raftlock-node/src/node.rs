@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use raftlock_storage::{Durability, SledLogConfig, SledLogStore, SyncStall};
+use raftlock_storage::{Durability, SledLogConfig, SledLogStore, SyncMeter, SyncStall};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -36,6 +36,8 @@ struct Lifecycle {
     raft_addr: SocketAddr,
     /// Fault injection: holds this node's log syncs (a stalled disk).
     sync_stall: SyncStall,
+    /// The log store's durability barrier counters (fsync latency).
+    sync_meter: SyncMeter,
     /// Background tasks, aborted on shutdown.
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -43,21 +45,33 @@ struct Lifecycle {
 /// Why a node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The configuration cannot start a node.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The Raft port could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
+        /// The address to bind.
         addr: String,
+        /// Why binding failed.
         source: std::io::Error,
     },
+    /// The log store could not be opened.
     #[error("data directory {path}: {message}")]
-    Storage { path: String, message: String },
+    Storage {
+        /// The data directory.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// openraft refused to start (its message).
     #[error("raft: {0}")]
     Raft(String),
     /// The data directory's identity file is damaged, missing or another
     /// member's; the message names the fix.
     #[error("{0}")]
     Identity(String),
+    /// The `[tls]` table's files could not be loaded.
     #[error("[tls]: {0}")]
     Tls(#[from] raftlock_tls::TlsError),
 }
@@ -129,6 +143,7 @@ impl Node {
         let log_store = SledLogStore::open(&log_config).map_err(|e| storage_err(e.to_string()))?;
         let durable = log_store.durable_index();
         let sync_stall = log_store.sync_stall();
+        let sync_meter = log_store.sync_meter();
         let snapshot_floor = log_store.snapshot_floor();
         let waiters = Arc::new(WaiterRegistry::default());
         let tracker = Arc::new(SessionTracker::new(Box::new(TokioClock)));
@@ -187,6 +202,7 @@ impl Node {
             lifecycle: Arc::new(Lifecycle {
                 raft_addr,
                 sync_stall,
+                sync_meter,
                 tasks: Mutex::new(Vec::new()),
             }),
         };
@@ -220,6 +236,11 @@ impl Node {
     /// This node's id.
     pub fn id(&self) -> NodeId {
         self.replica.id
+    }
+
+    /// The log store's durability barrier counters now.
+    pub(crate) fn sync_stats(&self) -> raftlock_storage::SyncStats {
+        self.lifecycle.sync_meter.stats()
     }
 
     /// Fault injection for tests and harnesses: while `stalled`, this

@@ -26,8 +26,12 @@ pub enum Consistency {
 /// A granted lock or won election.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grant {
+    /// The session's queue node (`/locks/{name}/lock-…`), now the holder.
     pub node: String,
+    /// The grant's fencing token: larger than every earlier grant's of the
+    /// same lock (docs/design.md).
     pub fencing_token: u64,
+    /// The session that holds it.
     pub session: SessionId,
     /// Revision at which the grant happened.
     pub since_revision: u64,
@@ -36,7 +40,9 @@ pub struct Grant {
 /// A session as opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenedSession {
+    /// The new session's id.
     pub id: SessionId,
+    /// Its TTL as granted, in milliseconds.
     pub ttl_ms: u64,
 }
 
@@ -53,7 +59,23 @@ pub struct NodeCounters {
     /// for its clients' writes, and the commands they carried:
     /// `proposed_commands / proposals` is the batching factor.
     pub proposals: u64,
+    /// Commands carried by those proposals.
     pub proposed_commands: u64,
+    /// Sessions this node expired as leader (no keepalive within the TTL).
+    pub sessions_expired: u64,
+    /// Times this node saw a new leader (the first one it learns included).
+    pub leader_changes: u64,
+    /// Proposals this node committed as leader, and the time they took in
+    /// microseconds (append, replication to a quorum with its fsyncs,
+    /// apply): `commit_micros / commits` is the mean commit latency.
+    pub commits: u64,
+    /// See `commits`.
+    pub commit_micros: u64,
+    /// Log durability barriers (sled flush + `fdatasync`) run, and the time
+    /// they took in microseconds: the fsync latency.
+    pub fsyncs: u64,
+    /// See `fsyncs`.
+    pub fsync_micros: u64,
     /// Snapshots installed from the leader since start. Each replaced the
     /// whole state without per-node effects: whoever follows
     /// [`Node::subscribe`] must resync when this moves.
@@ -202,6 +224,8 @@ impl Node {
     /// Counters for metrics and tests.
     pub fn counters(&self) -> NodeCounters {
         let shared = &self.replica.shared;
+        let (sessions_expired, leader_changes, commits, commit_micros) = shared.stats.read();
+        let sync = self.sync_stats();
         NodeCounters {
             wakeups: shared.waiters.wakeups(),
             waiter_registrations: shared.waiters.registered(),
@@ -209,6 +233,12 @@ impl Node {
             proposals: self.replica.proposer.proposals(),
             proposed_commands: self.replica.proposer.commands(),
             snapshots_installed: shared.snapshots_installed(),
+            sessions_expired,
+            leader_changes,
+            commits,
+            commit_micros,
+            fsyncs: sync.barriers,
+            fsync_micros: sync.barrier_micros,
         }
     }
 

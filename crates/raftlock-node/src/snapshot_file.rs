@@ -99,12 +99,19 @@ pub enum SnapshotFileError {
     /// Reading, writing or syncing failed.
     #[error("snapshot file {path}: {source}")]
     Io {
+        /// The snapshot file.
         path: PathBuf,
+        /// The IO error.
         source: std::io::Error,
     },
     /// The file does not hold a whole snapshot.
     #[error("snapshot file {path} is corrupt: {reason}")]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt {
+        /// The snapshot file.
+        path: PathBuf,
+        /// What does not check out.
+        reason: String,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotFileError + '_ {

@@ -44,6 +44,8 @@ pub struct Shared {
     pub tracker: Arc<SessionTracker>,
     /// Effects of every applied command (election observers).
     pub changes: broadcast::Sender<Arc<Effects>>,
+    /// Expiries, leader changes and commit times, for metrics.
+    pub stats: crate::stats::OpStats,
     snapshot_dir: PathBuf,
     /// Meta of the snapshot in `snapshot_dir`, `None` before the first.
     /// Held while that file is written, so a build and an install never
@@ -103,6 +105,7 @@ impl Shared {
             waiters,
             tracker,
             changes: broadcast::channel(1024).0,
+            stats: crate::stats::OpStats::default(),
             snapshot_dir,
             snapshot: Mutex::new(meta),
             snapshots_installed: AtomicU64::new(0),

@@ -10,9 +10,13 @@ use crate::typ::NodeId;
 /// A member as this node sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemberStatus {
+    /// The member's id.
     pub id: NodeId,
+    /// Its client API address (`host:port`).
     pub api_addr: String,
+    /// Its Raft address (`host:port`).
     pub raft_addr: String,
+    /// `leader`, `follower`, `candidate` or `learner`, as this node knows.
     pub role: String,
     /// False for a learner (being added: receives the log, does not vote).
     pub voter: bool,
@@ -23,11 +27,17 @@ pub struct MemberStatus {
 /// The cluster as this node sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterStatus {
+    /// The answering node's id.
     pub id: NodeId,
+    /// The leader it knows, if any.
     pub leader_id: Option<NodeId>,
+    /// Its current Raft term.
     pub term: u64,
+    /// Its last log index (`None` before any entry).
     pub last_log_index: Option<u64>,
+    /// The last log index applied to its state machine.
     pub applied_index: u64,
+    /// Every member, as it sees them.
     pub members: Vec<MemberStatus>,
 }
 

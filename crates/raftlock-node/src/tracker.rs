@@ -46,6 +46,7 @@ use tokio::time::Instant;
 
 /// The clock deadlines are measured on. A seam for simulated time.
 pub trait Clock: Send + Sync + 'static {
+    /// The current instant.
     fn now(&self) -> Instant;
 }
 
@@ -130,6 +131,7 @@ pub struct SessionTracker {
 }
 
 impl SessionTracker {
+    /// An empty tracker measuring deadlines on `clock`.
     pub fn new(clock: Box<dyn Clock>) -> Self {
         SessionTracker {
             deadlines: Mutex::default(),
@@ -142,6 +144,7 @@ impl SessionTracker {
         self.deadlines.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The tracker's clock's current instant.
     pub fn now(&self) -> Instant {
         self.clock.now()
     }
@@ -229,6 +232,7 @@ impl SessionTracker {
         self.changed.notify_one();
     }
 
+    /// Whether deadlines are being enforced (this node leads).
     pub fn is_leading(&self) -> bool {
         self.lock().leading
     }

@@ -48,6 +48,7 @@ impl std::fmt::Display for Member {
 pub struct Proposal(pub Vec<Command>);
 
 impl Proposal {
+    /// A proposal of a single command.
     pub fn one(command: Command) -> Self {
         Proposal(vec![command])
     }
@@ -75,7 +76,9 @@ openraft::declare_raft_types!(
         SnapshotData = Cursor<Vec<u8>>,
 );
 
+/// A member's id, as in the cluster file.
 pub type NodeId = u64;
+/// The openraft instance with raftlock's types.
 pub type Raft = openraft::Raft<TypeConfig>;
 pub type LogId = openraft::LogId<NodeId>;
 pub type StoredMembership = openraft::StoredMembership<NodeId, Member>;

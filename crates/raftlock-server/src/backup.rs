@@ -14,10 +14,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
+use utoipa::OpenApi;
 
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
+
+/// The backup operation in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(snapshot))]
+pub(crate) struct Api;
 
 /// The backup route.
 pub(crate) fn routes() -> Router<AppState> {
@@ -35,6 +41,10 @@ const APPLIED_INDEX: HeaderName = HeaderName::from_static("x-raftlock-applied-in
 #[serde(deny_unknown_fields)]
 struct NoQuery {}
 
+/// A consistent backup of the cluster's state (cluster admin only).
+#[utoipa::path(get, path = "/v1/snapshot", tag = "cluster",
+    responses((status = 200, description = "The backup file",
+        content_type = "application/octet-stream", body = Vec<u8>)))]
 async fn snapshot(
     State(app): State<AppState>,
     ApiQuery(NoQuery {}): ApiQuery<NoQuery>,

@@ -7,10 +7,16 @@ use axum::routing::{delete, get};
 use axum::{Json, Router};
 use raftlock_node::{MembershipView, NodeId};
 use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
 
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
 use crate::state::AppState;
+
+/// The cluster operations in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(cluster, members, add_member, remove_member, health))]
+pub(crate) struct Api;
 
 /// The cluster routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -22,7 +28,7 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 /// `POST /v1/cluster/members`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct AddMember {
     id: NodeId,
@@ -32,14 +38,14 @@ struct AddMember {
 
 /// The membership as the API shows it: incarnations as hex strings (a
 /// u64 does not survive JSON numbers in every client).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Membership {
     log_index: u64,
     joint: bool,
     members: Vec<MembershipMember>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct MembershipMember {
     id: NodeId,
     api_addr: String,
@@ -92,6 +98,8 @@ fn refuse_if_replaced(app: &AppState) -> Result<(), ApiError> {
 
 /// The membership as the answering member knows it (after a change: as
 /// the leader committed it).
+#[utoipa::path(get, path = "/v1/cluster/members", tag = "cluster",
+    responses((status = 200, description = "The membership", body = Membership)))]
 async fn members(State(app): State<AppState>) -> Result<Json<Membership>, ApiError> {
     refuse_if_replaced(&app)?;
     Ok(Json(Membership::of(app.node.membership(), &app.node)))
@@ -99,6 +107,9 @@ async fn members(State(app): State<AppState>) -> Result<Json<Membership>, ApiErr
 
 /// Adds a member: a learner until caught up, then a voter. Blocks until
 /// both steps committed (or a bounded wait fails; see docs/api.md).
+#[utoipa::path(post, path = "/v1/cluster/members", tag = "cluster",
+    request_body = AddMember,
+    responses((status = 200, description = "The new membership", body = Membership)))]
 async fn add_member(
     State(app): State<AppState>,
     JsonBody(req): JsonBody<AddMember>,
@@ -116,6 +127,10 @@ async fn add_member(
     Ok(Json(Membership::of(view, &app.node)))
 }
 
+/// Removes a voter or learner.
+#[utoipa::path(delete, path = "/v1/cluster/members/{id}", tag = "cluster",
+    params(("id" = u64, Path, description = "Member id")),
+    responses((status = 200, description = "The new membership", body = Membership)))]
 async fn remove_member(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<NodeId>,
@@ -124,7 +139,8 @@ async fn remove_member(
     Ok(Json(Membership::of(view, &app.node)))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ClusterMember)]
 struct Member {
     id: u64,
     api_addr: String,
@@ -135,7 +151,7 @@ struct Member {
     applied_index: Option<u64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Cluster {
     /// The node that answered.
     node_id: u64,
@@ -144,7 +160,7 @@ struct Cluster {
     members: Vec<Member>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Health {
     healthy: bool,
     node_id: u64,
@@ -152,6 +168,9 @@ struct Health {
     applied_index: u64,
 }
 
+/// The Raft cluster as the answering member sees it.
+#[utoipa::path(get, path = "/v1/cluster", tag = "cluster",
+    responses((status = 200, description = "The cluster", body = Cluster)))]
 async fn cluster(State(app): State<AppState>) -> Json<Cluster> {
     let status = app.node.status();
     Json(Cluster {
@@ -175,6 +194,8 @@ async fn cluster(State(app): State<AppState>) -> Json<Cluster> {
 
 /// 200 with a leader and a caught-up replica; otherwise 503 `no_leader`
 /// or `not_caught_up`, for load balancers.
+#[utoipa::path(get, path = "/v1/health", tag = "cluster",
+    responses((status = 200, description = "Healthy", body = Health)))]
 async fn health(State(app): State<AppState>) -> Result<Json<Health>, ApiError> {
     refuse_if_replaced(&app)?;
     // Raft stopped on this member when its disk failed: its last view of

@@ -14,6 +14,7 @@ use axum::{Json, Router};
 use raftlock_core::path::validate_lock_name;
 use raftlock_core::{QueueEntryView, QueueKind};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::acquire::{acquire, AcquireRequest};
 use crate::auth::Caller;
@@ -23,6 +24,11 @@ use crate::locks::{read_queue, read_queues, release, split_action, SessionBody};
 use crate::observe::observe;
 use crate::state::AppState;
 
+/// The election operations in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(list, inspect, observe_route, campaign, proclaim, resign))]
+pub(crate) struct Api;
+
 /// The election routes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -30,7 +36,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/elections/{*rest}", get(read).post(action))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CampaignBody {
     session_id: String,
@@ -40,14 +46,14 @@ struct CampaignBody {
     keep_queued: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ProclaimBody {
     session_id: String,
     value: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Elected {
     election: String,
     leader: bool,
@@ -58,7 +64,7 @@ struct Elected {
 
 /// The leader of an election as the API shows it: `session_id` is
 /// `null` for another principal's session (docs/security.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub(crate) struct Leader {
     session_id: Option<String>,
     principal: Option<String>,
@@ -83,7 +89,8 @@ impl Leader {
 }
 
 /// `GET /v1/elections/{name}` and each `observe` event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = Election)]
 pub(crate) struct ElectionBody {
     election: String,
     leader: Option<Leader>,
@@ -101,7 +108,7 @@ impl ElectionBody {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct ElectionLine {
     election: String,
     leader: Option<Leader>,
@@ -109,14 +116,16 @@ struct ElectionLine {
     candidates: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct ElectionList {
     elections: Vec<ElectionLine>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
+    /// Only elections whose name starts with this.
     #[serde(default)]
     prefix: String,
     #[serde(default)]
@@ -131,57 +140,93 @@ async fn action(
 ) -> Result<Response, ApiError> {
     let (name, action) = split_action(&rest);
     match action {
-        "campaign" => {
-            let JsonBody(body) = JsonBody::<CampaignBody>::from_request(request, &app).await?;
-            let data = app
-                .check_data(body.value.len())
-                .map(|()| body.value.into_bytes());
-            let grant = acquire(
-                &app,
-                AcquireRequest {
-                    caller: &caller,
-                    kind: QueueKind::Election,
-                    name,
-                    session_id: &body.session_id,
-                    wait_ms: body.wait_ms,
-                    keep_queued: body.keep_queued,
-                    data,
-                },
-            )
-            .await?;
-            Ok(Json(Elected {
-                election: name.to_string(),
-                leader: true,
-                node: grant.node,
-                fencing_token: grant.fencing_token,
-                session_id: grant.session.to_string(),
-            })
-            .into_response())
-        }
-        "proclaim" => {
-            let JsonBody(body) = JsonBody::<ProclaimBody>::from_request(request, &app).await?;
-            let session = parse_session(&body.session_id)?;
-            caller.require_session(&app, session).await?;
-            let checked = validate_lock_name(name)
-                .map_err(ApiError::from)
-                .and_then(|()| app.check_data(body.value.len()));
-            app.session_wins(session, checked).await?;
-            app.node
-                .proclaim(name, session, body.value.into_bytes())
-                .await?;
-            Ok(StatusCode::NO_CONTENT.into_response())
-        }
-        "resign" => {
-            let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-            release(&app, &caller, QueueKind::Election, name, &body.session_id).await?;
-            Ok(StatusCode::NO_CONTENT.into_response())
-        }
+        "campaign" => campaign(app, caller, name, request).await,
+        "proclaim" => proclaim(app, caller, name, request).await,
+        "resign" => resign(app, caller, name, request).await,
         other => Ok(no_such_action(
             other,
             "GET,HEAD",
             "campaign, proclaim, resign",
         )),
     }
+}
+
+/// Campaigns: waits in line up to `wait_ms` to lead the election.
+#[utoipa::path(post, path = "/v1/elections/{name}/campaign", tag = "elections",
+    params(("name" = String, Path, description = "Election name; may contain `/`")),
+    request_body = CampaignBody,
+    responses((status = 200, description = "Elected", body = Elected)))]
+async fn campaign(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<CampaignBody>::from_request(request, &app).await?;
+    let data = app
+        .check_data(body.value.len())
+        .map(|()| body.value.into_bytes());
+    let grant = acquire(
+        &app,
+        AcquireRequest {
+            caller: &caller,
+            kind: QueueKind::Election,
+            name,
+            session_id: &body.session_id,
+            wait_ms: body.wait_ms,
+            keep_queued: body.keep_queued,
+            data,
+        },
+    )
+    .await?;
+    Ok(Json(Elected {
+        election: name.to_string(),
+        leader: true,
+        node: grant.node,
+        fencing_token: grant.fencing_token,
+        session_id: grant.session.to_string(),
+    })
+    .into_response())
+}
+
+/// The leader changes its value.
+#[utoipa::path(post, path = "/v1/elections/{name}/proclaim", tag = "elections",
+    params(("name" = String, Path, description = "Election name; may contain `/`")),
+    request_body = ProclaimBody,
+    responses((status = 204, description = "Proclaimed")))]
+async fn proclaim(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<ProclaimBody>::from_request(request, &app).await?;
+    let session = parse_session(&body.session_id)?;
+    caller.require_session(&app, session).await?;
+    let checked = validate_lock_name(name)
+        .map_err(ApiError::from)
+        .and_then(|()| app.check_data(body.value.len()));
+    app.session_wins(session, checked).await?;
+    app.node
+        .proclaim(name, session, body.value.into_bytes())
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Resigns leadership, or withdraws a candidacy.
+#[utoipa::path(post, path = "/v1/elections/{name}/resign", tag = "elections",
+    params(("name" = String, Path, description = "Election name; may contain `/`")),
+    request_body = SessionBody,
+    responses((status = 204, description = "Resigned")))]
+async fn resign(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
+    release(&app, &caller, QueueKind::Election, name, &body.session_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn read(
@@ -191,16 +236,43 @@ async fn read(
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Response, ApiError> {
     if let (name, "observe") = split_action(&rest) {
-        return observe(app, caller, name.to_string()).await;
+        return observe_route(app, caller, name.to_string()).await;
     }
-    let view = read_queue(&app, QueueKind::Election, &rest, query.consistency).await?;
+    inspect(app, caller, rest, query).await
+}
+
+/// Server-Sent Events: one `leader` event (an `Election` body) at
+/// connect, then one per change of leader or value.
+#[utoipa::path(get, path = "/v1/elections/{name}/observe", tag = "elections",
+    params(("name" = String, Path, description = "Election name; may contain `/`")),
+    responses((status = 200, description = "An event stream of `leader` events, each an Election",
+        content_type = "text/event-stream", body = ElectionBody)))]
+async fn observe_route(app: AppState, caller: Caller, name: String) -> Result<Response, ApiError> {
+    observe(app, caller, name).await
+}
+
+/// The election's leader and value.
+#[utoipa::path(get, path = "/v1/elections/{name}", tag = "elections",
+    params(("name" = String, Path, description = "Election name; may contain `/`"), ReadQuery),
+    responses((status = 200, description = "The election", body = ElectionBody)))]
+async fn inspect(
+    app: AppState,
+    caller: Caller,
+    name: String,
+    query: ReadQuery,
+) -> Result<Response, ApiError> {
+    let view = read_queue(&app, QueueKind::Election, &name, query.consistency).await?;
     Ok(Json(ElectionBody {
-        election: rest,
+        election: name,
         leader: view.holder.map(|e| Leader::new(e, &caller)),
     })
     .into_response())
 }
 
+/// The elections with a leader or candidates, by name prefix.
+#[utoipa::path(get, path = "/v1/elections", tag = "elections",
+    params(ListQuery),
+    responses((status = 200, description = "The elections", body = ElectionList)))]
 async fn list(
     State(app): State<AppState>,
     caller: Caller,

@@ -12,18 +12,104 @@ use axum::response::{IntoResponse, Response};
 use raftlock_core::{CoreError, SessionId};
 use raftlock_node::NodeError;
 
+/// Declares [`ErrorCode`] and its list [`ErrorCode::ALL`] from one table,
+/// so no code can exist without being listed: the OpenAPI document
+/// (`openapi.rs`) and its test take the list from here.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident = $code:literal,)*) => {
+        /// Every machine-readable error code the API answers with
+        /// (docs/api.md, "Errors").
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub(crate) enum ErrorCode {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub(crate) const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The code as it appears in the body's `error` field.
+            pub(crate) fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $code,)*
+                }
+            }
+        }
+    };
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// The body of every error response (the OpenAPI document's `ErrorBody`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct ErrorBody<'a> {
+    /// The stable machine-readable code.
+    error: ErrorCode,
+    /// A human-readable explanation; not stable.
+    message: &'a str,
+}
+
+error_codes! {
+    BadRequest = "bad_request",
+    SessionNotFound = "session_not_found",
+    NotFound = "not_found",
+    NotOwner = "not_owner",
+    LockHeld = "lock_held",
+    Timeout = "timeout",
+    NoLeader = "no_leader",
+    TooLarge = "too_large",
+    VersionMismatch = "version_mismatch",
+    NotLeader = "not_leader",
+    UnsupportedMediaType = "unsupported_media_type",
+    MethodNotAllowed = "method_not_allowed",
+    Unauthorized = "unauthorized",
+    Forbidden = "forbidden",
+    Withdrawn = "withdrawn",
+    NotEmpty = "not_empty",
+    EphemeralParent = "ephemeral_parent",
+    SessionConflict = "session_conflict",
+    SequenceExhausted = "sequence_exhausted",
+    AlreadyGranted = "already_granted",
+    OutcomeUnknown = "outcome_unknown",
+    ShuttingDown = "shutting_down",
+    NotCaughtUp = "not_caught_up",
+    MemberExists = "member_exists",
+    MemberReplaced = "member_replaced",
+    OtherCluster = "other_cluster",
+    MemberUnreachable = "member_unreachable",
+    LastVoter = "last_voter",
+    MembershipChanging = "membership_changing",
+    StorageFailed = "storage_failed",
+    DiskFull = "disk_full",
+    Internal = "internal",
+    TooManyRequests = "too_many_requests",
+    RequestTimeout = "request_timeout",
+    /// Written below hyper by `overflow.rs`, never by an `ApiError`.
+    Overloaded = "overloaded",
+}
+
 /// An API error: a stable machine-readable code, its HTTP status and a
 /// human message. Codes are listed in `docs/api.md`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code} ({status}): {message}")]
 pub struct ApiError {
     status: StatusCode,
-    code: &'static str,
+    code: ErrorCode,
     message: String,
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             code,
@@ -33,7 +119,7 @@ impl ApiError {
 
     /// The error code (`bad_request`, `lock_held`, …).
     pub fn code(&self) -> &'static str {
-        self.code
+        self.code.as_str()
     }
 
     /// The HTTP status the code maps to.
@@ -48,14 +134,14 @@ impl ApiError {
 
     /// 400: the request is malformed or breaks a rule.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
     }
 
     /// 408: an acquire with `keep_queued` timed out; its node stays queued.
     pub(crate) fn timeout_still_queued() -> Self {
         Self::new(
             StatusCode::REQUEST_TIMEOUT,
-            "timeout",
+            ErrorCode::Timeout,
             "wait_ms elapsed before the grant; the session's node stays queued \
              (keep_queued): acquire again to keep waiting in place, release to cancel",
         )
@@ -64,51 +150,59 @@ impl ApiError {
     /// 401: no bearer token, or one the cluster does not know, while the
     /// API requires tokens (docs/security.md).
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+        Self::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
     }
 
     /// 403: the token is valid but lacks the permission (on that name,
     /// or over that session).
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+        Self::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
     }
 
     /// 404: the session is unknown, closed or expired.
     pub fn session_not_found(session: impl std::fmt::Display) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
-            "session_not_found",
+            ErrorCode::SessionNotFound,
             format!("session {session} not found (unknown, closed or expired)"),
         )
     }
 
     /// 404: no such node, lock or route.
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+        Self::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
     }
 
     /// 413: a body or node data over the configured limit.
     pub fn too_large(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::TooLarge, message)
     }
 
     /// 429: a limit that protects the cluster (sessions, waiters per
     /// lock) is reached; answered with `Retry-After`.
     pub fn too_many_requests(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message)
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::TooManyRequests,
+            message,
+        )
     }
 
     /// 408: the request body did not arrive within the configured time
     /// (a slow or stalled client); the connection is closed after it.
     pub(crate) fn request_timeout(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::REQUEST_TIMEOUT, "request_timeout", message)
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::RequestTimeout,
+            message,
+        )
     }
 
     /// 415: a body that is not `application/json`.
     pub fn unsupported_media_type() -> Self {
         Self::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
+            ErrorCode::UnsupportedMediaType,
             "the request body must be JSON, sent with Content-Type: application/json",
         )
     }
@@ -117,7 +211,7 @@ impl ApiError {
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
+            ErrorCode::MethodNotAllowed,
             message,
         )
     }
@@ -129,7 +223,11 @@ impl ApiError {
 
     /// 503: the node has a leader but has not applied its whole log yet.
     pub fn not_caught_up(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "not_caught_up", message)
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::NotCaughtUp,
+            message,
+        )
     }
 
     /// Any other status that reached the router's safety net (a response
@@ -151,7 +249,7 @@ impl ApiError {
             ),
             s => Self::new(
                 s,
-                "internal",
+                ErrorCode::Internal,
                 s.canonical_reason().unwrap_or("internal error"),
             ),
         }
@@ -177,19 +275,21 @@ impl From<CoreError> for ApiError {
         use StatusCode as S;
         let message = error.to_string();
         let (status, code) = match &error {
-            CoreError::BadName { .. } | CoreError::Invalid(_) => (S::BAD_REQUEST, "bad_request"),
-            CoreError::SessionNotFound(_) => (S::NOT_FOUND, "session_not_found"),
-            CoreError::NotFound(_) => (S::NOT_FOUND, "not_found"),
-            CoreError::NotOwner { .. } => (S::FORBIDDEN, "not_owner"),
-            CoreError::LockHeld { .. } => (S::CONFLICT, "lock_held"),
-            CoreError::VersionMismatch { .. } => (S::CONFLICT, "version_mismatch"),
-            CoreError::NotLeader { .. } => (S::CONFLICT, "not_leader"),
-            CoreError::NotEmpty(_) => (S::CONFLICT, "not_empty"),
-            CoreError::EphemeralParent(_) => (S::CONFLICT, "ephemeral_parent"),
-            CoreError::SessionConflict(_) => (S::CONFLICT, "session_conflict"),
-            CoreError::SequenceExhausted(_) => (S::CONFLICT, "sequence_exhausted"),
+            CoreError::BadName { .. } | CoreError::Invalid(_) => {
+                (S::BAD_REQUEST, ErrorCode::BadRequest)
+            }
+            CoreError::SessionNotFound(_) => (S::NOT_FOUND, ErrorCode::SessionNotFound),
+            CoreError::NotFound(_) => (S::NOT_FOUND, ErrorCode::NotFound),
+            CoreError::NotOwner { .. } => (S::FORBIDDEN, ErrorCode::NotOwner),
+            CoreError::LockHeld { .. } => (S::CONFLICT, ErrorCode::LockHeld),
+            CoreError::VersionMismatch { .. } => (S::CONFLICT, ErrorCode::VersionMismatch),
+            CoreError::NotLeader { .. } => (S::CONFLICT, ErrorCode::NotLeader),
+            CoreError::NotEmpty(_) => (S::CONFLICT, ErrorCode::NotEmpty),
+            CoreError::EphemeralParent(_) => (S::CONFLICT, ErrorCode::EphemeralParent),
+            CoreError::SessionConflict(_) => (S::CONFLICT, ErrorCode::SessionConflict),
+            CoreError::SequenceExhausted(_) => (S::CONFLICT, ErrorCode::SequenceExhausted),
             // The node turns this into the grant; mapped for completeness.
-            CoreError::AlreadyGranted { .. } => (S::CONFLICT, "already_granted"),
+            CoreError::AlreadyGranted { .. } => (S::CONFLICT, ErrorCode::AlreadyGranted),
         };
         ApiError::new(status, code, message)
     }
@@ -201,26 +301,26 @@ impl From<NodeError> for ApiError {
         let message = error.to_string();
         let (status, code) = match error {
             NodeError::Core(core) => return core.into(),
-            NodeError::NoLeader => (S::SERVICE_UNAVAILABLE, "no_leader"),
-            NodeError::OutcomeUnknown(_) => (S::SERVICE_UNAVAILABLE, "outcome_unknown"),
-            NodeError::Timeout => (S::REQUEST_TIMEOUT, "timeout"),
-            NodeError::Withdrawn => (S::CONFLICT, "withdrawn"),
-            NodeError::ShuttingDown => (S::SERVICE_UNAVAILABLE, "shutting_down"),
-            NodeError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal"),
-            NodeError::StorageFailed(_) => (S::SERVICE_UNAVAILABLE, "storage_failed"),
-            NodeError::DiskFull(_) => (S::SERVICE_UNAVAILABLE, "disk_full"),
+            NodeError::NoLeader => (S::SERVICE_UNAVAILABLE, ErrorCode::NoLeader),
+            NodeError::OutcomeUnknown(_) => (S::SERVICE_UNAVAILABLE, ErrorCode::OutcomeUnknown),
+            NodeError::Timeout => (S::REQUEST_TIMEOUT, ErrorCode::Timeout),
+            NodeError::Withdrawn => (S::CONFLICT, ErrorCode::Withdrawn),
+            NodeError::ShuttingDown => (S::SERVICE_UNAVAILABLE, ErrorCode::ShuttingDown),
+            NodeError::Internal(_) => (S::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
+            NodeError::StorageFailed(_) => (S::SERVICE_UNAVAILABLE, ErrorCode::StorageFailed),
+            NodeError::DiskFull(_) => (S::SERVICE_UNAVAILABLE, ErrorCode::DiskFull),
             NodeError::Membership(m) => {
                 use raftlock_node::MembershipError as M;
                 match m {
-                    M::MemberExists { .. } => (S::CONFLICT, "member_exists"),
-                    M::UnknownMember { .. } => (S::NOT_FOUND, "not_found"),
-                    M::LastVoter { .. } => (S::CONFLICT, "last_voter"),
-                    M::InProgress(_) => (S::SERVICE_UNAVAILABLE, "membership_changing"),
-                    M::NotCaughtUp { .. } => (S::SERVICE_UNAVAILABLE, "not_caught_up"),
-                    M::Invalid(_) => (S::BAD_REQUEST, "bad_request"),
-                    M::Replaced { .. } => (S::SERVICE_UNAVAILABLE, "member_replaced"),
-                    M::OtherCluster { .. } => (S::CONFLICT, "other_cluster"),
-                    M::Unreachable { .. } => (S::SERVICE_UNAVAILABLE, "member_unreachable"),
+                    M::MemberExists { .. } => (S::CONFLICT, ErrorCode::MemberExists),
+                    M::UnknownMember { .. } => (S::NOT_FOUND, ErrorCode::NotFound),
+                    M::LastVoter { .. } => (S::CONFLICT, ErrorCode::LastVoter),
+                    M::InProgress(_) => (S::SERVICE_UNAVAILABLE, ErrorCode::MembershipChanging),
+                    M::NotCaughtUp { .. } => (S::SERVICE_UNAVAILABLE, ErrorCode::NotCaughtUp),
+                    M::Invalid(_) => (S::BAD_REQUEST, ErrorCode::BadRequest),
+                    M::Replaced { .. } => (S::SERVICE_UNAVAILABLE, ErrorCode::MemberReplaced),
+                    M::OtherCluster { .. } => (S::CONFLICT, ErrorCode::OtherCluster),
+                    M::Unreachable { .. } => (S::SERVICE_UNAVAILABLE, ErrorCode::MemberUnreachable),
                 }
             }
         };
@@ -237,25 +337,33 @@ impl From<SessionId> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": self.code, "message": self.message });
-        let mut response = (self.status, body.to_string()).into_response();
+        let body = ErrorBody {
+            error: self.code,
+            message: &self.message,
+        };
+        let body = serde_json::to_string(&body)
+            .unwrap_or_else(|_| format!("{{\"error\":\"{}\",\"message\":\"\"}}", self.code));
+        let mut response = (self.status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if matches!(
             self.code,
-            "no_leader" | "shutting_down" | "membership_changing" | "not_caught_up"
+            ErrorCode::NoLeader
+                | ErrorCode::ShuttingDown
+                | ErrorCode::MembershipChanging
+                | ErrorCode::NotCaughtUp
         ) {
             // All are safe to retry; a short pause lets an election settle
             // (or a loaded member apply its log).
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         }
-        if self.code == "too_many_requests" {
+        if self.code == ErrorCode::TooManyRequests {
             // Room comes back as sessions close or expire and locks are
             // released, at the pace of TTLs (1 s at least): clients
             // retrying every few seconds is enough, not a tight loop.
             headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
         }
-        if self.code == "request_timeout" {
+        if self.code == ErrorCode::RequestTimeout {
             // The rest of a half-sent body would be read as the next
             // request: the connection cannot be reused.
             headers.insert(

@@ -96,7 +96,7 @@ pub(crate) fn parse_session(text: &str) -> Result<SessionId, ApiError> {
 }
 
 /// `?consistency=linearizable|stale` (default linearizable).
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum ReadConsistency {
     #[default]
@@ -114,9 +114,12 @@ impl From<ReadConsistency> for Consistency {
 }
 
 /// The query of read endpoints that take nothing but a consistency.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ReadQuery {
+    /// `linearizable` (default: a read-index barrier first) or `stale`
+    /// (this member's replica as it is).
     #[serde(default)]
     pub consistency: ReadConsistency,
 }

@@ -19,7 +19,8 @@
 //! `observe`, `nodes`, `cluster` with `reachability`, `backup`,
 //! `metrics`), the dashboard's static files (`ui`), the long-poll shared by
 //! acquire and campaign (`acquire`), JSON-rejecting extractors
-//! (`extract`), and the single error mapping (`error`).
+//! (`extract`), the single error mapping (`error`), and the OpenAPI
+//! document generated from all of them (`openapi`).
 
 #![warn(missing_docs)]
 
@@ -37,7 +38,9 @@ mod locks;
 mod metrics;
 mod nodes;
 mod observe;
+mod openapi;
 mod overflow;
+mod process;
 mod reachability;
 mod session_list;
 mod sessions;
@@ -146,23 +149,20 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .auth
         .enabled()
         .then(|| auth::Tokens::new(&config.auth));
+    let metrics_handle = metrics.clone();
     let state = AppState {
         node,
         config: Arc::new(config),
         metrics,
         shutdown,
     };
-    Router::new()
-        .merge(sessions::routes())
-        .merge(session_list::routes())
-        .merge(locks::routes())
-        .merge(elections::routes())
-        .merge(nodes::routes())
-        .merge(cluster::routes())
-        .merge(backup::routes())
-        .merge(reachability::routes())
-        .merge(ui::routes())
-        .route("/metrics", get(metrics::scrape))
+    routes()
+        // After the routes, before the fallbacks: times matched routes
+        // only, labelled by their template.
+        .route_layer(middleware::from_fn_with_state(
+            metrics_handle,
+            metrics::time_request,
+        ))
         .fallback(no_route)
         // After every route is added: applies to the routes present.
         .method_not_allowed_fallback(wrong_method)
@@ -176,6 +176,23 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .layer(middleware::from_fn_with_state(tokens, auth::authenticate))
         .layer(middleware::map_response(json_errors))
         .with_state(state)
+}
+
+/// Every route of the API, without fallbacks and layers. The OpenAPI
+/// document's test reads the routes from here (`openapi/tests.rs`).
+fn routes() -> Router<AppState> {
+    Router::new()
+        .merge(sessions::routes())
+        .merge(session_list::routes())
+        .merge(locks::routes())
+        .merge(elections::routes())
+        .merge(nodes::routes())
+        .merge(cluster::routes())
+        .merge(backup::routes())
+        .merge(reachability::routes())
+        .merge(ui::routes())
+        .route("/metrics", get(metrics::scrape))
+        .route("/v1/openapi.json", get(openapi::serve))
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {

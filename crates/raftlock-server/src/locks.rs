@@ -14,12 +14,18 @@ use axum::{Json, Router};
 use raftlock_core::path::validate_lock_name;
 use raftlock_core::{QueueEntryView, QueueKind, QueueSummary, QueueView};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::acquire::{acquire, AcquireRequest};
 use crate::auth::{Caller, Permission, Visibility};
 use crate::error::{no_such_action, ApiError};
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
 use crate::state::AppState;
+
+/// The lock operations in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(list, inspect, acquire_lock, release_lock, fencing_check))]
+pub(crate) struct Api;
 
 /// The lock routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -34,22 +40,24 @@ pub(crate) fn split_action(rest: &str) -> (&str, &str) {
     rest.rsplit_once('/').unwrap_or(("", rest))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct AcquireBody {
     session_id: String,
+    /// How long to wait for the grant; `0` is a try-lock.
     wait_ms: Option<u64>,
     #[serde(default)]
     keep_queued: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = SessionRef)]
 pub(crate) struct SessionBody {
     pub session_id: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Granted {
     lock: String,
     node: String,
@@ -60,7 +68,7 @@ struct Granted {
 
 /// `session_id` is `null` for a session of another principal
 /// (docs/security.md); `principal` is `null` without tokens.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Holder {
     session_id: Option<String>,
     owner: String,
@@ -84,7 +92,7 @@ impl Holder {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Waiter {
     session_id: Option<String>,
     owner: String,
@@ -104,42 +112,45 @@ impl Waiter {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Lock)]
 struct LockBody {
     lock: String,
     holder: Option<Holder>,
     waiters: Vec<Waiter>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct LockLine {
     lock: String,
     holder: Option<Holder>,
     waiters: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct LockList {
     locks: Vec<LockLine>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
+    /// Only locks whose name starts with this.
     #[serde(default)]
     prefix: String,
     #[serde(default)]
     consistency: ReadConsistency,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FencingBody {
     lock: String,
     fencing_token: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct FencingAnswer {
     valid: bool,
     current_token: Option<u64>,
@@ -153,37 +164,62 @@ async fn action(
 ) -> Result<Response, ApiError> {
     let (name, action) = split_action(&rest);
     match action {
-        "acquire" => {
-            let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
-            let grant = acquire(
-                &app,
-                AcquireRequest {
-                    caller: &caller,
-                    kind: QueueKind::Lock,
-                    name,
-                    session_id: &body.session_id,
-                    wait_ms: body.wait_ms,
-                    keep_queued: body.keep_queued,
-                    data: Ok(Vec::new()),
-                },
-            )
-            .await?;
-            Ok(Json(Granted {
-                lock: name.to_string(),
-                node: grant.node,
-                fencing_token: grant.fencing_token,
-                session_id: grant.session.to_string(),
-                since_revision: grant.since_revision,
-            })
-            .into_response())
-        }
-        "release" => {
-            let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-            release(&app, &caller, QueueKind::Lock, name, &body.session_id).await?;
-            Ok(StatusCode::NO_CONTENT.into_response())
-        }
+        "acquire" => acquire_lock(app, caller, name, request).await,
+        "release" => release_lock(app, caller, name, request).await,
         other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
     }
+}
+
+/// Acquires a lock: granted at once, after waiting in line up to
+/// `wait_ms`, or refused (`lock_held` for a try-lock, `timeout`).
+#[utoipa::path(post, path = "/v1/locks/{name}/acquire", tag = "locks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`")),
+    request_body = AcquireBody,
+    responses((status = 200, description = "Granted", body = Granted)))]
+async fn acquire_lock(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
+    let grant = acquire(
+        &app,
+        AcquireRequest {
+            caller: &caller,
+            kind: QueueKind::Lock,
+            name,
+            session_id: &body.session_id,
+            wait_ms: body.wait_ms,
+            keep_queued: body.keep_queued,
+            data: Ok(Vec::new()),
+        },
+    )
+    .await?;
+    Ok(Json(Granted {
+        lock: name.to_string(),
+        node: grant.node,
+        fencing_token: grant.fencing_token,
+        session_id: grant.session.to_string(),
+        since_revision: grant.since_revision,
+    })
+    .into_response())
+}
+
+/// Releases a lock, or cancels the session's wait for it.
+#[utoipa::path(post, path = "/v1/locks/{name}/release", tag = "locks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`")),
+    request_body = SessionBody,
+    responses((status = 204, description = "Released")))]
+async fn release_lock(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
+    release(&app, &caller, QueueKind::Lock, name, &body.session_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Release (or cancel a wait, or resign): deletes the session's node.
@@ -234,6 +270,10 @@ pub(crate) async fn read_queues(
     Ok(queues)
 }
 
+/// A lock's holder and its waiters in queue order.
+#[utoipa::path(get, path = "/v1/locks/{name}", tag = "locks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`"), ReadQuery),
+    responses((status = 200, description = "The lock", body = LockBody)))]
 async fn inspect(
     State(app): State<AppState>,
     caller: Caller,
@@ -252,6 +292,10 @@ async fn inspect(
     }))
 }
 
+/// The locks with a holder or waiters, by name prefix.
+#[utoipa::path(get, path = "/v1/locks", tag = "locks",
+    params(ListQuery),
+    responses((status = 200, description = "The locks", body = LockList)))]
 async fn list(
     State(app): State<AppState>,
     caller: Caller,
@@ -277,6 +321,10 @@ async fn list(
     }))
 }
 
+/// Is this fencing token still the lock's current one?
+#[utoipa::path(post, path = "/v1/fencing/check", tag = "locks",
+    request_body = FencingBody,
+    responses((status = 200, description = "The answer", body = FencingAnswer)))]
 async fn fencing_check(
     State(app): State<AppState>,
     caller: Caller,

@@ -16,11 +16,17 @@ use raftlock_core::path::{is_reserved, sequential_request_path, validate_node_pa
 use raftlock_core::{Command, Response as CoreResponse, SessionId};
 use raftlock_node::Consistency;
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency};
 use crate::state::AppState;
+
+/// The node operations in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(get_root, get_node, put_node, delete_node))]
+pub(crate) struct Api;
 
 /// The node routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -30,7 +36,7 @@ pub(crate) fn routes() -> Router<AppState> {
     )
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PutBody {
     /// Base64 (standard alphabet, padded).
@@ -41,24 +47,29 @@ pub(crate) struct PutBody {
     expected_version: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct GetQuery {
+    /// List the node's children instead of reading it.
     #[serde(default)]
     children: bool,
     #[serde(default)]
     consistency: ReadConsistency,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct DeleteQuery {
+    /// Delete only at this version.
     expected_version: Option<u64>,
 }
 
 /// `ephemeral_owner` is `null` for another principal's session
 /// (docs/security.md), as in lock listings.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Node)]
 struct NodeBody {
     path: String,
     data: String,
@@ -68,7 +79,7 @@ struct NodeBody {
     ephemeral_owner: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Children {
     children: Vec<String>,
 }
@@ -125,6 +136,12 @@ async fn visible_owner(app: &AppState, caller: &Caller, owner: SessionId) -> Opt
     known.unwrap_or(false).then_some(owner)
 }
 
+/// Creates or updates a node (`201` created, `200` updated).
+#[utoipa::path(put, path = "/v1/nodes/{path}", tag = "nodes",
+    params(("path" = String, Path, description = "Node path without the leading `/`; may contain `/`")),
+    request_body = PutBody,
+    responses((status = 201, description = "Created", body = NodeBody),
+        (status = 200, description = "Updated", body = NodeBody)))]
 async fn put_node(
     State(app): State<AppState>,
     caller: Caller,
@@ -204,6 +221,11 @@ async fn put_node(
     Ok((status, Json(node)).into_response())
 }
 
+/// The root node, or (`?children=true`) the top level.
+#[utoipa::path(get, path = "/v1/nodes", tag = "nodes",
+    params(GetQuery),
+    responses((status = 200, description = "The node, or its children", body = NodeBody),
+        (status = 200, description = "With `children=true`", body = Children)))]
 async fn get_root(
     State(app): State<AppState>,
     caller: Caller,
@@ -212,6 +234,11 @@ async fn get_root(
     read_node(&app, &caller, "/".to_string(), query).await
 }
 
+/// A node, or (`?children=true`) its children's names.
+#[utoipa::path(get, path = "/v1/nodes/{path}", tag = "nodes",
+    params(("path" = String, Path, description = "Node path without the leading `/`; may contain `/`"), GetQuery),
+    responses((status = 200, description = "The node, or its children", body = NodeBody),
+        (status = 200, description = "With `children=true`", body = Children)))]
 async fn get_node(
     State(app): State<AppState>,
     caller: Caller,
@@ -257,6 +284,10 @@ async fn read_node(
     .into_response())
 }
 
+/// Deletes a node without children.
+#[utoipa::path(delete, path = "/v1/nodes/{path}", tag = "nodes",
+    params(("path" = String, Path, description = "Node path without the leading `/`; may contain `/`"), DeleteQuery),
+    responses((status = 204, description = "Deleted")))]
 async fn delete_node(
     State(app): State<AppState>,
     ApiPath(rest): ApiPath<String>,

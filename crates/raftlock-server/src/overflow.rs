@@ -78,7 +78,7 @@ impl Slots {
 /// docs/api.md).
 pub(crate) fn answer(max: usize) -> Vec<u8> {
     let body = serde_json::json!({
-        "error": "overloaded",
+        "error": crate::error::ErrorCode::Overloaded.as_str(),
         "message": format!(
             "this member serves {max} connections, its limit (api.max_connections); \
              retry later or on another member"

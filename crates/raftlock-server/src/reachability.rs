@@ -27,6 +27,7 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+use utoipa::{OpenApi, ToSchema};
 
 use crate::state::AppState;
 
@@ -34,12 +35,17 @@ use crate::state::AppState;
 /// probed concurrently, so this bounds the request.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
 
+/// The reachability operation in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(reachability))]
+pub(crate) struct Api;
+
 /// The reachability routes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/v1/cluster/reachability", get(reachability))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Probe {
     id: u64,
     api_addr: String,
@@ -56,7 +62,7 @@ struct Probe {
     error: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Reachability {
     /// The member that probed.
     node_id: u64,
@@ -64,6 +70,9 @@ struct Reachability {
     members: Vec<Probe>,
 }
 
+/// Can the answering member reach each member's API right now?
+#[utoipa::path(get, path = "/v1/cluster/reachability", tag = "cluster",
+    responses((status = 200, description = "One probe per member", body = Reachability)))]
 async fn reachability(State(app): State<AppState>) -> Json<Reachability> {
     let status = app.node.status();
     // With the cluster's `[tls]` table the members serve HTTPS: probe as a

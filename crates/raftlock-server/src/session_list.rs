@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -19,20 +20,27 @@ const DEFAULT_LIMIT: usize = 1000;
 /// The largest `limit`: an answer stays a few MiB at most.
 const MAX_LIMIT: usize = 10_000;
 
+/// The listing in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(list))]
+pub(crate) struct Api;
+
 /// The listing route.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/v1/sessions", get(list))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
+    /// At most this many sessions (default 1000, at most 10000).
     limit: Option<usize>,
     #[serde(default)]
     consistency: ReadConsistency,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct SessionLine {
     session_id: String,
     owner: String,
@@ -42,13 +50,17 @@ struct SessionLine {
     nodes: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct SessionList {
     sessions: Vec<SessionLine>,
     /// More sessions matched than `limit`.
     truncated: bool,
 }
 
+/// The live sessions the caller may see, in session id order.
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
+    params(ListQuery),
+    responses((status = 200, description = "The sessions", body = SessionList)))]
 async fn list(
     State(app): State<AppState>,
     caller: Caller,

@@ -7,11 +7,17 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadQuery};
 use crate::state::AppState;
+
+/// The session operations in the OpenAPI document (`openapi.rs`).
+#[derive(OpenApi)]
+#[openapi(paths(open, keepalive, inspect, close))]
+pub(crate) struct Api;
 
 /// The session routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -21,27 +27,29 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/sessions/{id}/keepalive", post(keepalive))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OpenRequest {
+    /// Time to live without a keepalive, within the cluster's bounds.
     ttl_ms: u64,
     /// Free label shown in listings; empty when absent.
     #[serde(default)]
     owner: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Opened {
     session_id: String,
     ttl_ms: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct Ttl {
     ttl_ms: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Session)]
 struct SessionBody {
     session_id: String,
     owner: String,
@@ -51,6 +59,10 @@ struct SessionBody {
     nodes: Vec<String>,
 }
 
+/// Opens a session.
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions",
+    request_body = OpenRequest,
+    responses((status = 201, description = "Opened", body = Opened)))]
 async fn open(
     State(app): State<AppState>,
     caller: Caller,
@@ -78,6 +90,10 @@ async fn open(
     ))
 }
 
+/// Renews a session's TTL.
+#[utoipa::path(post, path = "/v1/sessions/{id}/keepalive", tag = "sessions",
+    params(("id" = String, Path, description = "Session id (32 hex digits)")),
+    responses((status = 200, description = "Renewed", body = Ttl)))]
 async fn keepalive(
     State(app): State<AppState>,
     caller: Caller,
@@ -91,6 +107,10 @@ async fn keepalive(
     }))
 }
 
+/// A session and its nodes.
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id (32 hex digits)"), ReadQuery),
+    responses((status = 200, description = "The session", body = SessionBody)))]
 async fn inspect(
     State(app): State<AppState>,
     caller: Caller,
@@ -113,6 +133,10 @@ async fn inspect(
     }))
 }
 
+/// Closes a session, releasing every lock and node it holds.
+#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id (32 hex digits)")),
+    responses((status = 204, description = "Closed")))]
 async fn close(
     State(app): State<AppState>,
     caller: Caller,

@@ -25,19 +25,39 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
 /// The dashboard routes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/ui", get(|| async { Redirect::permanent("/ui/") }))
-        .route(
-            "/ui/",
-            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
-        )
-        .route(
-            "/ui/app.js",
-            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
-        )
-        .route(
-            "/ui/app.css",
-            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
-        )
+        .route("/ui", get(redirect))
+        .route("/ui/", get(index))
+        .route("/ui/app.js", get(app_js))
+        .route("/ui/app.css", get(app_css))
+}
+
+/// The dashboard routes in the OpenAPI document (`openapi.rs`).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(redirect, index, app_js, app_css))]
+pub(crate) struct Api;
+
+#[utoipa::path(get, path = "/ui", tag = "dashboard",
+    responses((status = 308, description = "To `/ui/`")))]
+async fn redirect() -> Redirect {
+    Redirect::permanent("/ui/")
+}
+
+#[utoipa::path(get, path = "/ui/", tag = "dashboard",
+    responses((status = 200, description = "The dashboard page", content_type = "text/html", body = String)))]
+async fn index() -> Response {
+    asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+#[utoipa::path(get, path = "/ui/app.js", tag = "dashboard",
+    responses((status = 200, description = "Its script", content_type = "text/javascript", body = String)))]
+async fn app_js() -> Response {
+    asset("text/javascript; charset=utf-8", APP_JS)
+}
+
+#[utoipa::path(get, path = "/ui/app.css", tag = "dashboard",
+    responses((status = 200, description = "Its style sheet", content_type = "text/css", body = String)))]
+async fn app_css() -> Response {
+    asset("text/css; charset=utf-8", APP_CSS)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -60,4 +60,4 @@ pub use floor::SnapshotFloor;
 pub use meta::MetaStore;
 pub use reader::SledLogReader;
 pub use store::SledLogStore;
-pub use sync_worker::{SyncStall, SyncStats};
+pub use sync_worker::{SyncMeter, SyncStall, SyncStats};

@@ -22,7 +22,7 @@ use crate::floor::{FloorTarget, LogHead, SnapshotFloor};
 use crate::log_tree::{decode_entry, LogTree};
 use crate::meta::MetaStore;
 use crate::reader::SledLogReader;
-use crate::sync_worker::{SyncStall, SyncStats, SyncWorker};
+use crate::sync_worker::{SyncMeter, SyncStall, SyncStats, SyncWorker};
 use crate::watermark::{self, Mark, WatermarkFile};
 
 /// sled tree names. Part of the on-disk format: do not rename.
@@ -361,6 +361,12 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
     /// Durability barriers run and requests served so far (for metrics).
     pub fn sync_stats(&self) -> SyncStats {
         self.sync.stats()
+    }
+
+    /// A handle that reads [`sync_stats`](Self::sync_stats) after the
+    /// store was moved into Raft.
+    pub fn sync_meter(&self) -> SyncMeter {
+        self.sync.meter()
     }
 
     fn set_cap(&self, cap: Option<u64>) {

@@ -37,6 +37,21 @@ pub struct SyncStats {
     /// Durability requests served (appends, votes, truncates, purges,
     /// metadata writes). `requests / barriers` is the group-commit factor.
     pub requests: u64,
+    /// Time spent in barriers, in microseconds: `barrier_micros /
+    /// barriers` is the mean fsync latency.
+    pub barrier_micros: u64,
+}
+
+/// A live view of a store's [`SyncStats`], kept after the store itself
+/// is handed to Raft.
+#[derive(Clone)]
+pub struct SyncMeter(Arc<Counters>);
+
+impl SyncMeter {
+    /// The counters now.
+    pub fn stats(&self) -> SyncStats {
+        self.0.stats()
+    }
 }
 
 /// Fault injection at the durability barrier: while set, the worker holds
@@ -118,6 +133,17 @@ const ENOSPC: i32 = 28;
 struct Counters {
     barriers: AtomicU64,
     requests: AtomicU64,
+    barrier_micros: AtomicU64,
+}
+
+impl Counters {
+    fn stats(&self) -> SyncStats {
+        SyncStats {
+            barriers: self.barriers.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            barrier_micros: self.barrier_micros.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// Handle to the worker thread. Dropping it lets the thread finish the
@@ -178,10 +204,12 @@ impl SyncWorker {
 
     /// Current counters.
     pub(crate) fn stats(&self) -> SyncStats {
-        SyncStats {
-            barriers: self.counters.barriers.load(Ordering::Relaxed),
-            requests: self.counters.requests.load(Ordering::Relaxed),
-        }
+        self.counters.stats()
+    }
+
+    /// A live handle on the counters.
+    pub(crate) fn meter(&self) -> SyncMeter {
+        SyncMeter(Arc::clone(&self.counters))
     }
 }
 
@@ -215,7 +243,13 @@ fn run(mut barrier: Barrier, rx: &mpsc::Receiver<Waiter>, counters: &Counters, s
             Some(err) => Err(Arc::clone(err)),
             None => match stall.injected_failure() {
                 Some(injected) => Err(injected),
-                None => barrier.sync(),
+                None => {
+                    let started = std::time::Instant::now();
+                    let synced = barrier.sync();
+                    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    counters.barrier_micros.fetch_add(micros, Ordering::Relaxed);
+                    synced
+                }
             }
             .map_err(|err| {
                 tracing::error!(error = %err, "log durability barrier failed; every later durability request will fail");
@@ -276,13 +310,11 @@ mod tests {
         for _ in 0..10 {
             done_rx.recv().expect("done").expect("barrier ok");
         }
-        assert_eq!(
-            worker.stats(),
-            SyncStats {
-                barriers: 2,
-                requests: 11
-            }
-        );
+        let stats = worker.stats();
+        assert_eq!((stats.barriers, stats.requests), (2, 11));
+        // Each barrier is a real sled flush: it takes some time.
+        assert!(stats.barrier_micros > 0, "{stats:?}");
+        assert_eq!(worker.meter().stats(), stats);
     }
 
     #[test]

@@ -210,6 +210,7 @@ impl Replica {
             // the caller may retry elsewhere.
             return Err(NodeError::NoLeader);
         }
+        let started = std::time::Instant::now();
         let write = self.raft.client_write(proposal);
         let outcome = match tokio::time::timeout(self.leader_wait(), write).await {
             Ok(outcome) => outcome,
@@ -222,6 +223,8 @@ impl Replica {
         };
         match outcome {
             Ok(response) => {
+                // Append, replication to a quorum with its fsyncs, apply.
+                self.shared.stats.committed(started.elapsed());
                 let mut reply = response.data;
                 // Effects are for this replica's waiters, already told;
                 // a forwarding follower applies the entry itself.

@@ -39,13 +39,24 @@ pub enum MembershipError {
     /// The id is already a member with other addresses. Addresses are
     /// part of a member's identity: remove it first, or use a new id.
     #[error("node {id} is already a member at {existing}; remove it first or use another id")]
-    MemberExists { id: NodeId, existing: String },
+    MemberExists {
+        /// The id asked for.
+        id: NodeId,
+        /// The addresses it is a member at.
+        existing: String,
+    },
     /// Removing an id the membership does not have.
     #[error("node {id} is not a member")]
-    UnknownMember { id: NodeId },
+    UnknownMember {
+        /// The id asked for.
+        id: NodeId,
+    },
     /// Removing the only voter would leave nobody to decide anything.
     #[error("node {id} is the last voter; a cluster keeps at least one")]
-    LastVoter { id: NodeId },
+    LastVoter {
+        /// The only voter.
+        id: NodeId,
+    },
     /// Another change is still being committed; retry shortly.
     #[error("another membership change is in progress; retry: {0}")]
     InProgress(String),
@@ -53,7 +64,12 @@ pub enum MembershipError {
     /// learner (it receives the log but does not vote); retrying the add
     /// promotes it once it has caught up.
     #[error("node {id} did not catch up within {waited_ms} ms; it stays a learner, retry the add to promote it (is its raft_addr reachable from the leader?)")]
-    NotCaughtUp { id: NodeId, waited_ms: u64 },
+    NotCaughtUp {
+        /// The member being added.
+        id: NodeId,
+        /// How long the leader waited for it.
+        waited_ms: u64,
+    },
     /// The request itself is malformed (a bad address).
     #[error("{0}")]
     Invalid(String),
@@ -61,22 +77,40 @@ pub enum MembershipError {
     /// membership names for it (it was wiped): it serves nothing until it
     /// is removed and added again. The message names the fix.
     #[error("{message}")]
-    Replaced { id: NodeId, message: String },
+    Replaced {
+        /// This member's id.
+        id: NodeId,
+        /// What happened and the fix.
+        message: String,
+    },
     /// The member to add belongs to another cluster (its data directory
     /// says so).
     #[error("{message}")]
-    OtherCluster { id: NodeId, message: String },
+    OtherCluster {
+        /// The member to add.
+        id: NodeId,
+        /// Which cluster it belongs to.
+        message: String,
+    },
     /// The member to add did not answer at its raft_addr, so its identity
     /// (incarnation) cannot be recorded; nothing changed.
     #[error("node {id} did not answer at its raft_addr: {message}")]
-    Unreachable { id: NodeId, message: String },
+    Unreachable {
+        /// The member to add.
+        id: NodeId,
+        /// Why it could not be reached.
+        message: String,
+    },
 }
 
 /// One member of the Raft membership.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MembershipMember {
+    /// The member's id.
     pub id: NodeId,
+    /// Its client API address (`host:port`).
     pub api_addr: String,
+    /// Its Raft address (`host:port`), which the leader dials.
     pub raft_addr: String,
     /// Which incarnation of the member's data directory the membership
     /// names (docs/design.md, "Member identity").
@@ -93,6 +127,7 @@ pub struct MembershipView {
     pub log_index: u64,
     /// True while a joint configuration (old and new voters) is in force.
     pub joint: bool,
+    /// Voters and learners, by id.
     pub members: Vec<MembershipMember>,
 }
 

@@ -1,6 +1,6 @@
 //! The route table of permissions, enforced before any handler runs.
 //!
-//! Every request but `/v1/health`, `/metrics` and the dashboard's static
+//! Every request but `/v1/health`, `/metrics`, `/v1/openapi.json` and the dashboard's static
 //! files (`/ui/…`) needs a valid bearer
 //! token (`401 unauthorized`), whichever route it names, so an unknown
 //! route says nothing to a caller without one. Routes that name a lock,
@@ -68,7 +68,9 @@ fn need(method: &Method, path: &str) -> Need {
     let reading = method == Method::GET || method == Method::HEAD;
     // The dashboard's static files hold no data (`ui.rs`).
     let dashboard = path == "/ui" || path.starts_with("/ui/");
-    if path == "/v1/health" || path == "/metrics" || dashboard {
+    // The OpenAPI document describes the API, not the cluster's data.
+    let public = path == "/v1/health" || path == "/metrics" || path == "/v1/openapi.json";
+    if public || dashboard {
         return Need::Nothing;
     }
     if path == "/v1/sessions" && method == Method::POST {
@@ -196,6 +198,7 @@ mod tests {
         let cases = [
             (Method::GET, "/v1/health", Need::Nothing),
             (Method::GET, "/metrics", Need::Nothing),
+            (Method::GET, "/v1/openapi.json", Need::Nothing),
             (
                 Method::POST,
                 "/v1/sessions",

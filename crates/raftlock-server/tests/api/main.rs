@@ -10,4 +10,6 @@ mod dashboard;
 mod disk_faults;
 mod limits;
 mod long_poll;
+mod metrics;
 mod observe;
+mod openapi;
