@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: raftlock vs etcd 3.4 vs ZooKeeper 3.8, each a
 # three-member cluster on 127.0.0.1 with default durability (fsync on),
-# the same workloads and client code for all three (crates/raftlock-bench).
-# Writes docs/benchmarks.md (the generated section), docs/bench/*.png and
-# docs/bench/results.json. Not part of CI.
+# the same workloads for all three (crates/raftlock-bench), each rival on
+# its fastest client: etcd over native gRPC, ZooKeeper over a lean
+# pipelined client. Latency workloads (uncontended, put, contended) run
+# 3 times on fresh clusters, unpinned and pinned (members on CPU 0, load
+# generator on CPU 1). Writes docs/benchmarks.md (the generated section),
+# docs/bench/*.png and docs/bench/results.json. Not part of CI.
 #
-#   bench/compare.sh                 # default run, about ten minutes
+#   bench/compare.sh                 # full run, about 35 minutes on a quiet 2-core machine
+#   bench/compare.sh --smoke         # every system and workload for a second or two, about
+#                                    # 6 minutes; checks the harness, writes its report under
+#                                    # /tmp only (its numbers mean nothing)
 #   bench/compare.sh --long          # 100,000 sessions, 1,000,000-node restart, longer phases;
 #                                    # writes docs/benchmarks-long.md and docs/bench/long/ instead
 #   bench/compare.sh --long --skip-install -- --workloads sessions,restart   # only the long-only parts
-#   bench/compare.sh --skip-install  # etcd and ZooKeeper already installed
+#   bench/compare.sh --skip-install  # etcd, ZooKeeper and protoc already installed
 #   bench/compare.sh -- --systems raftlock --workloads uncontended   # extra flags for raftlock-bench
+#   bench/compare.sh -- --systems raftlock,etcd,etcd-gateway,zookeeper   # add etcd's JSON gateway row
 #   KEEP_SCRATCH=1 bench/compare.sh  # keep the clusters' data and logs
 #
-# Needs root for apt-get (installs etcd-server, etcd-client, zookeeper).
+# Needs root for apt-get (installs etcd-server, etcd-client, zookeeper, and
+# protobuf-compiler: the etcd gRPC client's build script runs protoc, so
+# raftlock-bench is built here with its `etcd-grpc` feature, which CI's
+# workspace build leaves off).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,13 +32,15 @@ COMMAND="bench/compare.sh${*:+ $*}"
 
 INSTALL=1
 LONG=0
+SMOKE=0
 EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --skip-install) INSTALL=0 ;;
         --long) LONG=1 ;;
+        --smoke) SMOKE=1 ;;
         --) shift; EXTRA+=("$@"); break ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -36,19 +48,25 @@ done
 
 say() { printf '\n== %s\n' "$*" >&2; }
 
+if [ "$SMOKE" = 1 ] && [ "$LONG" = 1 ]; then
+    echo "compare.sh: --smoke and --long do not go together" >&2
+    exit 2
+fi
+
 if [ "$INSTALL" = 1 ]; then
-    if ! command -v etcd >/dev/null || ! [ -f /usr/share/java/zookeeper.jar ]; then
-        say "installing etcd 3.4 and ZooKeeper 3.8 from Debian packages"
+    if ! command -v etcd >/dev/null || ! [ -f /usr/share/java/zookeeper.jar ] || ! command -v protoc >/dev/null; then
+        say "installing etcd 3.4, ZooKeeper 3.8 and protoc from Debian packages"
         apt-get update
-        DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server etcd-client zookeeper
+        DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server etcd-client zookeeper protobuf-compiler
     fi
 fi
 command -v etcd >/dev/null || { echo "compare.sh: etcd not found (drop --skip-install)" >&2; exit 1; }
+command -v protoc >/dev/null || { echo "compare.sh: protoc not found (drop --skip-install)" >&2; exit 1; }
 [ -f /usr/share/java/zookeeper.jar ] || { echo "compare.sh: ZooKeeper not found (drop --skip-install)" >&2; exit 1; }
 command -v java >/dev/null || { echo "compare.sh: java not found" >&2; exit 1; }
 
 say "building raftlock and the load generator (release)"
-cargo build --release -p raftlock-cli -p raftlock-bench
+cargo build --release -p raftlock-cli -p raftlock-bench --features raftlock-bench/etcd-grpc
 
 say "machine"
 echo "nproc: $(nproc)" >&2
@@ -99,8 +117,21 @@ ARGS=(
     --pidfile "$PIDFILE"
     --record-command "$COMMAND"
 )
-# The long run has its own page, so the default run's stays as it is.
-if [ "$LONG" = 1 ]; then
+# The long run has its own page, so the default run's stays as it is; a
+# smoke run's numbers mean nothing, so its report stays in the scratch
+# directory (kept) and the docs are not touched.
+if [ "$SMOKE" = 1 ]; then
+    KEEP_SCRATCH=1
+    ARGS+=(--out-dir "$SCRATCH/report" --doc "$SCRATCH/report/benchmarks.md")
+    ARGS+=(
+        --runs 1 --pin both
+        --clients 1,8 --put-clients 1,8 --contended-clients 4
+        --uncontended-secs 1 --put-secs 1 --contended-secs 1
+        --failover-secs 6 --failover-kill-at-secs 2
+        --sessions 200 --sessions-window-secs 2
+        --herd-waiters 1,20 --herd-rounds 3 --restart-nodes 500
+    )
+elif [ "$LONG" = 1 ]; then
     ARGS+=(--out-dir "$ROOT/docs/bench/long" --doc "$ROOT/docs/benchmarks-long.md")
 else
     ARGS+=(--out-dir "$ROOT/docs/bench" --doc "$ROOT/docs/benchmarks.md")

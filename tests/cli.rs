@@ -521,3 +521,74 @@ async fn up_starts_a_five_member_cluster() {
     let stopped = wait_exit(&mut up).expect("up exits");
     assert!(stopped.success(), "{stopped:?}");
 }
+
+/// Runs `raftlock lock ARGS -- sh -c …` in the background until `stop`
+/// exists; returns once the command runs (the lock is held).
+async fn hold(
+    cluster: &ProcessCluster,
+    args: &[&str],
+    tag: &str,
+) -> (std::process::Child, std::path::PathBuf) {
+    let flag = cluster.dir.path().join(format!("holding-{tag}"));
+    let stop = cluster.dir.path().join(format!("stop-{tag}"));
+    let script = format!(
+        "touch {flag}; while [ ! -e {stop} ]; do sleep 0.05; done",
+        flag = flag.display(),
+        stop = stop.display()
+    );
+    let mut all: Vec<&str> = vec!["lock"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "sh", "-c", &script]);
+    let child = raftlock(cluster, &all).spawn().expect("spawn holder");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !flag.exists() {
+        assert!(Instant::now() < deadline, "{tag} never got the lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (child, stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_read_write_and_permits() {
+    let cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let try_once = |args: &[&str]| {
+        let mut all: Vec<&str> = vec!["lock"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--wait", "0", "--", "sh", "-c", "echo $RAFTLOCK_LOCK_KIND"]);
+        run(&mut raftlock(&cluster, &all))
+    };
+    let (mut reader, stop_reader) = hold(&cluster, &["--read", "docs"], "reader").await;
+    let shared = try_once(&["--read", "docs"]);
+    assert!(shared.status.success(), "readers share: {shared:?}");
+    assert_eq!(String::from_utf8_lossy(&shared.stdout).trim(), "read");
+    let writer = try_once(&["--write", "docs"]);
+    assert_eq!(
+        writer.status.code(),
+        Some(75),
+        "a writer waits for readers: {writer:?}"
+    );
+    std::fs::write(&stop_reader, "").expect("stop");
+    assert!(reader.wait().expect("reader").success());
+    let writer = try_once(&["--write", "docs"]);
+    assert!(writer.status.success(), "released on exit: {writer:?}");
+
+    let (mut first, stop_first) = hold(&cluster, &["--permits", "2", "pool"], "permit").await;
+    let second = try_once(&["--permits", "2", "pool"]);
+    assert!(second.status.success(), "two places: {second:?}");
+    let other_limit = try_once(&["--permits", "3", "pool"]);
+    assert_eq!(other_limit.status.code(), Some(1), "{other_limit:?}");
+    assert!(
+        String::from_utf8_lossy(&other_limit.stderr).contains("limit_mismatch"),
+        "{other_limit:?}"
+    );
+    std::fs::write(&stop_first, "").expect("stop");
+    assert!(first.wait().expect("holder").success());
+
+    let both = try_once(&["--read", "--write", "docs"]);
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "--read and --write exclude each other"
+    );
+}

@@ -1,8 +1,13 @@
 //! The whole comparison: for each system, fresh clusters for each group
 //! of workloads (latency, sessions, failover, restart), the same workload
 //! code through that system's backend; results saved after every system.
+//! The latency group (uncontended, put, contended) runs `--runs` times on
+//! a fresh cluster each, unpinned and/or pinned (`--pin`); herd runs on
+//! the first unpinned one.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -12,13 +17,15 @@ use crate::backend::raftlock::Raftlock;
 use crate::backend::zookeeper::Zookeeper;
 use crate::backend::Backend;
 use crate::cluster::{Cluster, System, Tools};
+use crate::pin;
 use crate::progress::say;
 use crate::report::{self, Report, SystemReport};
-use crate::workload::{contended, failover, herd, restart, sessions, uncontended, Params};
+use crate::workload::{contended, failover, herd, put, restart, sessions, uncontended, Params};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 pub enum Workload {
     Uncontended,
+    Put,
     Contended,
     Herd,
     Sessions,
@@ -70,9 +77,30 @@ pub async fn compare(run: Run) -> anyhow::Result<Report> {
     for &system in &run.systems {
         say(format!("== {}", system.name()));
         let sr = match system {
-            System::Raftlock => run_system(system, Raftlock::new, &run).await,
-            System::Etcd => run_system(system, Etcd::new, &run).await,
-            System::Zookeeper => run_system(system, |a| Ok(Zookeeper::new(a)), &run).await,
+            System::Raftlock => run_system(system, &|a| ready(Raftlock::new(&a)), &run).await,
+            System::EtcdGateway => run_system(system, &|a| ready(Etcd::new(&a)), &run).await,
+            System::Zookeeper => run_system(system, &|a| ready(Ok(Zookeeper::new(&a))), &run).await,
+            #[cfg(feature = "etcd-grpc")]
+            System::Etcd => {
+                use crate::backend::etcd_grpc::EtcdGrpc;
+                run_system(
+                    system,
+                    &|a| Box::pin(async move { EtcdGrpc::new(&a).await }),
+                    &run,
+                )
+                .await
+            }
+            #[cfg(not(feature = "etcd-grpc"))]
+            System::Etcd => SystemReport {
+                system: system.name().to_string(),
+                notes: vec![
+                    "not measured: this raftlock-bench was built without the `etcd-grpc` \
+                     feature (bench/compare.sh builds with it; `--systems etcd-gateway` \
+                     measures etcd through its JSON gateway)"
+                        .into(),
+                ],
+                ..Default::default()
+            },
         };
         report.systems.push(sr);
         report.finished_unix = now_unix();
@@ -82,11 +110,17 @@ pub async fn compare(run: Run) -> anyhow::Result<Report> {
     Ok(report)
 }
 
-async fn run_system<B: Backend>(
-    system: System,
-    make: impl Fn(&[String]) -> anyhow::Result<B>,
-    run: &Run,
-) -> SystemReport {
+/// Makes a system's client from its members' addresses.
+type Make<'a, B> =
+    &'a dyn Fn(Vec<String>) -> Pin<Box<dyn Future<Output = anyhow::Result<B>> + Send>>;
+
+fn ready<B: Send + 'static>(
+    b: anyhow::Result<B>,
+) -> Pin<Box<dyn Future<Output = anyhow::Result<B>> + Send>> {
+    Box::pin(std::future::ready(b))
+}
+
+async fn run_system<B: Backend>(system: System, make: Make<'_, B>, run: &Run) -> SystemReport {
     let mut sr = SystemReport {
         system: system.name().to_string(),
         ..Default::default()
@@ -94,10 +128,44 @@ async fn run_system<B: Backend>(
     let wants = |w: Workload| run.workloads.contains(&w);
     let p = &run.params;
 
-    if wants(Workload::Uncontended) || wants(Workload::Contended) || wants(Workload::Herd) {
-        if let Some((mut cluster, b)) = start(system, "latency", &make, run, &mut sr).await {
-            latency_group(&b, &cluster, run, &mut sr).await;
-            finish(b, &mut cluster, run).await;
+    let latency = [
+        Workload::Uncontended,
+        Workload::Put,
+        Workload::Contended,
+        Workload::Herd,
+    ];
+    if latency.iter().any(|&w| wants(w)) {
+        for &pinned in p.pin.runs() {
+            if pinned && !pin::can_pin() {
+                sr.notes
+                    .push("pinned runs skipped: this machine has one CPU".into());
+                continue;
+            }
+            for n in 0..p.runs.max(1) {
+                let herd_too =
+                    wants(Workload::Herd) && n == 0 && (!pinned || p.pin == pin::PinMode::On);
+                let only_herd = !latency[..3].iter().any(|&w| wants(w));
+                if only_herd && !herd_too {
+                    continue;
+                }
+                let phase = format!("latency-{}run{n}", if pinned { "pinned-" } else { "" });
+                if let Err(e) = set_pinning(pinned) {
+                    sr.notes.push(format!("{phase}: {e:#}"));
+                    continue;
+                }
+                if let Some((mut cluster, b)) =
+                    start(system, &phase, make, run, &mut sr, pinned).await
+                {
+                    latency_group(&b, &cluster, run, &mut sr, pinned, n).await;
+                    if herd_too {
+                        herd_group(&b, &cluster, run, &mut sr).await;
+                    }
+                    finish(b, &mut cluster, run).await;
+                }
+                if let Err(e) = set_pinning(false) {
+                    sr.notes.push(format!("{phase}: {e:#}"));
+                }
+            }
         }
     }
     if wants(Workload::Sessions) {
@@ -110,7 +178,7 @@ async fn run_system<B: Backend>(
                 continue;
             }
             if let Some((mut cluster, b)) =
-                start(system, &format!("sessions-{n}"), &make, run, &mut sr).await
+                start(system, &format!("sessions-{n}"), make, run, &mut sr, false).await
             {
                 match sessions::run(&b, &cluster, n, p.sessions_window_secs, p.setup_concurrency)
                     .await
@@ -123,7 +191,7 @@ async fn run_system<B: Backend>(
         }
     }
     if wants(Workload::Failover) {
-        if let Some((mut cluster, b)) = start(system, "failover", &make, run, &mut sr).await {
+        if let Some((mut cluster, b)) = start(system, "failover", make, run, &mut sr, false).await {
             match failover::run(
                 &b,
                 &mut cluster,
@@ -140,7 +208,7 @@ async fn run_system<B: Backend>(
         }
     }
     if wants(Workload::Restart) {
-        if let Some((mut cluster, b)) = start(system, "restart", &make, run, &mut sr).await {
+        if let Some((mut cluster, b)) = start(system, "restart", make, run, &mut sr, false).await {
             match restart::run(&b, &mut cluster, p.restart_nodes).await {
                 Ok(x) => sr.restart = Some(x),
                 Err(e) => sr.notes.push(format!("restart: {e:#}")),
@@ -151,51 +219,101 @@ async fn run_system<B: Backend>(
     sr
 }
 
-async fn latency_group<B: Backend>(b: &B, cluster: &Cluster, run: &Run, sr: &mut SystemReport) {
+/// The load generator on its own core (pinned) or on every core.
+fn set_pinning(pinned: bool) -> anyhow::Result<()> {
+    if pinned {
+        pin::pin_self(&[pin::BENCH_CPU])
+    } else {
+        pin::pin_self(&pin::all_cpus())
+    }
+}
+
+async fn latency_group<B: Backend>(
+    b: &B,
+    cluster: &Cluster,
+    run: &Run,
+    sr: &mut SystemReport,
+    pinned: bool,
+    n: usize,
+) {
     let p = &run.params;
     let wants = |w: Workload| run.workloads.contains(&w);
     let pids = cluster.pids();
     let members = cluster.members.len();
+    let tag = |what: &str| format!("{what}{} run {n}", if pinned { " pinned" } else { "" });
     if wants(Workload::Uncontended) {
         for &c in &p.clients {
             let leader = match cluster.leader().await {
                 Ok(l) => l,
                 Err(e) => {
-                    sr.notes.push(format!("uncontended {c}: {e:#}"));
+                    sr.notes.push(format!("{} {c}: {e:#}", tag("uncontended")));
                     continue;
                 }
             };
-            match uncontended::run(b, &pids, leader, members, c, p.uncontended_secs).await {
+            match uncontended::run(b, &pids, leader, members, c, p.uncontended_secs, pinned, n)
+                .await
+            {
                 Ok(x) => sr.uncontended.push(x),
-                Err(e) => sr.notes.push(format!("uncontended {c}: {e:#}")),
+                Err(e) => sr.notes.push(format!("{} {c}: {e:#}", tag("uncontended"))),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    if wants(Workload::Put) {
+        for &c in &p.put_clients {
+            let leader = match cluster.leader().await {
+                Ok(l) => l,
+                Err(e) => {
+                    sr.notes.push(format!("{} {c}: {e:#}", tag("put")));
+                    continue;
+                }
+            };
+            match put::run(b, &pids, leader, members, c, p.put_secs, pinned, n).await {
+                Ok(x) => sr.put.push(x),
+                Err(e) => sr.notes.push(format!("{} {c}: {e:#}", tag("put"))),
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
     if wants(Workload::Contended) {
-        match contended::run(b, &pids, members, p.contended_clients, p.contended_secs).await {
-            Ok(x) => sr.contended = Some(x),
-            Err(e) => sr.notes.push(format!("contended: {e:#}")),
+        match contended::run(
+            b,
+            &pids,
+            members,
+            p.contended_clients,
+            p.contended_secs,
+            pinned,
+            n,
+        )
+        .await
+        {
+            Ok(x) => sr.contended.push(x),
+            Err(e) => sr.notes.push(format!("{}: {e:#}", tag("contended"))),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    if wants(Workload::Herd) {
-        for &w in &p.herd_waiters {
-            match herd::run(b, &pids, members, w, p.herd_rounds).await {
-                Ok(x) => sr.herd.push(x),
-                Err(e) => sr.notes.push(format!("herd {w}: {e:#}")),
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+async fn herd_group<B: Backend>(b: &B, cluster: &Cluster, run: &Run, sr: &mut SystemReport) {
+    let p = &run.params;
+    let pids = cluster.pids();
+    let members = cluster.members.len();
+    for &w in &p.herd_waiters {
+        match herd::run(b, &pids, members, w, p.herd_rounds).await {
+            Ok(x) => sr.herd.push(x),
+            Err(e) => sr.notes.push(format!("herd {w}: {e:#}")),
         }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
 async fn start<B: Backend>(
     system: System,
     phase: &str,
-    make: &impl Fn(&[String]) -> anyhow::Result<B>,
+    make: Make<'_, B>,
     run: &Run,
     sr: &mut SystemReport,
+    pinned: bool,
 ) -> Option<(Cluster, B)> {
     let dir = run.scratch.join(format!("{}-{phase}", system.name()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -204,7 +322,8 @@ async fn start<B: Backend>(
         system.name(),
         dir.display()
     ));
-    let cluster = match Cluster::start(system, &run.tools, &dir, &run.pidfile).await {
+    let cpus: &[usize] = if pinned { &[pin::SERVER_CPU] } else { &[] };
+    let cluster = match Cluster::start(system, &run.tools, &dir, &run.pidfile, cpus).await {
         Ok(c) => c,
         Err(e) => {
             sr.notes
@@ -215,7 +334,7 @@ async fn start<B: Backend>(
     if sr.version.is_empty() {
         sr.version = cluster.version().await;
     }
-    match make(&cluster.addrs()) {
+    match make(cluster.addrs()).await {
         Ok(b) => {
             warm_up(&b, &cluster).await;
             Some((cluster, b))
@@ -238,7 +357,17 @@ async fn warm_up<B: Backend>(b: &B, cluster: &Cluster) {
     };
     let pids = cluster.pids();
     let members = cluster.members.len();
-    let _ = uncontended::run(b, &pids, leader, members, WARM_UP_CLIENTS, WARM_UP_SECS).await;
+    let _ = uncontended::run(
+        b,
+        &pids,
+        leader,
+        members,
+        WARM_UP_CLIENTS,
+        WARM_UP_SECS,
+        false,
+        0,
+    )
+    .await;
 }
 
 /// Drops the clients first (a ZooKeeper client whose server went away

@@ -6,6 +6,7 @@ mod backend;
 mod cluster;
 mod compare;
 mod machine;
+mod pin;
 mod procfs;
 mod progress;
 mod report;
@@ -73,7 +74,7 @@ struct CompareArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "uncontended,contended,herd,sessions,failover,restart"
+        default_value = "uncontended,put,contended,herd,sessions,failover,restart"
     )]
     workloads: Vec<Workload>,
     /// Scratch directory for the clusters' data and logs (default: a new
@@ -115,6 +116,8 @@ struct ReportArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     raise_fd_limit();
+    // Remember the CPUs we may use before any pinned run narrows them.
+    let _ = pin::all_cpus();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

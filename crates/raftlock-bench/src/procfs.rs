@@ -117,6 +117,15 @@ pub struct CpuUsage {
 }
 
 impl CpuUsage {
+    /// All members' CPU per operation, in microseconds (NaN for none).
+    pub fn per_op_us(&self, ops: u64) -> f64 {
+        if ops == 0 {
+            f64::NAN
+        } else {
+            self.servers_s * 1e6 / ops as f64
+        }
+    }
+
     /// Other processes' CPU as a number of busy cores.
     pub fn other_cores(&self) -> f64 {
         if self.wall_s > 0.0 {
@@ -135,6 +144,16 @@ mod tests {
     fn stat_with_spaces_in_name() {
         let line = "42 (my (odd) name) S 1 2 3 4 5 6 7 8 9 10 111 222 0 0 20 0 1 0";
         assert_eq!(parse_stat_cpu(line), Some(333));
+    }
+
+    #[test]
+    fn cpu_per_operation() {
+        let u = CpuUsage {
+            servers_s: 0.5,
+            ..Default::default()
+        };
+        assert!((u.per_op_us(1000) - 500.0).abs() < 1e-9);
+        assert!(u.per_op_us(0).is_nan());
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! `raftlock lock NAME -- CMD…`: run a command while holding a lock.
+//! `raftlock lock NAME -- CMD…`: run a command while holding a lock (or,
+//! with `--read`/`--write`, a read-write lock; with `--permits N`, a
+//! place in a semaphore: `lock_kind.rs`).
 //!
 //! The command gets `RAFTLOCK_FENCING_TOKEN` (pass it to anything the
 //! command writes, so a store can refuse a stale holder), signals sent to
@@ -21,7 +23,7 @@ use anyhow::Context;
 use clap::Args;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use raftlock_client::{ClientError, HttpClient, LockClient, Mutex, Session};
+use raftlock_client::{ClientError, HttpClient, LockClient, Session};
 use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -35,7 +37,9 @@ pub const EXIT_LOCK_LOST: u8 = 74;
     after_help = "Exit status: the command's own (128+N if it died of signal N); \
 75 if the lock was not acquired within --wait; 74 if the lock was lost while the \
 command ran (the command was stopped); 1 for other errors.\n\n\
-Example: raftlock lock nightly-report --wait 600s -- ./report.sh --date today"
+Example: raftlock lock nightly-report --wait 600s -- ./report.sh --date today\n\
+         raftlock lock --read reports -- ./read-report.sh\n\
+         raftlock lock --permits 4 gpu -- ./train.sh"
 )]
 pub struct LockArgs {
     /// Lock name, e.g. `orders/42` ([A-Za-z0-9._:-] and '/').
@@ -53,6 +57,8 @@ pub struct LockArgs {
     /// How long the command gets to exit after SIGTERM when the lock is lost.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     grace: Duration,
+    #[command(flatten)]
+    kind: crate::lock_kind::KindArgs,
     #[command(flatten)]
     endpoints: crate::inspect::Endpoints,
 }
@@ -83,12 +89,7 @@ pub async fn run(args: LockArgs) -> anyhow::Result<u8> {
     let session = Session::open(client, &owner, args.ttl)
         .await
         .context("cannot open a session")?;
-    let mutex = Mutex::new(&session, args.name.clone());
-    let acquired = if args.wait.is_zero() {
-        mutex.try_lock().await
-    } else {
-        mutex.lock_timeout(args.wait).await
-    };
+    let acquired = args.kind.acquire(&session, &args.name, args.wait).await;
     let guard = match acquired {
         Ok(guard) => guard,
         Err(ClientError::LockHeld(_) | ClientError::Timeout(_)) => {
@@ -140,6 +141,7 @@ async fn run_command(args: &LockArgs, session: &Session, token: u64) -> anyhow::
         .args(rest)
         .env("RAFTLOCK_FENCING_TOKEN", token.to_string())
         .env("RAFTLOCK_LOCK", &args.name)
+        .env("RAFTLOCK_LOCK_KIND", args.kind.describe())
         .env("RAFTLOCK_SESSION_ID", session.id().to_string())
         .stdin(Stdio::inherit())
         .process_group(0)

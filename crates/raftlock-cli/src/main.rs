@@ -6,6 +6,7 @@ mod election_cmd;
 mod inspect;
 mod lock;
 mod lock_info;
+mod lock_kind;
 mod member;
 mod node_cmd;
 mod rerun;

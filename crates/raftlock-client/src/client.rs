@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use crate::error::Result;
+use crate::primitives::Access;
 use crate::types::{FencingCheck, Grant, Leader, Lease, LockState, Poll, SessionId};
 
 /// The longest `wait` an acquire or campaign accepts: the HTTP API's
@@ -96,6 +97,43 @@ pub trait LockClient: Send + Sync + 'static {
 
     /// The election's current leader (linearizable read).
     fn leader<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Leader>>>;
+
+    /// Queues the session in read-write lock (`Access::Read`/`Write`) or
+    /// semaphore (`Access::Permits`) `name` and waits up to `poll.wait`
+    /// for the grant, as [`LockClient::acquire`] does for locks.
+    fn acquire_shared<'a>(
+        &'a self,
+        name: &'a str,
+        access: Access,
+        session: SessionId,
+        poll: Poll,
+    ) -> BoxFuture<'a, Result<Grant>>;
+
+    /// Releases (or cancels the wait for) the session's place in a
+    /// read-write lock (`semaphore: false`) or semaphore.
+    fn release_shared<'a>(
+        &'a self,
+        name: &'a str,
+        semaphore: bool,
+        session: SessionId,
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// Queues the session in every lock of `locks` as one entry and waits
+    /// up to `poll.wait` until it holds them all; one grant per lock, in
+    /// the order named.
+    fn acquire_multi<'a>(
+        &'a self,
+        locks: &'a [String],
+        session: SessionId,
+        poll: Poll,
+    ) -> BoxFuture<'a, Result<Vec<Grant>>>;
+
+    /// Releases (or cancels) the session's nodes in every lock of `locks`.
+    fn release_multi<'a>(
+        &'a self,
+        locks: &'a [String],
+        session: SessionId,
+    ) -> BoxFuture<'a, Result<()>>;
 
     /// Leader changes of election `name`, starting with the current state.
     /// Lazy: nothing is sent until the stream is polled. Ends after an

@@ -12,6 +12,7 @@ use raftlock_node::{AcquireOptions, Consistency, Node, NodeError};
 
 use crate::client::{LeaderStream, LockClient, DEFAULT_MAX_WAIT};
 use crate::error::{ClientError, Result};
+use crate::primitives::Access;
 use crate::retry::RetryPolicy;
 use crate::types::{
     checked, FencingCheck, Grant, Holder, Leader, Lease, LockState, Poll, SessionId, Waiter,
@@ -274,6 +275,86 @@ impl LockClient for EmbeddedClient {
         Box::pin(async move {
             checked(name)?;
             read_leader(self, name, Consistency::Linearizable).await
+        })
+    }
+
+    fn acquire_shared<'a>(
+        &'a self,
+        name: &'a str,
+        access: Access,
+        session: SessionId,
+        poll: Poll,
+    ) -> BoxFuture<'a, Result<Grant>> {
+        Box::pin(async move {
+            checked(name)?;
+            let options = checked_poll(poll)?;
+            let acquire = || async move {
+                match access {
+                    Access::Read | Access::Write => {
+                        let mode = if access == Access::Read {
+                            raftlock_core::RwMode::Read
+                        } else {
+                            raftlock_core::RwMode::Write
+                        };
+                        self.node.acquire_rwlock(name, session, mode, options).await
+                    }
+                    Access::Permits(permits) => {
+                        self.node
+                            .acquire_semaphore(name, session, permits, options)
+                            .await
+                    }
+                }
+            };
+            Ok(grant_of(name, self.retrying(None, acquire).await?))
+        })
+    }
+
+    fn release_shared<'a>(
+        &'a self,
+        name: &'a str,
+        semaphore: bool,
+        session: SessionId,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            checked(name)?;
+            let kind = if semaphore {
+                raftlock_core::SharedKind::Semaphore
+            } else {
+                raftlock_core::SharedKind::RwLock
+            };
+            let release = || self.node.release_shared(kind, name, session);
+            self.retrying(Some(()), release).await
+        })
+    }
+
+    fn acquire_multi<'a>(
+        &'a self,
+        locks: &'a [String],
+        session: SessionId,
+        poll: Poll,
+    ) -> BoxFuture<'a, Result<Vec<Grant>>> {
+        Box::pin(async move {
+            raftlock_core::validate_lock_set(locks).map_err(ClientError::from)?;
+            let options = checked_poll(poll)?;
+            let acquire = || self.node.acquire_multi(locks, session, options);
+            let grant = self.retrying(None, acquire).await?;
+            Ok(grant
+                .locks
+                .into_iter()
+                .map(|(name, g)| grant_of(&name, g))
+                .collect())
+        })
+    }
+
+    fn release_multi<'a>(
+        &'a self,
+        locks: &'a [String],
+        session: SessionId,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            raftlock_core::validate_lock_set(locks).map_err(ClientError::from)?;
+            let release = || self.node.release_multi(locks, session);
+            self.retrying(Some(()), release).await
         })
     }
 

@@ -184,6 +184,7 @@ mod from_node {
                 CoreError::EphemeralParent(_) => "ephemeral_parent",
                 CoreError::SequenceExhausted(_) => "sequence_exhausted",
                 CoreError::AlreadyGranted { .. } => "already_granted",
+                CoreError::LimitMismatch { .. } => "limit_mismatch",
             };
             ClientError::from_api(code, text)
         }

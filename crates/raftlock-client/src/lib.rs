@@ -11,6 +11,10 @@
 //!   [`Session::lost`], when the cluster may have expired it.
 //! - [`Mutex`] takes a lock through a session; its [`MutexGuard`] carries
 //!   the fencing token and releases on drop.
+//! - [`RwLock`] (read and write guards), [`Semaphore`] (at most N
+//!   holders) and [`MultiLock`] (several locks, all or none) work like
+//!   [`Mutex`], on the API's `/v1/rwlocks`, `/v1/semaphores` and
+//!   `/v1/multilocks`.
 //! - [`Election`] campaigns, proclaims, resigns and observes a leader.
 //!
 //! Errors are one type, [`ClientError`], that separates definite answers
@@ -54,6 +58,7 @@ mod embedded;
 mod error;
 mod http;
 mod mutex;
+mod primitives;
 mod queue;
 mod retry;
 mod session;
@@ -66,6 +71,9 @@ pub use embedded::EmbeddedClient;
 pub use error::{ClientError, Result};
 pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
+pub use primitives::{
+    Access, MultiLock, MultiLockGuard, RwLock, RwLockGuard, Semaphore, SemaphorePermit,
+};
 pub use retry::RetryPolicy;
 pub use session::{lost_margin, LostReason, Session};
 pub use types::{

@@ -56,3 +56,9 @@ async fn lost_fires_when_the_cluster_stops() {
     scenarios::assert_lost_in_window(&session).await;
     drop(guard);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rwlock_semaphore_and_multilock() {
+    let cluster = Cluster::start(false).await;
+    scenarios::primitives(client(&cluster, 1), client(&cluster, 2)).await;
+}

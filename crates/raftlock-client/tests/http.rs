@@ -176,3 +176,10 @@ async fn fails_over_from_a_member_whose_disk_is_full() {
         .await
         .expect("served by another member after disk_full");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rwlock_semaphore_and_multilock() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);
+    scenarios::primitives(a, b).await;
+}

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
+use crate::shared::{RwMode, SharedKind};
 use crate::types::{QueueKind, SessionId};
 
 /// A state change, as stored in the Raft log.
@@ -127,6 +128,65 @@ pub enum Command {
         /// Time to live without a keepalive.
         ttl_ms: u64,
     },
+    /// Queues the session in a read-write lock (`shared.rs`): readers at
+    /// the head share it, a writer holds alone, FIFO. Idempotent like
+    /// `Acquire` (a different mode than the queued one is refused).
+    AcquireRwLock {
+        /// The lock's name.
+        name: String,
+        /// The session that queues.
+        session: SessionId,
+        /// Read or write.
+        mode: RwMode,
+        /// False for try-lock: refuse with `LockHeld` instead of waiting.
+        wait: bool,
+    },
+    /// Queues the session in a semaphore of `permits` holders
+    /// (`shared.rs`). The first acquire fixes the limit while anyone is
+    /// queued; a different one is refused with `LimitMismatch`.
+    AcquireSemaphore {
+        /// The semaphore's name.
+        name: String,
+        /// The session that queues.
+        session: SessionId,
+        /// How many may hold at once.
+        permits: u64,
+        /// False for try-acquire.
+        wait: bool,
+    },
+    /// Deletes the session's node in a read-write lock or semaphore, as
+    /// `Release` does for locks (with the same `withdraw`).
+    ReleaseShared {
+        /// Read-write lock or semaphore.
+        kind: SharedKind,
+        /// Its name.
+        name: String,
+        /// The session whose node goes.
+        session: SessionId,
+        /// The full path of the waiting node to withdraw, if this is a
+        /// withdrawal.
+        withdraw: Option<String>,
+    },
+    /// Queues the session in every named lock at once (`multilock.rs`):
+    /// it holds when it heads all of them. Idempotent.
+    AcquireMulti {
+        /// The locks' names (mutexes, as in `Acquire`).
+        locks: Vec<String>,
+        /// The session that queues.
+        session: SessionId,
+        /// False for try-lock: refuse unless every lock is free.
+        wait: bool,
+    },
+    /// Deletes the session's nodes in every named lock.
+    ReleaseMulti {
+        /// The locks' names.
+        locks: Vec<String>,
+        /// The session whose nodes go.
+        session: SessionId,
+        /// Withdraw only the set queued at this sequence, and only while
+        /// it does not hold.
+        withdraw: Option<u64>,
+    },
 }
 
 impl Command {
@@ -140,6 +200,9 @@ impl Command {
             Command::OpenSession { .. }
                 | Command::OpenSessionAs { .. }
                 | Command::Acquire { .. }
+                | Command::AcquireRwLock { .. }
+                | Command::AcquireSemaphore { .. }
+                | Command::AcquireMulti { .. }
                 | Command::CheckpointSessions { .. }
                 | Command::RenewSessions { .. }
         )
@@ -204,6 +267,28 @@ pub enum Response {
         /// The leader's queue node, which carries the new value.
         node: String,
     },
+    /// The session's multi-lock is queued (or already was).
+    MultiAcquired(MultiAcquisition),
+    /// The session's nodes in a multi-lock's locks were deleted.
+    MultiReleased {
+        /// The deleted nodes' paths.
+        nodes: Vec<String>,
+        /// True when the set held (every node headed its queue).
+        was_holder: bool,
+    },
+}
+
+/// A multi-lock's place after an acquire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MultiAcquisition {
+    /// The session's node in each lock, in the order the locks were named.
+    pub nodes: Vec<String>,
+    /// The nodes' shared create revision: each lock's fencing token.
+    pub fencing_token: u64,
+    /// True when the set holds every lock.
+    pub held: bool,
+    /// False when an earlier acquire had already queued this set.
+    pub created: bool,
 }
 
 /// The session's place in a queue after an acquire.

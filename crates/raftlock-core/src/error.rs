@@ -76,4 +76,15 @@ pub enum CoreError {
     /// A counter would overflow u64 (after ~10^19 operations).
     #[error("sequence counter of {0} is exhausted")]
     SequenceExhausted(String),
+    /// A semaphore acquire asked for another limit than the one its
+    /// first acquire fixed.
+    #[error("semaphore {semaphore} has {limit} permits, not {requested}")]
+    LimitMismatch {
+        /// The semaphore's name.
+        semaphore: String,
+        /// The limit it has.
+        limit: u64,
+        /// The limit the acquire asked for.
+        requested: u64,
+    },
 }

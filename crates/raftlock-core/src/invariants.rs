@@ -2,7 +2,8 @@
 //! property tests and on every snapshot restore.
 
 use crate::path::{ancestors, is_reserved};
-use crate::queue::{node_path, parse_node_path};
+use crate::queue::{node_path, parse_node_path, LockQueue};
+use crate::shared::{expected_grants, limit_of, RwMode, SharedKind};
 use crate::state::StateMachine;
 
 impl StateMachine {
@@ -54,9 +55,19 @@ impl StateMachine {
             if let Err(broken) = queue.check() {
                 return Err(format!("queue {queue_path} {broken}"));
             }
-            for (i, (seq, entry)) in queue.iter().enumerate() {
-                if (i == 0) != entry.granted_revision.is_some() {
-                    return Err(format!("queue {queue_path}: only the head is granted"));
+            let expected: Vec<bool> = match SharedKind::of_queue(queue_path) {
+                None => (0..queue.len()).map(|i| i == 0).collect(),
+                Some(kind) => {
+                    self.check_shared_data(kind, queue_path, queue)?;
+                    expected_grants(kind, queue_path, queue, &self.nodes)
+                }
+            };
+            for ((seq, entry), holds) in queue.iter().zip(expected) {
+                if holds != entry.granted_revision.is_some() {
+                    return Err(format!(
+                        "queue {queue_path}: entry {seq} is granted {} but its rule says {holds}",
+                        entry.granted_revision.is_some()
+                    ));
                 }
                 let node = self.nodes.get(node_path(queue_path, seq).as_str());
                 if node.map(|n| n.create_revision) != Some(seq) {
@@ -64,6 +75,34 @@ impl StateMachine {
                         "queue {queue_path} entry {seq} has no node of that revision"
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every entry of a shared queue records what it wants: a mode, or
+    /// the one limit the semaphore's entries agree on.
+    fn check_shared_data(
+        &self,
+        kind: SharedKind,
+        queue_path: &str,
+        queue: &LockQueue,
+    ) -> Result<(), String> {
+        let limit = limit_of(&self.nodes, queue_path, queue);
+        for (seq, _) in queue.iter() {
+            let data = self
+                .nodes
+                .get(node_path(queue_path, seq).as_str())
+                .map(|n| &n.data[..])
+                .unwrap_or_default();
+            let ok = match kind {
+                SharedKind::RwLock => RwMode::from_data(data).is_some(),
+                SharedKind::Semaphore => {
+                    limit.is_some_and(|l| l > 0 && data == l.to_string().as_bytes())
+                }
+            };
+            if !ok {
+                return Err(format!("queue {queue_path} entry {seq} has bad data"));
             }
         }
         Ok(())

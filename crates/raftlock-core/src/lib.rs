@@ -39,21 +39,27 @@ mod command;
 mod error;
 mod invariants;
 mod locks;
+mod multilock;
 mod node_set;
 pub mod path;
 mod query;
 mod queue;
 mod sessions;
+mod shared;
 mod snapshot;
 mod state;
 mod tree;
 mod types;
 
-pub use command::{Acquisition, Applied, Command, DeletedNode, Effects, Response};
+pub use command::{
+    Acquisition, Applied, Command, DeletedNode, Effects, MultiAcquisition, Response,
+};
 pub use error::CoreError;
+pub use multilock::{validate_lock_set, MultiStatus, MAX_MULTI_LOCKS};
 pub use query::{
     Counts, Position, QueueEntryView, QueueSummary, QueueView, SessionLease, SessionView,
 };
+pub use shared::{RwMode, SharedKind, SharedView};
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT};
 pub use state::StateMachine;
 pub use types::{Node, ParseSessionIdError, QueueKind, Session, SessionId};

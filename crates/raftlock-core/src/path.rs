@@ -15,6 +15,10 @@ pub const MAX_PATH_LEN: usize = 1024;
 pub const LOCKS_PREFIX: &str = "/locks";
 /// Where election queues live in the tree.
 pub const ELECTIONS_PREFIX: &str = "/elections";
+/// Where read-write lock queues live in the tree (`shared.rs`).
+pub const RWLOCKS_PREFIX: &str = "/rwlocks";
+/// Where semaphore queues live in the tree (`shared.rs`).
+pub const SEMAPHORES_PREFIX: &str = "/semaphores";
 /// Name prefix of a queued lock node; the sequence number follows.
 pub const QUEUE_NODE_PREFIX: &str = "lock-";
 /// Digits of a zero-padded sequence suffix (ZooKeeper's width). Wider
@@ -79,7 +83,14 @@ pub fn validate_node_path(path: &str) -> Result<(), CoreError> {
 
 /// True when `path` is a reserved queue prefix or lies below one.
 pub fn is_reserved(path: &str) -> bool {
-    [LOCKS_PREFIX, ELECTIONS_PREFIX].iter().any(|prefix| {
+    [
+        LOCKS_PREFIX,
+        ELECTIONS_PREFIX,
+        RWLOCKS_PREFIX,
+        SEMAPHORES_PREFIX,
+    ]
+    .iter()
+    .any(|prefix| {
         path == *prefix
             || path
                 .strip_prefix(prefix)
@@ -178,6 +189,8 @@ mod tests {
         assert!(is_reserved("/locks"));
         assert!(is_reserved("/locks/a"));
         assert!(is_reserved("/elections/a/b"));
+        assert!(is_reserved("/rwlocks/a"));
+        assert!(is_reserved("/semaphores/a/b"));
         assert!(!is_reserved("/lockset"));
         assert!(!is_reserved("/a/locks"));
     }

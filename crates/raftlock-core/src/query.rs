@@ -295,7 +295,12 @@ impl StateMachine {
         }
     }
 
-    fn entry_view(&self, queue_path: &str, seq: u64, entry: &QueueEntry) -> QueueEntryView {
+    pub(crate) fn entry_view(
+        &self,
+        queue_path: &str,
+        seq: u64,
+        entry: &QueueEntry,
+    ) -> QueueEntryView {
         let node = node_path(queue_path, seq);
         let stored = self.nodes.get(node.as_str());
         let session = self.sessions.get(&entry.session);

@@ -162,6 +162,60 @@ impl LockQueue {
         Some(next)
     }
 
+    /// Removes `seq` and grants nobody: for the recipes whose grant rule
+    /// is not "the head holds" (`shared.rs` decides who follows).
+    pub fn take(&mut self, seq: u64) -> Option<QueueEntry> {
+        match &mut self.repr {
+            Repr::Small(v) => {
+                let at = small_index(v, seq).ok()?;
+                let (_, entry) = v.remove(at);
+                v.shrink_to_fit();
+                Some(entry)
+            }
+            Repr::Large(l) => {
+                let entry = l.entries.remove(&seq)?;
+                l.by_session.remove(&entry.session);
+                if l.entries.len() == SMALL_QUEUE_MAX {
+                    self.shrink();
+                }
+                Some(entry)
+            }
+        }
+    }
+
+    /// Marks `seq` granted at `revision`, unless it already is.
+    pub fn grant(&mut self, seq: u64, revision: u64) {
+        let entry = match &mut self.repr {
+            Repr::Small(v) => small_index(v, seq).ok().map(|i| &mut v[i].1),
+            Repr::Large(l) => l.entries.get_mut(&seq),
+        };
+        if let Some(entry) = entry {
+            entry.granted_revision.get_or_insert(revision);
+        }
+    }
+
+    /// The last entry in line.
+    pub fn last(&self) -> Option<(u64, &QueueEntry)> {
+        match &self.repr {
+            Repr::Small(v) => v.last().map(|(seq, e)| (*seq, e)),
+            Repr::Large(l) => l.entries.last_key_value().map(|(seq, e)| (*seq, e)),
+        }
+    }
+
+    /// The entries after `seq` (exclusive), in sequence order.
+    pub fn after(&self, seq: u64) -> Iter<'_> {
+        match &self.repr {
+            Repr::Small(v) => {
+                let at = v.partition_point(|(s, _)| *s <= seq);
+                Iter::Small(v[at..].iter())
+            }
+            Repr::Large(l) => Iter::Range(
+                l.entries
+                    .range((std::ops::Bound::Excluded(seq), std::ops::Bound::Unbounded)),
+            ),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -253,6 +307,7 @@ fn small_index(v: &[(u64, QueueEntry)], seq: u64) -> Result<usize, usize> {
 pub(crate) enum Iter<'a> {
     Small(std::slice::Iter<'a, (u64, QueueEntry)>),
     Large(btree_map::Iter<'a, u64, QueueEntry>),
+    Range(btree_map::Range<'a, u64, QueueEntry>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -262,6 +317,7 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Small(i) => i.next().map(|(seq, e)| (*seq, e)),
             Iter::Large(i) => i.next().map(|(seq, e)| (*seq, e)),
+            Iter::Range(i) => i.next().map(|(seq, e)| (*seq, e)),
         }
     }
 
@@ -269,6 +325,7 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Small(i) => i.size_hint(),
             Iter::Large(i) => i.size_hint(),
+            Iter::Range(i) => i.size_hint(),
         }
     }
 }

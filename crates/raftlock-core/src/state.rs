@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::command::{Applied, Command, DeletedNode, Effects, Response};
 use crate::error::CoreError;
 use crate::queue::{self, LockQueue};
+use crate::shared::{self, SharedKind, Want};
 use crate::types::{Node, Session, SessionId};
 
 /// The replicated state of one raftlock cluster.
@@ -152,6 +153,48 @@ impl StateMachine {
                 session,
                 value,
             } => self.proclaim(name, *session, value, next, &mut effects),
+            Command::AcquireRwLock {
+                name,
+                session,
+                mode,
+                wait,
+            } => self.acquire_shared(name, *session, Want::Rw(*mode), *wait, next, &mut effects),
+            Command::AcquireSemaphore {
+                name,
+                session,
+                permits,
+                wait,
+            } => self.acquire_shared(
+                name,
+                *session,
+                Want::Permit(*permits),
+                *wait,
+                next,
+                &mut effects,
+            ),
+            Command::ReleaseShared {
+                kind,
+                name,
+                session,
+                withdraw,
+            } => self.release_shared(
+                *kind,
+                name,
+                *session,
+                withdraw.as_deref(),
+                next,
+                &mut effects,
+            ),
+            Command::AcquireMulti {
+                locks,
+                session,
+                wait,
+            } => self.acquire_multi(locks, *session, *wait, next, &mut effects),
+            Command::ReleaseMulti {
+                locks,
+                session,
+                withdraw,
+            } => self.release_multi(locks, *session, *withdraw, next, &mut effects),
         };
         match result {
             Ok(outcome) => {
@@ -192,7 +235,11 @@ impl StateMachine {
         }
         if let Some((queue_path, seq)) = queue::parse_node_path(path) {
             if let Some(q) = self.queues.get_mut(queue_path) {
-                if let Some(next) = q.remove(seq, revision) {
+                let granted = match SharedKind::of_queue(queue_path) {
+                    None => q.remove(seq, revision).into_iter().collect(),
+                    Some(kind) => shared::remove(kind, queue_path, q, seq, revision, &self.nodes),
+                };
+                for next in granted {
                     effects.granted.push(queue::node_path(queue_path, next));
                 }
                 if q.is_empty() {

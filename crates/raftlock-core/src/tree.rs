@@ -155,7 +155,8 @@ fn check_writable(path: &str) -> Result<(), CoreError> {
     }
     if is_reserved(path) {
         return Err(CoreError::Invalid(format!(
-            "{path} is inside a reserved prefix (/locks, /elections): use the lock and election API"
+            "{path} is inside a reserved prefix (/locks, /elections, /rwlocks, /semaphores): \
+             use the lock, election, read-write lock and semaphore API"
         )));
     }
     Ok(())

@@ -215,6 +215,16 @@ impl Shared {
             .on_ended(effects.ended_sessions.iter().copied());
         self.waiters
             .wake_deleted(effects.deleted.iter().map(|d| d.path.as_str()));
+        let granted: Vec<String> = effects
+            .granted
+            .iter()
+            .filter(|p| crate::waiters::is_shared_node(p))
+            .map(|p| crate::waiters::granted_key(p))
+            .collect();
+        if !granted.is_empty() {
+            self.waiters
+                .wake_deleted(granted.iter().map(String::as_str));
+        }
         // Nobody listening is fine.
         let _ = self.changes.send(Arc::new(effects));
     }

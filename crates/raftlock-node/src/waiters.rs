@@ -14,6 +14,29 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
+/// The key a read-write lock or semaphore waiter registers under to hear
+/// that its own node was granted: there, a grant is not always its
+/// predecessor's deletion (a writer's release grants a whole run of
+/// readers). The apply loop signals it for each node in
+/// `Effects::granted` (`primitives.rs`). Paths never contain a space, so
+/// the key cannot collide with a path.
+pub fn granted_key(node: &str) -> String {
+    format!("granted {node}")
+}
+
+/// True for the nodes whose waiters listen for [`granted_key`].
+pub fn is_shared_node(node: &str) -> bool {
+    [
+        raftlock_core::SharedKind::RwLock,
+        raftlock_core::SharedKind::Semaphore,
+    ]
+    .iter()
+    .any(|k| {
+        node.strip_prefix(k.prefix())
+            .is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
 /// Registrations by watched path.
 #[derive(Default)]
 pub struct WaiterRegistry {

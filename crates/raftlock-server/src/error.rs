@@ -94,6 +94,7 @@ error_codes! {
     Internal = "internal",
     TooManyRequests = "too_many_requests",
     RequestTimeout = "request_timeout",
+    LimitMismatch = "limit_mismatch",
     /// Written below hyper by `overflow.rs`, never by an `ApiError`.
     Overloaded = "overloaded",
 }
@@ -290,6 +291,7 @@ impl From<CoreError> for ApiError {
             CoreError::SequenceExhausted(_) => (S::CONFLICT, ErrorCode::SequenceExhausted),
             // The node turns this into the grant; mapped for completeness.
             CoreError::AlreadyGranted { .. } => (S::CONFLICT, ErrorCode::AlreadyGranted),
+            CoreError::LimitMismatch { .. } => (S::CONFLICT, ErrorCode::LimitMismatch),
         };
         ApiError::new(status, code, message)
     }

@@ -36,14 +36,18 @@ mod extract;
 mod limits;
 mod locks;
 mod metrics;
+mod multilocks;
 mod nodes;
 mod observe;
 mod openapi;
 mod overflow;
 mod process;
 mod reachability;
+mod rwlocks;
+mod semaphores;
 mod session_list;
 mod sessions;
+mod shared_locks;
 mod state;
 mod ui;
 
@@ -186,6 +190,9 @@ fn routes() -> Router<AppState> {
         .merge(session_list::routes())
         .merge(locks::routes())
         .merge(elections::routes())
+        .merge(rwlocks::routes())
+        .merge(semaphores::routes())
+        .merge(multilocks::routes())
         .merge(nodes::routes())
         .merge(cluster::routes())
         .merge(backup::routes())

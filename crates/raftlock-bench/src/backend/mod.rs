@@ -5,8 +5,11 @@
 //! to retry (a member down, no leader yet) are retried on another member.
 
 pub mod etcd;
+#[cfg(feature = "etcd-grpc")]
+pub mod etcd_grpc;
 pub mod http;
 pub mod raftlock;
+pub mod zk;
 pub mod zookeeper;
 
 use std::future::Future;
@@ -51,6 +54,15 @@ pub trait Backend: Clone + Send + Sync + 'static {
         &self,
         s: &Self::Session,
         lock: &str,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+
+    /// Writes `value` to this client's own key (a node outside any lock;
+    /// the first put may create it). The `put` workload.
+    fn put(
+        &self,
+        s: &Self::Session,
+        key: &str,
+        value: &[u8],
     ) -> impl Future<Output = anyhow::Result<()>> + Send;
 
     /// One keepalive (a no-op where the client library pings by itself).

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -111,6 +113,25 @@ impl Backend for Raftlock {
             403 | 404 if attempt > 0 => Ok(()),
             _ => Err(anyhow!("release {lock}: {status} {}", error_text(&v))),
         }
+    }
+
+    /// `PUT /v1/nodes/bench-put/{key}` (docs/api.md, Nodes): 201 on the
+    /// first put, 200 after. Not tied to the session, as a plain write.
+    async fn put(&self, s: &Session, key: &str, value: &[u8]) -> anyhow::Result<()> {
+        let path = format!("/v1/nodes/bench-put/{key}");
+        let body = json!({"data": B64.encode(value)});
+        let http = &self.http;
+        let (path, body) = (&path, &body);
+        retry(&s.member, http.members(), |m, _| async move {
+            match http.call(m, Method::PUT, path, Some(body), SLACK).await {
+                Ok((200 | 201, _)) => Step::Done(()),
+                Ok((503, v)) => Step::Again(error_text(&v)),
+                Ok((status, v)) => Step::Fail(anyhow!("put {path}: {status} {}", error_text(&v))),
+                Err(Transport::TimedOut) => Step::Again(format!("{path}: timed out")),
+                Err(Transport::Failed(e)) => Step::Rotate(e),
+            }
+        })
+        .await
     }
 
     async fn keepalive(&self, s: &Session) -> anyhow::Result<()> {

@@ -5,8 +5,11 @@
 //! carry a per-session tag (Curator's "protected" mode) so a create whose
 //! answer was lost to a connection loss can find its node.
 //!
-//! A session is one `zookeeper-client` connection; the library pings the
-//! server itself (every 3/20 of the session timeout when idle).
+//! A session is one connection of the bench's own lean client
+//! (`zk::client`): the create and the first listing go out in one write,
+//! since ZooKeeper answers a session's requests in order (the listing
+//! sees the create), which saves a round trip per acquire; the client
+//! pings the server itself when the session is idle.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -14,13 +17,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use tokio::sync::OnceCell;
-use zookeeper_client as zk;
 
+use super::zk::client::{Client, Error as ZkError, Req};
+use super::zk::wire::{self, code, op, Dec, EPHEMERAL_SEQUENTIAL, PERSISTENT};
 use super::{Acquired, Backend};
 use crate::cluster::System;
 
 /// Parent of every lock directory.
 const ROOT: &str = "/raftlock-bench";
+/// Parent of the put workload's nodes.
+const PUT_ROOT: &str = "/raftlock-bench-put";
 /// Marks a lock node among a directory's children.
 const MARK: &str = "-lock-";
 /// Longest a single call keeps retrying over connection losses.
@@ -29,16 +35,18 @@ const RETRY_FOR: Duration = super::RETRY_FOR;
 #[derive(Clone)]
 pub struct Zookeeper {
     servers: Arc<Vec<String>>,
-    /// Lock directories known to exist (created once, persistent).
+    /// Directories known to exist (created once, persistent).
     dirs: Arc<Mutex<HashSet<String>>>,
-    admin: Arc<OnceCell<zk::Client>>,
+    admin: Arc<OnceCell<Client>>,
 }
 
 pub struct Session {
-    client: zk::Client,
+    client: Client,
     tag: String,
     /// Lock name → our node's path.
     held: Mutex<HashMap<String, String>>,
+    /// Put nodes this session has created.
+    put_nodes: Mutex<HashSet<String>>,
 }
 
 fn dir_of(lock: &str) -> String {
@@ -51,38 +59,31 @@ fn seq_of(name: &str) -> Option<u64> {
     tail.parse().ok()
 }
 
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
-
-fn ephemeral_seq() -> zk::CreateOptions<'static> {
-    zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all())
-}
-
 fn random_tag() -> String {
     format!("{:016x}", rand::random::<u64>())
 }
 
-/// Errors after which the request may or may not have applied and the
-/// client reconnects by itself: a lost connection, an I/O error on it
-/// (reset by a killed server), a timeout.
-fn transient(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::ConnectionLoss | zk::Error::Custom(_) | zk::Error::Timeout
-    )
+/// Our lock nodes among `children`, sorted by sequence.
+fn lockers(children: Vec<String>) -> Vec<(u64, String)> {
+    let mut v: Vec<(u64, String)> = children
+        .into_iter()
+        .filter_map(|c| seq_of(&c).map(|s| (s, c)))
+        .collect();
+    v.sort_unstable();
+    v
 }
 
-/// Retries `op` over transient errors.
-async fn again<T, F, Fut>(mut op: F) -> Result<T, zk::Error>
+/// Retries `op` over transient errors (the request may or may not have
+/// applied; callers make that harmless).
+async fn again<T, F, Fut>(mut op: F) -> Result<T, ZkError>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, zk::Error>>,
+    Fut: std::future::Future<Output = Result<T, ZkError>>,
 {
     let deadline = Instant::now() + RETRY_FOR;
     loop {
         match op().await {
-            Err(e) if transient(&e) && Instant::now() < deadline => {
+            Err(e) if e.transient() && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             other => return other,
@@ -99,82 +100,91 @@ impl Zookeeper {
         }
     }
 
-    /// The connect string with `first` first: the library tries servers in
-    /// order on the first connect, then cycles through the rest.
-    fn connect_string(&self, first: usize) -> String {
-        let n = self.servers.len();
-        (0..n)
-            .map(|i| self.servers[(first + i) % n].clone())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    async fn connect(&self, servers: &str, ttl: Duration) -> anyhow::Result<zk::Client> {
-        let connect = zk::Client::connector()
-            .with_session_timeout(ttl)
-            .connect(servers);
-        tokio::time::timeout(RETRY_FOR, connect)
+    async fn connect(&self, first: usize, ttl: Duration) -> anyhow::Result<Client> {
+        Client::connect(self.servers.to_vec(), first, ttl, RETRY_FOR)
             .await
-            .context("zookeeper connect timed out")?
-            .with_context(|| format!("zookeeper connect to {servers}"))
+            .with_context(|| format!("zookeeper connect to {}", self.servers.join(",")))
     }
 
-    async fn ensure_dir(&self, client: &zk::Client, dir: &str) -> anyhow::Result<()> {
-        if self.dirs.lock().is_ok_and(|d| d.contains(dir)) {
+    /// Creates `path` and its parents (persistent, empty) once per run.
+    async fn ensure_dir(&self, client: &Client, path: &str) -> anyhow::Result<()> {
+        if self.dirs.lock().is_ok_and(|d| d.contains(path)) {
             return Ok(());
         }
-        for path in [ROOT, dir] {
-            match again(|| client.create(path, &[], &persistent())).await {
-                Ok(_) | Err(zk::Error::NodeExists) => {}
-                Err(e) => bail!("create {path}: {e}"),
+        let mut at = String::new();
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            at.push('/');
+            at.push_str(part);
+            match again(|| client.create(&at, &[], PERSISTENT)).await {
+                Ok(_) | Err(ZkError::Code(code::NODE_EXISTS)) => {}
+                Err(e) => bail!("create {at}: {e}"),
             }
         }
         if let Ok(mut d) = self.dirs.lock() {
-            d.insert(dir.to_string());
+            d.insert(path.to_string());
         }
         Ok(())
     }
 
-    /// Our lock nodes' names under `dir`, sorted by sequence.
-    async fn lockers(client: &zk::Client, dir: &str) -> anyhow::Result<Vec<(u64, String)>> {
-        let children = again(|| client.list_children(dir))
+    async fn list(client: &Client, dir: &str) -> anyhow::Result<Vec<(u64, String)>> {
+        let children = again(|| client.children(dir))
             .await
             .with_context(|| format!("list {dir}"))?;
-        let mut v: Vec<(u64, String)> = children
-            .into_iter()
-            .filter_map(|c| seq_of(&c).map(|s| (s, c)))
-            .collect();
-        v.sort_unstable();
-        Ok(v)
+        Ok(lockers(children))
     }
 
-    /// Creates our node; after a connection loss, finds it by our tag.
-    async fn create_node(&self, s: &Session, dir: &str) -> anyhow::Result<String> {
+    /// Creates our node and lists the directory in one write; after a
+    /// connection loss, finds the node by our tag.
+    async fn create_and_list(
+        &self,
+        s: &Session,
+        dir: &str,
+    ) -> anyhow::Result<(String, Vec<(u64, String)>)> {
         let prefix = format!("{dir}/_c_{}{MARK}", s.tag);
         let deadline = Instant::now() + RETRY_FOR;
         loop {
-            match s.client.create(&prefix, &[], &ephemeral_seq()).await {
-                Ok((_, seq)) => return Ok(format!("{prefix}{seq}")),
-                Err(e) if transient(&e) && Instant::now() < deadline => {
-                    let mine = Self::lockers(&s.client, dir)
-                        .await?
-                        .into_iter()
-                        .find(|(_, name)| name.contains(&s.tag));
-                    if let Some((_, name)) = mine {
-                        return Ok(format!("{dir}/{name}"));
+            let reqs = vec![
+                Req::new(op::CREATE, wire::create(&prefix, &[], EPHEMERAL_SEQUENTIAL)),
+                Req::new(op::GET_CHILDREN, wire::path_watch(dir, false)),
+            ];
+            let err = match s.client.send(reqs).await {
+                Ok(mut rx) => {
+                    let list = rx.pop().map(|(r, _)| r);
+                    let create = rx.pop().map(|(r, _)| r);
+                    let (Some(create), Some(list)) = (create, list) else {
+                        bail!("create {prefix}: no reply slot");
+                    };
+                    let created = s.client.reply(create).await;
+                    let listed = s.client.reply(list).await;
+                    match (created, listed) {
+                        (Ok(b), Ok(l)) => {
+                            let path = Dec::new(&b).string()?;
+                            return Ok((path, lockers(Dec::new(&l).strings()?)));
+                        }
+                        (Ok(b), Err(_)) => {
+                            let path = Dec::new(&b).string()?;
+                            return Ok((path, Self::list(&s.client, dir).await?));
+                        }
+                        (Err(e), _) => e,
                     }
                 }
-                Err(e) => bail!("create {prefix}: {e}"),
+                Err(e) => e,
+            };
+            if !err.transient() || Instant::now() > deadline {
+                bail!("create {prefix}: {err}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let all = Self::list(&s.client, dir).await?;
+            if let Some((_, name)) = all.iter().find(|(_, n)| n.contains(&s.tag)) {
+                let path = format!("{dir}/{name}");
+                return Ok((path, all));
             }
         }
     }
 
-    async fn admin(&self) -> anyhow::Result<&zk::Client> {
+    async fn admin(&self) -> anyhow::Result<&Client> {
         self.admin
-            .get_or_try_init(|| async {
-                let servers = self.connect_string(0);
-                self.connect(&servers, Duration::from_secs(30)).await
-            })
+            .get_or_try_init(|| self.connect(0, Duration::from_secs(30)))
             .await
     }
 }
@@ -187,11 +197,12 @@ impl Backend for Zookeeper {
     }
 
     async fn open(&self, member: usize, ttl: Duration) -> anyhow::Result<Session> {
-        let client = self.connect(&self.connect_string(member), ttl).await?;
+        let client = self.connect(member, ttl).await?;
         Ok(Session {
             client,
             tag: random_tag(),
             held: Mutex::new(HashMap::new()),
+            put_nodes: Mutex::new(HashSet::new()),
         })
     }
 
@@ -199,17 +210,22 @@ impl Backend for Zookeeper {
         let deadline = Instant::now() + wait;
         let dir = dir_of(lock);
         self.ensure_dir(&s.client, &dir).await?;
-        // A node this session still has (its release failed): the same
-        // node again, as raftlock and etcd do for a repeated acquire.
+        // A node kept from an earlier acquire of ours (a retried call).
         let kept = s.held.lock().ok().and_then(|h| h.get(lock).cloned());
-        let me = match kept {
-            Some(path) => path,
-            None => self.create_node(s, &dir).await?,
+        let (me, mut listed) = match kept {
+            Some(path) => (path, None),
+            None => {
+                let (path, all) = self.create_and_list(s, &dir).await?;
+                (path, Some(all))
+            }
         };
         let my_name = me.rsplit('/').next().unwrap_or_default().to_string();
         loop {
-            let lockers = Self::lockers(&s.client, &dir).await?;
-            let pos = lockers
+            let all = match listed.take() {
+                Some(v) => v,
+                None => Self::list(&s.client, &dir).await?,
+            };
+            let pos = all
                 .iter()
                 .position(|(_, n)| *n == my_name)
                 .ok_or_else(|| anyhow!("{me} vanished (session expired?)"))?;
@@ -218,23 +234,24 @@ impl Backend for Zookeeper {
                     held.insert(lock.to_string(), me);
                 }
                 return Ok(Acquired::Granted {
-                    token: Some(lockers[0].0),
+                    token: Some(all[0].0),
                 });
             }
-            let pred = format!("{dir}/{}", lockers[pos - 1].1);
-            let watcher = match s.client.check_and_watch_stat(&pred).await {
-                Ok((None, _)) => continue,
-                Ok((Some(_), watcher)) => watcher,
-                Err(e) if transient(&e) => {
+            let pred = format!("{dir}/{}", all[pos - 1].1);
+            let watch = match s.client.exists_watch(&pred).await {
+                Ok(None) => continue,
+                Ok(Some(w)) => w,
+                Err(e) if e.transient() => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
                 Err(e) => bail!("watch {pred}: {e}"),
             };
             let left = deadline.saturating_duration_since(Instant::now());
-            if tokio::time::timeout(left, watcher.changed()).await.is_err() {
-                match again(|| s.client.delete(&me, None)).await {
-                    Ok(()) | Err(zk::Error::NoNode) => return Ok(Acquired::TimedOut),
+            // Fired or dropped (connection lost): either way, look again.
+            if tokio::time::timeout(left, watch).await.is_err() {
+                match again(|| s.client.delete(&me)).await {
+                    Ok(()) | Err(ZkError::Code(code::NO_NODE)) => return Ok(Acquired::TimedOut),
                     Err(e) => bail!("withdraw {me}: {e}"),
                 }
             }
@@ -256,9 +273,9 @@ impl Backend for Zookeeper {
             let client = &s.client;
             let path = &path;
             async move {
-                match client.delete(path, None).await {
+                match client.delete(path).await {
                     // A retry after a delete that did apply.
-                    Err(zk::Error::NoNode) if retry => Ok(()),
+                    Err(ZkError::Code(code::NO_NODE)) if retry => Ok(()),
                     other => other,
                 }
             }
@@ -272,6 +289,26 @@ impl Backend for Zookeeper {
         r.with_context(|| format!("delete {path}"))
     }
 
+    /// setData on the key's node; the first put creates it (persistent).
+    async fn put(&self, s: &Session, key: &str, value: &[u8]) -> anyhow::Result<()> {
+        let path = format!("{PUT_ROOT}/{key}");
+        let known = s.put_nodes.lock().is_ok_and(|p| p.contains(&path));
+        if !known {
+            self.ensure_dir(&s.client, PUT_ROOT).await?;
+            match again(|| s.client.create(&path, value, PERSISTENT)).await {
+                Ok(_) | Err(ZkError::Code(code::NODE_EXISTS)) => {}
+                Err(e) => bail!("create {path}: {e}"),
+            }
+            if let Ok(mut p) = s.put_nodes.lock() {
+                p.insert(path);
+            }
+            return Ok(());
+        }
+        again(|| s.client.set_data(&path, value))
+            .await
+            .with_context(|| format!("set {path}"))
+    }
+
     async fn keepalive(&self, _s: &Session) -> anyhow::Result<()> {
         Ok(())
     }
@@ -280,18 +317,19 @@ impl Backend for Zookeeper {
         true
     }
 
-    /// Dropping the last handle sends CloseSession; the ephemerals go.
+    /// CloseSession: the ephemerals go.
     async fn close(&self, s: Session) -> anyhow::Result<()> {
-        drop(s);
+        s.client.close().await;
         Ok(())
     }
 
     async fn queue_len(&self, lock: &str) -> anyhow::Result<usize> {
         let admin = self.admin().await?;
-        match Self::lockers(admin, &dir_of(lock)).await {
-            Ok(v) => Ok(v.len()),
-            Err(e) if e.root_cause().to_string().contains("not exist") => Ok(0),
-            Err(e) => Err(e),
+        let dir = dir_of(lock);
+        match again(|| admin.children(&dir)).await {
+            Ok(v) => Ok(lockers(v).len()),
+            Err(ZkError::Code(code::NO_NODE)) => Ok(0),
+            Err(e) => Err(anyhow!("list {}: {e}", dir_of(lock))),
         }
     }
 
@@ -303,17 +341,17 @@ impl Backend for Zookeeper {
     /// One multi: per lock its directory and our ephemeral sequential node.
     async fn bulk_hold(&self, s: &Session, locks: &[String]) -> anyhow::Result<()> {
         self.ensure_dir(&s.client, ROOT).await?;
-        let mut multi = s.client.new_multi_writer();
+        let mut ops = Vec::with_capacity(2 * locks.len());
         for lock in locks {
             let dir = dir_of(lock);
-            multi.add_create(&dir, &[], &persistent())?;
-            multi.add_create(&format!("{dir}/_c_{}{MARK}", s.tag), &[], &ephemeral_seq())?;
+            let node = format!("{dir}/_c_{}{MARK}", s.tag);
+            ops.push((dir, PERSISTENT));
+            ops.push((node, EPHEMERAL_SEQUENTIAL));
         }
-        multi
-            .commit()
+        s.client
+            .multi_create(&ops)
             .await
-            .map_err(|e| anyhow!("multi create: {e}"))?;
-        Ok(())
+            .map_err(|e| anyhow!("multi create: {e}"))
     }
 
     async fn serves_on(&self, member: usize, lock: &str) -> bool {
@@ -321,19 +359,23 @@ impl Backend for Zookeeper {
             return false;
         };
         let probe = async {
-            let client = zk::Client::connector()
-                .with_session_timeout(Duration::from_secs(4))
-                .with_fail_eagerly()
-                .connect(server)
-                .await
-                .ok()?;
-            Self::lockers(&client, &dir_of(lock)).await.ok()
+            let client = Client::connect(
+                vec![server.clone()],
+                0,
+                Duration::from_secs(4),
+                Duration::from_secs(1),
+            )
+            .await
+            .ok()?;
+            let r = client.children(&dir_of(lock)).await.ok();
+            client.close().await;
+            r
         };
         tokio::time::timeout(Duration::from_secs(2), probe)
             .await
             .ok()
             .flatten()
-            .is_some_and(|v| !v.is_empty())
+            .is_some_and(|v| !lockers(v).is_empty())
     }
 }
 

@@ -31,7 +31,12 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 #[serde(rename_all = "lowercase")]
 pub enum System {
     Raftlock,
+    /// etcd over native gRPC (its fastest client).
     Etcd,
+    /// etcd through its JSON gateway (a secondary row).
+    #[value(name = "etcd-gateway")]
+    #[serde(rename = "etcd-gateway")]
+    EtcdGateway,
     Zookeeper,
 }
 
@@ -40,6 +45,7 @@ impl System {
         match self {
             System::Raftlock => "raftlock",
             System::Etcd => "etcd",
+            System::EtcdGateway => "etcd-gateway",
             System::Zookeeper => "zookeeper",
         }
     }
@@ -91,6 +97,8 @@ pub struct Cluster {
     pub members: Vec<Member>,
     http: reqwest::Client,
     pidfile: PathBuf,
+    /// CPUs every member (and its restarts) is confined to; empty = any.
+    cpus: Vec<usize>,
 }
 
 /// Ports are handed out once per run from a rising cursor below the
@@ -123,11 +131,12 @@ impl Cluster {
         tools: &Tools,
         dir: &Path,
         pidfile: &Path,
+        cpus: &[usize],
     ) -> anyhow::Result<Cluster> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let specs = match system {
             System::Raftlock => raftlock::specs(tools, dir)?,
-            System::Etcd => etcd::specs(tools, dir)?,
+            System::Etcd | System::EtcdGateway => etcd::specs(tools, dir)?,
             System::Zookeeper => zookeeper::specs(tools, dir)?,
         };
         // reqwest is built without a default TLS provider (crates/raftlock-tls).
@@ -151,6 +160,7 @@ impl Cluster {
                 .collect(),
             http,
             pidfile: pidfile.to_path_buf(),
+            cpus: cpus.to_vec(),
         };
         for i in 0..cluster.members.len() {
             cluster.spawn(i)?;
@@ -174,10 +184,17 @@ impl Cluster {
             .stdout(log)
             .stderr(err)
             .kill_on_drop(true);
-        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        let cpus = crate::pin::cpu_set(&self.cpus)?;
+        // SAFETY: prctl and sched_setaffinity are plain system calls on
+        // the child itself; the CPU set was built before the fork.
         unsafe {
-            cmd.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+            cmd.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+                if let Some(set) = &cpus {
+                    nix::sched::sched_setaffinity(Pid::from_raw(0), set)
+                        .map_err(std::io::Error::from)?;
+                }
+                Ok(())
             });
         }
         let child = cmd
@@ -210,7 +227,7 @@ impl Cluster {
         let m = &self.members[i];
         match self.system {
             System::Raftlock => raftlock::healthy(&self.http, m).await,
-            System::Etcd => etcd::healthy(&self.http, m).await,
+            System::Etcd | System::EtcdGateway => etcd::healthy(&self.http, m).await,
             System::Zookeeper => zookeeper::healthy(m).await,
         }
     }
@@ -256,7 +273,7 @@ impl Cluster {
     pub async fn leader(&self) -> anyhow::Result<usize> {
         let found = match self.system {
             System::Raftlock => raftlock::leader(&self.http, &self.members).await,
-            System::Etcd => etcd::leader(&self.http, &self.members).await,
+            System::Etcd | System::EtcdGateway => etcd::leader(&self.http, &self.members).await,
             System::Zookeeper => zookeeper::leader(&self.members).await,
         };
         found.with_context(|| format!("{}: no leader known", self.system.name()))
@@ -297,7 +314,9 @@ impl Cluster {
         let id = self.members[i].id;
         let path = match self.system {
             System::Raftlock => raftlock::data_dir(&self.dir, id),
-            System::Etcd | System::Zookeeper => self.dir.join(format!("member-{id}")),
+            System::Etcd | System::EtcdGateway | System::Zookeeper => {
+                self.dir.join(format!("member-{id}"))
+            }
         };
         dir_size(&path)
     }
@@ -314,7 +333,7 @@ impl Cluster {
     pub async fn version(&self) -> String {
         match self.system {
             System::Raftlock => raftlock::version(&self.members[0].spawn.program),
-            System::Etcd => etcd::version(&self.members[0].spawn.program),
+            System::Etcd | System::EtcdGateway => etcd::version(&self.members[0].spawn.program),
             System::Zookeeper => zookeeper::version(&self.members).await,
         }
     }

@@ -5,8 +5,11 @@ use std::fmt::Write;
 
 use super::plots::Plot;
 use super::{Report, SystemReport};
+use crate::workload::contended::Contended;
+use crate::workload::put::Put;
+use crate::workload::uncontended::Uncontended;
 
-const PEERS: [&str; 2] = ["etcd", "zookeeper"];
+use super::headline::{self, spread, Spread, RIVALS as PEERS};
 
 fn ms(v: f64) -> String {
     if !v.is_finite() {
@@ -109,69 +112,32 @@ fn versus(
     (mine, best)
 }
 
+/// The absolute targets (the ratio targets are in the headline).
 pub fn targets(r: &Report) -> Vec<Target> {
     let mut out = Vec::new();
-    let mut ratio_row = |what: &str,
-                         value: &dyn Fn(&SystemReport) -> Option<f64>,
-                         lower: bool,
-                         goal: f64,
-                         fmt: &dyn Fn(f64) -> String| {
-        let (mine, best) = versus(r, value, lower);
-        let ratio = match (mine, &best) {
-            (Some(m), Some((_, b))) if *b > 0.0 => Some(m / b),
-            _ => None,
-        };
-        out.push(Target {
-            what: what.to_string(),
-            raftlock: mine.map_or("–".into(), fmt),
-            best_peer: best
-                .as_ref()
-                .map_or("–".into(), |(p, v)| format!("{} ({p})", fmt(*v))),
-            ratio: ratio.map_or("–".into(), |x| format!("{x:.2}×")),
-            goal: if lower {
-                format!("≤ {goal}×")
-            } else {
-                format!("≥ {goal}×")
-            },
-            met: ratio.map(|x| if lower { x <= goal } else { x >= goal }),
-        });
+    let p50 = |s: &SystemReport| {
+        let v: Vec<f64> = s
+            .uncontended
+            .iter()
+            .filter(|u| u.clients == 1 && !u.pinned)
+            .map(|u| u.acquire.p50_ms)
+            .collect();
+        Some(spread(&v)?.median)
     };
-    ratio_row(
-        "uncontended cycles/s, 64 clients",
-        &|s| {
-            Some(
-                s.uncontended
-                    .iter()
-                    .find(|u| u.clients == 64)?
-                    .cycles_per_sec,
-            )
+    let (mine, best) = versus(r, p50, true);
+    out.push(Target {
+        what: "acquire p50, 1 client (median of runs)".into(),
+        raftlock: mine.map_or("–".into(), |v| format!("{} ms", ms(v))),
+        best_peer: best
+            .as_ref()
+            .map_or("–".into(), |(p, v)| format!("{} ms ({p})", ms(*v))),
+        ratio: match (mine, &best) {
+            (Some(m), Some((_, b))) if *b > 0.0 => format!("{:.2}×", m / b),
+            _ => "–".into(),
         },
-        false,
-        3.0,
-        &|v| format!("{}/s", num(v)),
-    );
-    ratio_row(
-        "acquire p50, 1 client",
-        &|s| {
-            Some(
-                s.uncontended
-                    .iter()
-                    .find(|u| u.clients == 1)?
-                    .acquire
-                    .p50_ms,
-            )
-        },
-        true,
-        0.5,
-        &|v| format!("{} ms", ms(v)),
-    );
-    ratio_row(
-        "contended handoff p99",
-        &|s| Some(s.contended.as_ref()?.handoff.p99_ms),
-        true,
-        0.5,
-        &|v| format!("{} ms", ms(v)),
-    );
+        goal: "≤ 0.5 ms".into(),
+        met: mine.map(|v| v <= 0.5),
+    });
     // Absolute goals.
     let gap = |s: &SystemReport| Some(s.failover.as_ref()?.largest_gap_s);
     let (mine, best) = versus(r, gap, true);
@@ -264,9 +230,10 @@ pub fn render(r: &Report, plots: &[Plot], plot_dir: &str) -> String {
         .collect();
     let _ = writeln!(o, "Versions: {}.\n", versions.join("; "));
 
+    headline_table(&mut o, r);
     let _ = writeln!(
         o,
-        "### Against the targets (raftlock ÷ best of etcd and ZooKeeper, same run)\n"
+        "\n### Absolute targets (raftlock, and the best of etcd and ZooKeeper, same run)\n"
     );
     let _ = writeln!(
         o,
@@ -287,6 +254,7 @@ pub fn render(r: &Report, plots: &[Plot], plot_dir: &str) -> String {
     }
 
     uncontended(&mut o, r);
+    put(&mut o, r);
     contended(&mut o, r);
     failover(&mut o, r);
     sessions(&mut o, r);
@@ -341,32 +309,177 @@ fn lat(s: &crate::stats::LatencySummary) -> String {
     format!("{} / {} / {}", ms(s.p50_ms), ms(s.p99_ms), ms(s.max_ms))
 }
 
+/// "median (min–max)" of one figure over runs, or just the value for one run.
+fn spread_text(v: &[f64], fmt: impl Fn(f64) -> String) -> String {
+    match spread(v) {
+        None => "–".into(),
+        Some(Spread { median, n: 1, .. }) => fmt(median),
+        Some(s) => format!("{} ({}–{})", fmt(s.median), fmt(s.min), fmt(s.max)),
+    }
+}
+
+fn med(v: &[f64]) -> f64 {
+    spread(v).map_or(f64::NAN, |s| s.median)
+}
+
+fn pinning(pinned: bool) -> &'static str {
+    if pinned {
+        "pinned"
+    } else {
+        "no"
+    }
+}
+
+/// Distinct (pinned, clients) keys in order, unpinned first.
+fn keys<T>(rows: &[T], key: impl Fn(&T) -> (bool, usize)) -> Vec<(bool, usize)> {
+    let mut k: Vec<(bool, usize)> = rows.iter().map(key).collect();
+    k.sort_unstable();
+    k.dedup();
+    k
+}
+
+fn headline_table(o: &mut String, r: &Report) {
+    let runs = r.params.runs.max(1);
+    let _ = writeln!(
+        o,
+        "### Headline: raftlock against the best rival on its fastest client\n\n\
+         Rivals: etcd over native gRPC, ZooKeeper over a lean pipelined client (the etcd \
+         JSON gateway is a secondary row in the tables below, not a rival here). Each figure \
+         is the median over {runs} run(s), each on a fresh cluster, with the range (min–max) \
+         in brackets; the ratio is raftlock ÷ rival per run (run *i* against run *i*), its \
+         median and range. *Pinned*: all three members on CPU {}, the load generator on CPU \
+         {}. Server CPU = utime+stime of all members from /proc, per operation.\n",
+        crate::pin::SERVER_CPU,
+        crate::pin::BENCH_CPU
+    );
+    let _ = writeln!(
+        o,
+        "| figure | better | raftlock | best rival | ratio (range) | target | met |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|");
+    for row in headline::rows(r) {
+        let fmt = |v: f64| match row.unit {
+            "ms" => format!("{} ms", ms(v)),
+            "µs" => format!("{} µs", num(v)),
+            u => format!("{}{u}", num(v)),
+        };
+        let sp = |s: &Spread| match s.n {
+            1 => fmt(s.median),
+            _ => format!("{} ({}–{})", fmt(s.median), fmt(s.min), fmt(s.max)),
+        };
+        let met = match row.met() {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "–",
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            row.what,
+            if row.lower_is_better {
+                "lower"
+            } else {
+                "higher"
+            },
+            row.raftlock.as_ref().map_or("–".into(), sp),
+            row.rival
+                .as_ref()
+                .map_or("–".into(), |(n, s)| format!("{} ({n})", sp(s))),
+            row.ratio.as_ref().map_or("–".into(), |s| match s.n {
+                1 => format!("{:.2}×", s.median),
+                _ => format!("{:.2}× ({:.2}–{:.2})", s.median, s.min, s.max),
+            }),
+            row.goal.map_or("–", |g| g.1),
+            met
+        );
+    }
+}
+
 fn uncontended(o: &mut String, r: &Report) {
+    if r.systems.iter().all(|s| s.uncontended.is_empty()) {
+        return;
+    }
     let _ = writeln!(
         o,
         "\n### Uncontended: each client its own session and lock, acquire → release loop\n"
     );
-    let _ = writeln!(o, "| system | clients | cycles/s | acquire p50 / p99 / max, ms | release p50 / p99 / max, ms | errors | others, cores |");
-    let _ = writeln!(o, "|---|---:|---:|---|---|---:|---:|");
+    let _ = writeln!(o, "Median over runs (range in brackets); latencies are the median of the runs' percentiles.\n");
+    let _ = writeln!(o, "| system | pinned | clients | runs | cycles/s | acquire p50 / p99, ms | release p50 / p99, ms | server CPU per cycle | errors | others, cores |");
+    let _ = writeln!(o, "|---|---|---:|---:|---:|---|---|---:|---:|---:|");
     for s in &r.systems {
-        for u in &s.uncontended {
+        for (pinned, c) in keys(&s.uncontended, |u| (u.pinned, u.clients)) {
+            let v: Vec<&Uncontended> = s
+                .uncontended
+                .iter()
+                .filter(|u| u.pinned == pinned && u.clients == c)
+                .collect();
+            let f = |g: fn(&Uncontended) -> f64| v.iter().map(|u| g(u)).collect::<Vec<f64>>();
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} | {} | {} | {:.2} |",
+                "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {:.2} |",
                 s.system,
-                u.clients,
-                num(u.cycles_per_sec),
-                lat(&u.acquire),
-                lat(&u.release),
-                u.errors,
-                u.cpu.other_cores()
+                pinning(pinned),
+                c,
+                v.len(),
+                spread_text(&f(|u| u.cycles_per_sec), num),
+                ms(med(&f(|u| u.acquire.p50_ms))),
+                ms(med(&f(|u| u.acquire.p99_ms))),
+                ms(med(&f(|u| u.release.p50_ms))),
+                ms(med(&f(|u| u.release.p99_ms))),
+                spread_text(&f(|u| u.server_cpu_us_per_cycle), |x| format!(
+                    "{} µs",
+                    num(x)
+                )),
+                v.iter().map(|u| u.errors).sum::<u64>(),
+                f(|u| u.cpu.other_cores()).into_iter().fold(0.0, f64::max)
+            );
+        }
+    }
+}
+
+fn put(o: &mut String, r: &Report) {
+    if r.systems.iter().all(|s| s.put.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n### Put: each client writes its own key / node in a loop ({} bytes)\n",
+        crate::workload::put::VALUE_BYTES
+    );
+    let _ = writeln!(o, "raftlock `PUT /v1/nodes/…`, etcd `Put`, ZooKeeper `setData`. Median over runs (range in brackets).\n");
+    let _ = writeln!(o, "| system | pinned | clients | runs | puts/s | latency p50 / p99, ms | server CPU per put | errors | others, cores |");
+    let _ = writeln!(o, "|---|---|---:|---:|---:|---|---:|---:|---:|");
+    for s in &r.systems {
+        for (pinned, c) in keys(&s.put, |p| (p.pinned, p.clients)) {
+            let v: Vec<&Put> = s
+                .put
+                .iter()
+                .filter(|p| p.pinned == pinned && p.clients == c)
+                .collect();
+            let f = |g: fn(&Put) -> f64| v.iter().map(|p| g(p)).collect::<Vec<f64>>();
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {:.2} |",
+                s.system,
+                pinning(pinned),
+                c,
+                v.len(),
+                spread_text(&f(|p| p.puts_per_sec), num),
+                ms(med(&f(|p| p.latency.p50_ms))),
+                ms(med(&f(|p| p.latency.p99_ms))),
+                spread_text(&f(|p| p.server_cpu_us_per_put), |x| format!(
+                    "{} µs",
+                    num(x)
+                )),
+                v.iter().map(|p| p.errors).sum::<u64>(),
+                f(|p| p.cpu.other_cores()).into_iter().fold(0.0, f64::max)
             );
         }
     }
 }
 
 fn contended(o: &mut String, r: &Report) {
-    if r.systems.iter().all(|s| s.contended.is_none()) {
+    if r.systems.iter().all(|s| s.contended.is_empty()) {
         return;
     }
     let _ = writeln!(
@@ -377,25 +490,41 @@ fn contended(o: &mut String, r: &Report) {
     let _ = writeln!(
         o,
         "Handoff = the previous holder's release answered → the next holder's acquire answered \
-         (0 when the grant arrived first; *grant first* counts those).\n"
+         (0 when the grant arrived first; *grant first* counts those). Median over runs (range \
+         in brackets); violations, regressions and errors summed over runs.\n"
     );
-    let _ = writeln!(o, "| system | grants/s | handoff p50 / p99 / max, ms | grant first | acquire wait p50 / p99, ms | mutual exclusion violations | token regressions | errors | others, cores |");
-    let _ = writeln!(o, "|---|---:|---|---:|---|---:|---:|---:|---:|");
+    let _ = writeln!(o, "| system | pinned | runs | grants/s | handoff p50 / p99, ms | grant first | acquire wait p50 / p99, ms | server CPU per grant | mutual exclusion violations | token regressions | errors | others, cores |");
+    let _ = writeln!(
+        o,
+        "|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|"
+    );
     for s in &r.systems {
-        if let Some(c) = &s.contended {
+        for (pinned, _) in keys(&s.contended, |c| (c.pinned, 0)) {
+            let v: Vec<&Contended> = s.contended.iter().filter(|c| c.pinned == pinned).collect();
+            let f = |g: fn(&Contended) -> f64| v.iter().map(|c| g(c)).collect::<Vec<f64>>();
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {:.0}% | {} / {} | {} | {} | {} | {:.2} |",
+                "| {} | {} | {} | {} | {} / {} | {:.0}% | {} / {} | {} | {} | {} | {} | {:.2} |",
                 s.system,
-                num(c.grants_per_sec),
-                lat(&c.handoff),
-                100.0 * c.grant_before_release_answer as f64 / c.handoff.count.max(1) as f64,
-                ms(c.acquire.p50_ms),
-                ms(c.acquire.p99_ms),
-                c.mutual_exclusion_violations,
-                c.token_regressions,
-                c.errors,
-                c.cpu.other_cores()
+                pinning(pinned),
+                v.len(),
+                spread_text(&f(|c| c.grants_per_sec), num),
+                ms(med(&f(|c| c.handoff.p50_ms))),
+                ms(med(&f(|c| c.handoff.p99_ms))),
+                100.0
+                    * med(&f(
+                        |c| c.grant_before_release_answer as f64 / c.handoff.count.max(1) as f64
+                    )),
+                ms(med(&f(|c| c.acquire.p50_ms))),
+                ms(med(&f(|c| c.acquire.p99_ms))),
+                spread_text(&f(|c| c.server_cpu_us_per_grant), |x| format!(
+                    "{} µs",
+                    num(x)
+                )),
+                v.iter().map(|c| c.mutual_exclusion_violations).sum::<u64>(),
+                v.iter().map(|c| c.token_regressions).sum::<u64>(),
+                v.iter().map(|c| c.errors).sum::<u64>(),
+                f(|c| c.cpu.other_cores()).into_iter().fold(0.0, f64::max)
             );
         }
     }

@@ -2,6 +2,7 @@
 //! an interrupted run keeps what it measured), PNG plots, and a Markdown
 //! section that replaces the generated part of docs/benchmarks.md.
 
+pub mod headline;
 pub mod markdown;
 pub mod plots;
 
@@ -14,6 +15,7 @@ use crate::machine::Machine;
 use crate::workload::contended::Contended;
 use crate::workload::failover::Failover;
 use crate::workload::herd::Herd;
+use crate::workload::put::Put;
 use crate::workload::restart::Restart;
 use crate::workload::sessions::Sessions;
 use crate::workload::uncontended::Uncontended;
@@ -36,17 +38,38 @@ pub struct Report {
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SystemReport {
     pub system: String,
     pub version: String,
+    /// Every run, pinned and not (each entry says which).
     pub uncontended: Vec<Uncontended>,
-    pub contended: Option<Contended>,
+    pub put: Vec<Put>,
+    /// One per run (older results files have a single object here).
+    #[serde(deserialize_with = "one_or_many")]
+    pub contended: Vec<Contended>,
     pub failover: Option<Failover>,
     pub sessions: Vec<Sessions>,
     pub herd: Vec<Herd>,
     pub restart: Option<Restart>,
     /// Workloads that failed or were skipped, and why.
     pub notes: Vec<String>,
+}
+
+/// A list, or one object (older results files), or null.
+fn one_or_many<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::de::Error;
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Null => Ok(Vec::new()),
+        v @ serde_json::Value::Array(_) => serde_json::from_value(v).map_err(D::Error::custom),
+        v => serde_json::from_value(v)
+            .map(|one| vec![one])
+            .map_err(D::Error::custom),
+    }
 }
 
 impl Report {
@@ -96,7 +119,12 @@ pub fn merge(mut base: Report, later: Report) -> Report {
         if !l.herd.is_empty() {
             b.herd = l.herd;
         }
-        b.contended = l.contended.or(b.contended.take());
+        if !l.put.is_empty() {
+            b.put = l.put;
+        }
+        if !l.contended.is_empty() {
+            b.contended = l.contended;
+        }
         b.failover = l.failover.or(b.failover.take());
         b.restart = l.restart.or(b.restart.take());
         b.notes.extend(l.notes);
@@ -110,7 +138,10 @@ pub fn merge(mut base: Report, later: Report) -> Report {
 pub fn render(report: &Report, out_dir: &Path, doc: Option<&Path>) -> anyhow::Result<String> {
     let plots = plots::draw_all(report, out_dir)?;
     let rel = match doc.and_then(Path::parent) {
-        Some(doc_dir) => relative(out_dir, doc_dir),
+        Some(doc_dir) => match relative(out_dir, doc_dir) {
+            r if r.is_empty() => ".".to_string(),
+            r => r,
+        },
         None => out_dir.display().to_string(),
     };
     let section = markdown::render(report, &plots, &rel);
@@ -173,12 +204,24 @@ mod tests {
     #[test]
     fn merge_replaces_only_what_was_rerun() {
         let mut a = report("etcd", 1, "first");
-        a.systems[0].contended = Some(Default::default());
+        a.systems[0].contended = vec![Default::default()];
         let m = merge(a, report("etcd", 1000, "second"));
         assert_eq!(m.systems.len(), 1);
         assert_eq!(m.systems[0].herd[0].waiters, 1000);
-        assert!(m.systems[0].contended.is_some());
+        assert_eq!(m.systems[0].contended.len(), 1);
         assert!(m.command.contains("first") && m.command.contains("second"));
+    }
+
+    #[test]
+    fn older_results_still_load() {
+        let one: SystemReport =
+            serde_json::from_str(r#"{"system": "etcd", "contended": {"clients": 16}}"#)
+                .unwrap_or_default();
+        assert_eq!(one.contended.len(), 1);
+        assert_eq!(one.contended[0].clients, 16);
+        let none: SystemReport =
+            serde_json::from_str(r#"{"system": "etcd", "contended": null}"#).unwrap_or_default();
+        assert!(none.contended.is_empty() && none.system == "etcd");
     }
 
     #[test]

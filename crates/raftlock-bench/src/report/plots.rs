@@ -39,6 +39,7 @@ pub fn color_of(system: &str) -> RGBColor {
     match system {
         "raftlock" => RGBColor(37, 99, 235),
         "etcd" => RGBColor(234, 88, 12),
+        "etcd-gateway" => RGBColor(250, 170, 110),
         "zookeeper" => RGBColor(22, 163, 74),
         _ => RGBColor(100, 116, 139),
     }
@@ -68,7 +69,10 @@ pub fn draw_all(report: &Report, out_dir: &Path) -> anyhow::Result<Vec<Plot>> {
                 .systems
                 .iter()
                 .filter_map(|s| {
-                    let u = s.uncontended.iter().find(|u| u.clients == c)?;
+                    let u = s
+                        .uncontended
+                        .iter()
+                        .find(|u| u.clients == c && !u.pinned && u.run == 0)?;
                     Some((s.system.clone(), pick(u)))
                 })
                 .collect();
@@ -85,7 +89,10 @@ pub fn draw_all(report: &Report, out_dir: &Path) -> anyhow::Result<Vec<Plot>> {
     let series: Vec<(String, &LatencySummary)> = report
         .systems
         .iter()
-        .filter_map(|s| Some((s.system.clone(), &s.contended.as_ref()?.handoff)))
+        .filter_map(|s| {
+            let c = s.contended.iter().find(|c| !c.pinned && c.run == 0)?;
+            Some((s.system.clone(), &c.handoff))
+        })
         .collect();
     let title = format!(
         "Contended handoff latency ({} clients, one lock)",

@@ -23,8 +23,12 @@ use crate::stats::{Latency, LatencySummary};
 pub const WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Contended {
     pub clients: usize,
+    pub pinned: bool,
+    /// Which repetition (0-based) of the measurement this is.
+    pub run: usize,
     pub secs: f64,
     pub grants: u64,
     pub grants_per_sec: f64,
@@ -36,6 +40,8 @@ pub struct Contended {
     pub token_regressions: u64,
     pub errors: u64,
     pub first_error: Option<String>,
+    /// All members' CPU time per grant (acquire + release), in microseconds.
+    pub server_cpu_us_per_grant: f64,
     pub cpu: CpuUsage,
 }
 
@@ -196,6 +202,8 @@ pub async fn run<B: Backend>(
     members: usize,
     clients: usize,
     secs: f64,
+    pinned: bool,
+    run: usize,
 ) -> anyhow::Result<Contended> {
     let sessions = open_sessions(b, clients, TTL, |i| i % members, 64, "open").await?;
     let lock = "contended".to_string();
@@ -237,6 +245,8 @@ pub async fn run<B: Backend>(
     close_sessions(b, sessions, 64).await;
     Ok(Contended {
         clients,
+        pinned,
+        run,
         secs,
         grants: grants.len() as u64,
         grants_per_sec: grants.len() as f64 / secs,
@@ -247,6 +257,7 @@ pub async fn run<B: Backend>(
         token_regressions: shared.token_regressions(),
         errors: log.errors,
         first_error: log.first_error,
+        server_cpu_us_per_grant: cpu.per_op_us(log.grants.len() as u64),
         cpu,
     })
 }

@@ -5,6 +5,7 @@
 pub mod contended;
 pub mod failover;
 pub mod herd;
+pub mod put;
 pub mod restart;
 pub mod sessions;
 pub mod uncontended;
@@ -17,21 +18,37 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
+use crate::pin::PinMode;
 use crate::progress::Progress;
 
 /// Session TTL for the latency workloads (etcd lease TTL, ZooKeeper
 /// session timeout): long enough that nothing expires during a phase.
 pub const TTL: Duration = Duration::from_secs(30);
 
-/// Every knob of a run; defaults give a run of about ten minutes.
+/// Every knob of a run; the defaults are the full run (see bench/compare.sh).
 #[derive(Clone, Debug, Serialize, Deserialize, clap::Args)]
+#[serde(default = "Params::serde_default")]
 pub struct Params {
+    /// Repetitions of the latency workloads (uncontended, put, contended),
+    /// each on a fresh cluster; the report gives the median and the spread.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Run the latency workloads unpinned (off), with all members on CPU 0
+    /// and the load generator on CPU 1 (on), or both, side by side.
+    #[arg(long, value_enum, default_value = "both", num_args = 0..=1, default_missing_value = "both")]
+    pub pin: PinMode,
     /// Seconds per uncontended measurement (per client count).
     #[arg(long, default_value_t = 5.0)]
     pub uncontended_secs: f64,
     /// Client counts for the uncontended workload.
     #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
     pub clients: Vec<usize>,
+    /// Client counts for the put workload.
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    pub put_clients: Vec<usize>,
+    /// Seconds per put measurement (per client count).
+    #[arg(long, default_value_t = 5.0)]
+    pub put_secs: f64,
     /// Clients contending for one lock (contended and failover).
     #[arg(long, default_value_t = 16)]
     pub contended_clients: usize,
@@ -63,9 +80,9 @@ pub struct Params {
     pub setup_concurrency: usize,
 }
 
-#[cfg(test)]
 impl Params {
-    /// The defaults, as the command line gives them.
+    /// The defaults, as the command line gives them (also for fields
+    /// missing from an older results.json).
     pub fn parse_defaults() -> Params {
         #[derive(clap::Parser)]
         struct P {
@@ -73,6 +90,10 @@ impl Params {
             p: Params,
         }
         <P as clap::Parser>::parse_from(["p"]).p
+    }
+
+    fn serde_default() -> Params {
+        Self::parse_defaults()
     }
 }
 

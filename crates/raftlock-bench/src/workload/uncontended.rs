@@ -18,8 +18,13 @@ use crate::stats::{Latency, LatencySummary};
 const WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Uncontended {
     pub clients: usize,
+    /// Members on one core, the load generator on another.
+    pub pinned: bool,
+    /// Which repetition (0-based) of the measurement this is.
+    pub run: usize,
     pub secs: f64,
     pub cycles: u64,
     pub cycles_per_sec: f64,
@@ -27,6 +32,8 @@ pub struct Uncontended {
     pub release: LatencySummary,
     pub errors: u64,
     pub first_error: Option<String>,
+    /// All members' CPU time per acquire+release cycle, in microseconds.
+    pub server_cpu_us_per_cycle: f64,
     pub cpu: CpuUsage,
 }
 
@@ -38,6 +45,7 @@ struct ClientResult {
     first_error: Option<String>,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub async fn run<B: Backend>(
     b: &B,
     pids: &[u32],
@@ -45,6 +53,8 @@ pub async fn run<B: Backend>(
     members: usize,
     clients: usize,
     secs: f64,
+    pinned: bool,
+    run: usize,
 ) -> anyhow::Result<Uncontended> {
     let sessions = open_sessions(b, clients, TTL, |i| (leader + i) % members, 64, "open").await?;
     let locks: Vec<String> = (0..clients).map(|i| format!("u{clients}-{i}")).collect();
@@ -84,6 +94,8 @@ pub async fn run<B: Backend>(
     close_sessions(b, sessions, 64).await;
     Ok(Uncontended {
         clients,
+        pinned,
+        run,
         secs: wall,
         cycles,
         cycles_per_sec: cycles as f64 / wall,
@@ -91,6 +103,7 @@ pub async fn run<B: Backend>(
         release: release.summary(),
         errors,
         first_error,
+        server_cpu_us_per_cycle: cpu.per_op_us(cycles),
         cpu,
     })
 }

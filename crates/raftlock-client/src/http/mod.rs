@@ -21,6 +21,7 @@
 
 mod inspect;
 mod ops;
+mod primitives;
 mod sse;
 mod wire;
 

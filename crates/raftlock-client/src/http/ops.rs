@@ -9,6 +9,7 @@ use super::wire::{self, parse};
 use super::{Call, HttpClient};
 use crate::client::{LeaderStream, LockClient};
 use crate::error::Result;
+use crate::primitives::Access;
 use crate::types::{checked, FencingCheck, Grant, Leader, Lease, LockState, Poll, SessionId};
 
 impl LockClient for HttpClient {
@@ -152,6 +153,46 @@ impl LockClient for HttpClient {
             let call = Call::new(Method::GET, format!("/v1/elections/{}", checked(name)?));
             parse::<wire::ElectionBody>(&self.call(call).await?)?.into_leader()
         })
+    }
+
+    fn acquire_shared<'a>(
+        &'a self,
+        name: &'a str,
+        access: Access,
+        session: SessionId,
+        poll: Poll,
+    ) -> BoxFuture<'a, Result<Grant>> {
+        Box::pin(super::primitives::acquire_shared(
+            self, name, access, session, poll,
+        ))
+    }
+
+    fn release_shared<'a>(
+        &'a self,
+        name: &'a str,
+        semaphore: bool,
+        session: SessionId,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(super::primitives::release_shared(
+            self, name, semaphore, session,
+        ))
+    }
+
+    fn acquire_multi<'a>(
+        &'a self,
+        locks: &'a [String],
+        session: SessionId,
+        poll: Poll,
+    ) -> BoxFuture<'a, Result<Vec<Grant>>> {
+        Box::pin(super::primitives::acquire_multi(self, locks, session, poll))
+    }
+
+    fn release_multi<'a>(
+        &'a self,
+        locks: &'a [String],
+        session: SessionId,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(super::primitives::release_multi(self, locks, session))
     }
 
     fn observe(&self, name: &str) -> LeaderStream {

@@ -21,7 +21,7 @@ pub(crate) fn session_id(text: &str) -> Result<SessionId> {
         .map_err(|_| ClientError::Protocol(format!("bad session id {text:?}")))
 }
 
-fn millis(d: std::time::Duration) -> u64 {
+pub(crate) fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -233,3 +233,59 @@ pub async fn assert_lost_in_window(session: &Session) {
         fired - (renewed + ttl)
     );
 }
+
+/// Read-write lock, semaphore and multi-lock through their recipes:
+/// readers share and exclude a writer, a dropped guard hands over, a
+/// semaphore refuses another limit, and a multi-lock takes all or none.
+pub async fn primitives(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    use raftlock_client::{MultiLock, RwLock, Semaphore};
+    let sa = Session::open(a.clone(), "a", TTL).await.expect("open a");
+    let sb = Session::open(b, "b", TTL).await.expect("open b");
+    // Read-write lock.
+    let (ra, rb) = (RwLock::new(&sa, "docs/1"), RwLock::new(&sb, "docs/1"));
+    let reading = ra.read().await.expect("a reads");
+    let also = rb.try_read().await.expect("b reads alongside");
+    also.unlock().await.expect("b stops reading");
+    assert!(matches!(
+        rb.try_write().await,
+        Err(ClientError::LockHeld(_))
+    ));
+    let writer = tokio::spawn(async move { rb.write().await });
+    let first = reading.fencing_token();
+    drop(reading);
+    let w = within("b writes", writer)
+        .await
+        .expect("join")
+        .expect("granted");
+    assert!(w.fencing_token() > first);
+    assert!(matches!(ra.try_read().await, Err(ClientError::LockHeld(_))));
+    w.unlock().await.expect("unlock");
+    // Semaphore of 1: the limit is fixed.
+    let (pa, pb) = (
+        Semaphore::new(&sa, "pool", 1),
+        Semaphore::new(&sb, "pool", 2),
+    );
+    let permit = pa.acquire().await.expect("a's permit");
+    let refused = pb.try_acquire().await;
+    assert!(
+        matches!(&refused, Err(ClientError::Rejected { code, .. }) if code == "limit_mismatch"),
+        "{refused:?}"
+    );
+    permit.release().await.expect("release");
+    // Multi-lock: b cannot take an overlapping set while a holds one.
+    let ma = MultiLock::new(&sa, ["acct/1", "acct/2"]);
+    let mb = MultiLock::new(&sb, ["acct/2", "acct/3"]);
+    let held = ma.lock().await.expect("a takes both");
+    assert_eq!(held.grants().len(), 2);
+    assert!(matches!(mb.try_lock().await, Err(ClientError::LockHeld(_))));
+    let free = Mutex::new(&sb, "acct/3")
+        .try_lock()
+        .await
+        .expect("acct/3 stayed free");
+    free.unlock().await.expect("unlock");
+    held.unlock().await.expect("release both");
+    let got = mb.lock_timeout(PATIENCE).await.expect("b takes both");
+    got.unlock().await.expect("unlock");
+    sa.close().await.expect("close a");
+    sb.close().await.expect("close b");
+}

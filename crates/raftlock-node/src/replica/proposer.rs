@@ -179,6 +179,9 @@ fn weight(command: &Command) -> usize {
         | Command::Proclaim { value: data, .. } => data.len(),
         Command::CheckpointSessions { sessions } => 24 * sessions.len(),
         Command::RenewSessions { ids } => 16 * ids.len(),
+        Command::AcquireMulti { locks, .. } | Command::ReleaseMulti { locks, .. } => {
+            locks.iter().map(String::len).sum()
+        }
         _ => 0,
     };
     payload + 128

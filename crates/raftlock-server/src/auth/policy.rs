@@ -84,6 +84,18 @@ fn need(method: &Method, path: &str) -> Need {
             return Need::Name(Permission::Lock, without_action(rest).to_string());
         }
     }
+    // Read-write locks and semaphores: as locks. Multi-locks name their
+    // locks in the body: any token, and the handler checks each name.
+    for prefix in ["/v1/rwlocks/", "/v1/semaphores/"] {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            if reading {
+                return Need::Name(Permission::Read, rest.to_string());
+            }
+            if method == Method::POST {
+                return Need::Name(Permission::Lock, without_action(rest).to_string());
+            }
+        }
+    }
     if let Some(rest) = path.strip_prefix("/v1/elections/") {
         if reading {
             // `GET {name}/observe` streams `name`.

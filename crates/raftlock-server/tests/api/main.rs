@@ -13,3 +13,4 @@ mod long_poll;
 mod metrics;
 mod observe;
 mod openapi;
+mod primitives;

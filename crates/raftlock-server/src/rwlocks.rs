@@ -1,0 +1,167 @@
+//! `/v1/rwlocks`: read-write locks (docs/api.md, "Read-write locks").
+//!
+//! Routed like `/v1/locks` (`locks.rs`): `POST {name}/acquire|release`,
+//! `GET {name}`. Readers at the head of the queue share the lock, a writer
+//! holds alone, and the queue is FIFO, so readers never starve a writer.
+
+use axum::extract::{FromRequest, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use raftlock_core::{RwMode, SharedKind};
+use raftlock_node::AcquireOptions;
+use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
+
+use crate::auth::Caller;
+use crate::error::{no_such_action, ApiError};
+use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadQuery};
+use crate::locks::{split_action, SessionBody};
+use crate::shared_locks::{self, SharedGrant, SharedHolder, SharedWaiter};
+use crate::state::AppState;
+
+/// The read-write lock operations, for the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(inspect, acquire_rwlock, release_rwlock))]
+pub(crate) struct Api;
+
+/// The read-write lock routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/rwlocks/{*rest}", get(inspect).post(action))
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    Read,
+    Write,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RwLockAcquire)]
+struct AcquireBody {
+    session_id: String,
+    mode: Mode,
+    /// How long to wait for the grant; `0` tries once.
+    wait_ms: Option<u64>,
+    #[serde(default)]
+    keep_queued: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RwLockGranted)]
+struct Granted {
+    rwlock: String,
+    mode: Mode,
+    node: String,
+    fencing_token: u64,
+    session_id: String,
+    since_revision: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RwLock)]
+struct RwLockBody {
+    rwlock: String,
+    holders: Vec<SharedHolder>,
+    waiters: Vec<SharedWaiter>,
+}
+
+async fn action(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(rest): ApiPath<String>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let (name, action) = split_action(&rest);
+    match action {
+        "acquire" => acquire_rwlock(app, caller, name, request).await,
+        "release" => release_rwlock(app, caller, name, request).await,
+        other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
+    }
+}
+
+/// Takes a read-write lock to read (shared with the readers at the head
+/// of the queue) or to write (alone), waiting in FIFO order.
+#[utoipa::path(post, path = "/v1/rwlocks/{name}/acquire", tag = "rwlocks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`")),
+    request_body = AcquireBody,
+    responses((status = 200, description = "Granted", body = Granted)))]
+async fn acquire_rwlock(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
+    let (session, wait) = shared_locks::admit(
+        &app,
+        &caller,
+        SharedKind::RwLock,
+        name,
+        &body.session_id,
+        body.wait_ms,
+    )
+    .await?;
+    let mode = match body.mode {
+        Mode::Read => RwMode::Read,
+        Mode::Write => RwMode::Write,
+    };
+    let options = AcquireOptions {
+        wait,
+        keep_queued: body.keep_queued,
+    };
+    let grant = shared_locks::long_poll(
+        &app,
+        body.keep_queued,
+        app.node.acquire_rwlock(name, session, mode, options),
+    )
+    .await?;
+    let grant = SharedGrant::from(grant);
+    Ok(Json(Granted {
+        rwlock: name.to_string(),
+        mode: body.mode,
+        node: grant.node,
+        fencing_token: grant.fencing_token,
+        session_id: grant.session_id,
+        since_revision: grant.since_revision,
+    })
+    .into_response())
+}
+
+/// Releases a read-write lock, or cancels the session's wait for it.
+#[utoipa::path(post, path = "/v1/rwlocks/{name}/release", tag = "rwlocks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`")),
+    request_body = SessionBody,
+    responses((status = 204, description = "Released")))]
+async fn release_rwlock(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
+    shared_locks::release(&app, &caller, SharedKind::RwLock, name, &body.session_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A read-write lock's holders and waiters, each in queue order.
+#[utoipa::path(get, path = "/v1/rwlocks/{name}", tag = "rwlocks",
+    params(("name" = String, Path, description = "Lock name; may contain `/`"), ReadQuery),
+    responses((status = 200, description = "The read-write lock", body = RwLockBody)))]
+async fn inspect(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ReadQuery>,
+) -> Result<Json<RwLockBody>, ApiError> {
+    let listing =
+        shared_locks::inspect(&app, &caller, SharedKind::RwLock, &name, query.consistency).await?;
+    Ok(Json(RwLockBody {
+        rwlock: name,
+        holders: listing.holders,
+        waiters: listing.waiters,
+    }))
+}

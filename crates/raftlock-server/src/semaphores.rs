@@ -1,0 +1,167 @@
+//! `/v1/semaphores`: counting semaphores (docs/api.md, "Semaphores").
+//!
+//! Routed like `/v1/locks` (`locks.rs`). The first acquire fixes the
+//! number of permits while anyone is queued; an acquire that names
+//! another number is refused (`409 limit_mismatch`). At most that many
+//! sessions hold at once, in FIFO order.
+
+use axum::extract::{FromRequest, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use raftlock_core::SharedKind;
+use raftlock_node::AcquireOptions;
+use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
+
+use crate::auth::Caller;
+use crate::error::{no_such_action, ApiError};
+use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadQuery};
+use crate::locks::{split_action, SessionBody};
+use crate::shared_locks::{self, SharedGrant, SharedHolder, SharedWaiter};
+use crate::state::AppState;
+
+/// The semaphore operations, for the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(inspect, acquire_semaphore, release_semaphore))]
+pub(crate) struct Api;
+
+/// The semaphore routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/semaphores/{*rest}", get(inspect).post(action))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = SemaphoreAcquire)]
+struct AcquireBody {
+    session_id: String,
+    /// How many may hold at once; must match the limit in force.
+    permits: u64,
+    /// How long to wait for the grant; `0` tries once.
+    wait_ms: Option<u64>,
+    #[serde(default)]
+    keep_queued: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SemaphoreGranted)]
+struct Granted {
+    semaphore: String,
+    permits: u64,
+    node: String,
+    fencing_token: u64,
+    session_id: String,
+    since_revision: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Semaphore)]
+struct SemaphoreBody {
+    semaphore: String,
+    /// `null` while nobody is queued: the next acquire sets it.
+    permits: Option<u64>,
+    holders: Vec<SharedHolder>,
+    waiters: Vec<SharedWaiter>,
+}
+
+async fn action(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(rest): ApiPath<String>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let (name, action) = split_action(&rest);
+    match action {
+        "acquire" => acquire_semaphore(app, caller, name, request).await,
+        "release" => release_semaphore(app, caller, name, request).await,
+        other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
+    }
+}
+
+/// Takes one of a semaphore's places, waiting in FIFO order.
+#[utoipa::path(post, path = "/v1/semaphores/{name}/acquire", tag = "semaphores",
+    params(("name" = String, Path, description = "Semaphore name; may contain `/`")),
+    request_body = AcquireBody,
+    responses((status = 200, description = "Granted", body = Granted)))]
+async fn acquire_semaphore(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
+    let (session, wait) = shared_locks::admit(
+        &app,
+        &caller,
+        SharedKind::Semaphore,
+        name,
+        &body.session_id,
+        body.wait_ms,
+    )
+    .await?;
+    let options = AcquireOptions {
+        wait,
+        keep_queued: body.keep_queued,
+    };
+    let grant = shared_locks::long_poll(
+        &app,
+        body.keep_queued,
+        app.node
+            .acquire_semaphore(name, session, body.permits, options),
+    )
+    .await?;
+    let grant = SharedGrant::from(grant);
+    Ok(Json(Granted {
+        semaphore: name.to_string(),
+        permits: body.permits,
+        node: grant.node,
+        fencing_token: grant.fencing_token,
+        session_id: grant.session_id,
+        since_revision: grant.since_revision,
+    })
+    .into_response())
+}
+
+/// Releases the session's place in a semaphore, or cancels its wait.
+#[utoipa::path(post, path = "/v1/semaphores/{name}/release", tag = "semaphores",
+    params(("name" = String, Path, description = "Semaphore name; may contain `/`")),
+    request_body = SessionBody,
+    responses((status = 204, description = "Released")))]
+async fn release_semaphore(
+    app: AppState,
+    caller: Caller,
+    name: &str,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
+    shared_locks::release(&app, &caller, SharedKind::Semaphore, name, &body.session_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A semaphore's limit, holders and waiters.
+#[utoipa::path(get, path = "/v1/semaphores/{name}", tag = "semaphores",
+    params(("name" = String, Path, description = "Semaphore name; may contain `/`"), ReadQuery),
+    responses((status = 200, description = "The semaphore", body = SemaphoreBody)))]
+async fn inspect(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ReadQuery>,
+) -> Result<Json<SemaphoreBody>, ApiError> {
+    let listing = shared_locks::inspect(
+        &app,
+        &caller,
+        SharedKind::Semaphore,
+        &name,
+        query.consistency,
+    )
+    .await?;
+    Ok(Json(SemaphoreBody {
+        semaphore: name,
+        permits: listing.limit,
+        holders: listing.holders,
+        waiters: listing.waiters,
+    }))
+}
