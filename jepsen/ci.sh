@@ -18,7 +18,13 @@
 #      the `membership` nemesis adds spare members (`raftlock serve
 #      --join`) and removes voters (the leader too) must be valid, with
 #      adds and removals completed; and mutex with membership changes
-#      between kills, pauses and partitions.
+#      between kills, pauses and partitions;
+#   5. run jepsen/tests/disk.rs: mutex for 20 s under the disk nemeses
+#      (`disk-full`: a member's next log sync fails with ENOSPC, a clean
+#      stop, restarted when the fault ends; `slow-fsync`: its syncs take
+#      100-300 ms longer), and register under disk faults, kills and
+#      partitions, must be valid, and the faults must have reached the
+#      members' disk path (about 1.5 min).
 #
 # How the injected build is made (JEPSEN_INJECTED_BUILD):
 #   target-dir  (default outside CI) `--target-dir target/injected`: never
@@ -71,3 +77,5 @@ echo "== jepsen: issue 10 regression (isolated leader, sticky client)"
 cargo test --locked -p raftlock-jepsen --test isolated_leader -- --ignored --nocapture
 echo "== jepsen: membership changes under load (issue 12)"
 cargo test --locked -p raftlock-jepsen --test membership -- --ignored --test-threads=1 --nocapture
+echo "== jepsen: disk nemeses (issue 14)"
+cargo test --locked -p raftlock-jepsen --test disk -- --ignored --test-threads=1 --nocapture

@@ -312,6 +312,13 @@ impl Api {
             .and_then(|(_, body)| parse_members(&body))
     }
 
+    /// `POST {path}` with a JSON `body` on a member's control endpoint (a
+    /// disk fault, [`crate::member::fault`]).
+    pub async fn inject(&self, node: u64, path: &str, body: Json) -> Reply<()> {
+        let req = self.http.post(self.url(node, path)).json(&body);
+        self.send(req, self.timeout).await.map(|_| ())
+    }
+
     /// `GET /v1/health`: true on 200.
     pub async fn healthy(&self, node: u64) -> bool {
         let req = self.http.get(self.url(node, "/v1/health"));
@@ -367,6 +374,15 @@ const DEFINITE: &[&str] = &[
     "not_leader",
     "unsupported_media_type",
     "method_not_allowed",
+    // Refused before proposing (docs/api.md): a member whose disk failed
+    // or is full, one over its connection cap or an admission limit, a
+    // member whose data was replaced. A write in flight when a disk failed
+    // is answered `outcome_unknown` or `no_leader`, never these.
+    "storage_failed",
+    "disk_full",
+    "overloaded",
+    "too_many_requests",
+    "member_replaced",
 ];
 
 /// An error answer: `Fail` for codes that mean "not applied", `Info` for
@@ -437,6 +453,10 @@ mod tests {
         assert!(matches!(r, Reply::Info(_)));
         let r: Reply<()> = classify(500, &json!({"error": "internal", "message": "m"}));
         assert!(matches!(r, Reply::Info(_)));
+        for code in ["storage_failed", "disk_full", "overloaded"] {
+            let r: Reply<()> = classify(503, &json!({"error": code, "message": "m"}));
+            assert!(matches!(r, Reply::Fail(_)), "{code}");
+        }
         let r: Reply<()> = classify(404, &Json::Null);
         assert_eq!(r.code(), Some("http_404"));
         assert!(matches!(r, Reply::Fail(_)));

@@ -165,7 +165,10 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
             nodes: opts.nodes,
             spares,
             bin: opts.raftlock_bin.clone(),
-            embedded: embedded.then(|| opts.member_bin.clone()),
+            // Disk faults go through the members' fault hooks.
+            member_bin: (embedded || opts.faults.iter().any(|f| f.is_disk()))
+                .then(|| opts.member_bin.clone()),
+            embedded,
             log_dir: dir.clone(),
             timing: opts.timing.clone(),
         })

@@ -93,7 +93,8 @@ async fn an_isolated_leader_does_not_keep_a_lost_holder_holding() {
         nodes: 3,
         spares: 0,
         bin: bin.clone(),
-        embedded: None,
+        member_bin: None,
+        embedded: false,
         log_dir: dir.clone(),
         timing: ClusterTiming::default(),
     })

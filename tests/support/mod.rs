@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod load;
 pub mod tls;
 
 use std::path::PathBuf;
@@ -183,6 +184,20 @@ impl ProcessCluster {
             .spawn()
             .expect("spawn raftlock serve");
         self.processes[(id - 1) as usize] = Some(child);
+    }
+
+    /// The process id of member `id`, while it runs.
+    pub fn pid(&self, id: u64) -> Option<u32> {
+        self.processes[(id - 1) as usize].as_ref().map(Child::id)
+    }
+
+    /// Appends `text` (TOML tables, e.g. `[api]`) to the cluster file, for
+    /// members started after this call.
+    pub fn append_config(&self, text: &str) {
+        let mut config = std::fs::read_to_string(&self.config).expect("read config");
+        config.push('\n');
+        config.push_str(text);
+        std::fs::write(&self.config, config).expect("write config");
     }
 
     /// Waits up to `within` for member `id`'s process to exit on its

@@ -251,6 +251,14 @@ impl Node {
         self.lifecycle.sync_stall.set(stalled);
     }
 
+    /// Fault injection for tests and harnesses: every log sync of this
+    /// node takes `delay` longer (zero: back to normal), as on a disk whose
+    /// `fdatasync` is slow. Nothing fails; commits that need this member's
+    /// acknowledgement are late by as much.
+    pub fn slow_log_sync(&self, delay: std::time::Duration) {
+        self.lifecycle.sync_stall.set_delay(delay);
+    }
+
     /// Fault injection for tests and harnesses: this node's next log sync
     /// fails as if `fdatasync` returned `EIO`. Like a real failure it is
     /// permanent: the member leaves the Raft group and answers

@@ -57,6 +57,14 @@ pub struct ApiConfig {
     /// connection sits idle between requests, so this is the idle
     /// timeout of client connections too. Default 10 000.
     pub header_read_timeout_ms: u64,
+    /// Client connections this member serves at once; a connection
+    /// accepted beyond it is answered `503 overloaded` with `Retry-After:
+    /// 1` and closed before its request is read (`overflow.rs`). Bounds
+    /// the memory open connections take (docs/overload.md) and, with
+    /// HTTP/1, the requests in flight; the process needs a file
+    /// descriptor limit (`ulimit -n`, `LimitNOFILE=`) above it. Default
+    /// 8 192.
+    pub max_connections: usize,
     /// A request's body must arrive completely within this many ms of its
     /// headers, or the answer is `408 request_timeout` and the connection
     /// is closed. Default 10 000.
@@ -82,6 +90,7 @@ impl Default for ApiConfig {
             max_sessions_per_owner: None,
             max_waiters_per_lock: 10_000,
             header_read_timeout_ms: 10_000,
+            max_connections: 8_192,
             body_read_timeout_ms: 10_000,
             auth: AuthConfig::default(),
         }
@@ -173,6 +182,7 @@ impl ApiConfig {
             ),
             ("max_waiters_per_lock", self.max_waiters_per_lock as u64),
             ("header_read_timeout_ms", self.header_read_timeout_ms),
+            ("max_connections", self.max_connections as u64),
             ("body_read_timeout_ms", self.body_read_timeout_ms),
         ];
         for (key, value) in positive {
@@ -226,6 +236,7 @@ mod tests {
             max_sessions_per_owner = 2
             max_waiters_per_lock = 3
             header_read_timeout_ms = 1500
+            max_connections = 40
             body_read_timeout_ms = 2500
         "#;
         let c = ApiConfig::from_cluster_toml(text).expect("valid");
@@ -242,6 +253,7 @@ mod tests {
                 max_sessions_per_owner: Some(2),
                 max_waiters_per_lock: 3,
                 header_read_timeout_ms: 1500,
+                max_connections: 40,
                 body_read_timeout_ms: 2500,
                 auth: AuthConfig::default(),
             }

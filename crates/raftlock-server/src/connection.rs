@@ -6,7 +6,8 @@
 //! loop with hyper's HTTP/1 connection builder configured directly:
 //! headers must arrive within `header_read_timeout_ms` (hyper closes the
 //! connection otherwise), and a middleware reads each body within
-//! `body_read_timeout_ms`. HTTP/1 only: no client of the API speaks h2c,
+//! `body_read_timeout_ms`; and at most `max_connections` connections are
+//! served at once ([`crate::overflow`]). HTTP/1 only: no client of the API speaks h2c,
 //! and hyper's HTTP/2 server has no header deadline of this kind.
 
 use std::future::Future;
@@ -28,6 +29,8 @@ use raftlock_tls::{accept_failed, TlsConnection, TlsIncoming};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::ApiError;
+use crate::overflow::{self, Admit, Slots};
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Serves `app` on `listener` until `shutdown` completes, then stops
 /// accepting and waits for every open connection to finish its
@@ -39,7 +42,7 @@ pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<Arc<ServerConfig>>,
     app: Router,
-    header_read_timeout: Duration,
+    (header_read_timeout, slots): (Duration, Slots),
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
@@ -51,18 +54,36 @@ pub(crate) async fn serve(
         None => Incoming::Plain(listener),
         Some(tls) => Incoming::Tls(TlsIncoming::new(listener, tls, header_read_timeout, "api")?),
     };
+    let refusal = Arc::new(overflow::answer(slots.max()));
+    let mut warned = false;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            accepted = incoming.accept() => match accepted {
-                Accepted::Plain(stream, peer) => {
-                    spawn_connection(&http, &graceful, &app, stream, peer);
+            accepted = incoming.accept() => {
+                let admit = match &accepted {
+                    Accepted::Failed(_) => None,
+                    _ => Some(slots.admit()),
+                };
+                if !warned && !matches!(admit, None | Some(Admit::Serve(_))) {
+                    // Once per listener: a flood would repeat it per connection.
+                    warned = true;
+                    tracing::warn!(
+                        max = slots.max(),
+                        "API connection limit reached (api.max_connections): new \
+                         connections get 503 overloaded until some close"
+                    );
                 }
-                Accepted::Tls(stream, peer) => {
-                    spawn_connection(&http, &graceful, &app, stream, peer);
+                match (accepted, admit) {
+                    (Accepted::Plain(stream, peer), Some(admit)) => {
+                        admitted(&http, &graceful, &app, stream, peer, admit, &refusal);
+                    }
+                    (Accepted::Tls(stream, peer), Some(admit)) => {
+                        admitted(&http, &graceful, &app, stream, peer, admit, &refusal);
+                    }
+                    (Accepted::Failed(e), _) => accept_failed(e).await,
+                    (_, None) => {}
                 }
-                Accepted::Failed(e) => accept_failed(e).await,
-            },
+            }
             () = &mut shutdown => break,
         }
     }
@@ -98,12 +119,34 @@ impl Incoming {
     }
 }
 
+/// Serves, refuses or drops a new connection, as its admission says.
+fn admitted<S>(
+    http: &hyper::server::conn::http1::Builder,
+    graceful: &GracefulShutdown,
+    app: &Router,
+    stream: S,
+    peer: SocketAddr,
+    admit: Admit,
+    refusal: &Arc<Vec<u8>>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    match admit {
+        Admit::Serve(slot) => spawn_connection(http, graceful, app, stream, peer, slot),
+        Admit::Refuse(permit) => {
+            tokio::spawn(overflow::refuse(stream, Arc::clone(refusal), permit));
+        }
+        Admit::Drop => drop(stream),
+    }
+}
+
 fn spawn_connection<S>(
     http: &hyper::server::conn::http1::Builder,
     graceful: &GracefulShutdown,
     app: &Router,
     stream: S,
     peer: SocketAddr,
+    slot: OwnedSemaphorePermit,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -116,6 +159,8 @@ fn spawn_connection<S>(
         if let Err(e) = connection.await {
             tracing::debug!(%peer, "connection ended: {e}");
         }
+        // The connection's slot is free again.
+        drop(slot);
     });
 }
 

@@ -96,6 +96,8 @@ error_codes! {
     RequestTimeout = "request_timeout",
     LimitMismatch = "limit_mismatch",
     NotHolder = "not_holder",
+    /// Written below hyper by `overflow.rs`, never by an `ApiError`.
+    Overloaded = "overloaded",
 }
 
 /// An API error: a stable machine-readable code, its HTTP status and a
@@ -356,9 +358,13 @@ impl IntoResponse for ApiError {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if matches!(
             self.code,
-            ErrorCode::NoLeader | ErrorCode::ShuttingDown | ErrorCode::MembershipChanging
+            ErrorCode::NoLeader
+                | ErrorCode::ShuttingDown
+                | ErrorCode::MembershipChanging
+                | ErrorCode::NotCaughtUp
         ) {
-            // Both are safe to retry; a short pause lets an election settle.
+            // All are safe to retry; a short pause lets an election settle
+            // (or a loaded member apply its log).
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if self.code == ErrorCode::TooManyRequests {

@@ -41,6 +41,7 @@ mod node_watch;
 mod nodes;
 mod observe;
 mod openapi;
+mod overflow;
 mod process;
 mod reachability;
 mod rwlocks;
@@ -123,6 +124,7 @@ pub async fn serve(
         None => None,
     };
     let header_timeout = std::time::Duration::from_millis(config.header_read_timeout_ms);
+    let slots = overflow::Slots::new(config.max_connections);
     let stopping = Arc::new(watch::channel(false).0);
     let tokens = config.auth.tokens.len();
     let app = build(node, config, stopping.clone());
@@ -138,7 +140,7 @@ pub async fn serve(
         tracing::info!(%addr, "API shutting down");
         stopping.send_replace(true);
     };
-    connection::serve(listener, tls, app, header_timeout, shutdown).await
+    connection::serve(listener, tls, app, (header_timeout, slots), shutdown).await
 }
 
 fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> Router {

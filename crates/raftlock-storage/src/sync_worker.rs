@@ -57,13 +57,17 @@ impl SyncMeter {
 /// Fault injection at the durability barrier: while set, the worker holds
 /// its next barrier, as if the disk hung ([`SyncStall::set`]); or the next
 /// barrier fails as if `fdatasync` returned `EIO` ([`SyncStall::fail_next`])
-/// or `ENOSPC` ([`SyncStall::fail_next_out_of_space`]).
+/// or `ENOSPC` ([`SyncStall::fail_next_out_of_space`]); or every barrier
+/// is slowed down, as on a disk whose `fdatasync` takes long
+/// ([`SyncStall::set_delay`]).
 /// For tests and fault-injection harnesses; a production node never sets it.
 #[derive(Clone, Default)]
 pub struct SyncStall {
     stalled: Arc<(Mutex<bool>, Condvar)>,
     /// The `errno` the next barrier fails with; 0: none pending.
     fail_next: Arc<AtomicI32>,
+    /// Extra time every barrier takes, in microseconds; 0: none.
+    delay_us: Arc<AtomicU64>,
 }
 
 impl SyncStall {
@@ -87,6 +91,14 @@ impl SyncStall {
         self.fail_next.store(ENOSPC, Ordering::SeqCst);
     }
 
+    /// Makes every barrier take `delay` longer (zero: back to normal), as
+    /// on a disk whose `fdatasync` is slow. Barriers still succeed; only
+    /// durability (hence every commit that waits for this member) is late.
+    pub fn set_delay(&self, delay: std::time::Duration) {
+        let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.delay_us.store(us, Ordering::SeqCst);
+    }
+
     /// The injected failure, if one is pending (taken once).
     fn injected_failure(&self) -> Option<StoreError> {
         match self.fail_next.swap(0, Ordering::SeqCst) {
@@ -95,12 +107,18 @@ impl SyncStall {
         }
     }
 
-    /// Blocks while stalled.
+    /// Blocks while stalled, then for the injected delay, if any.
     fn pass(&self) {
         let (flag, changed) = &*self.stalled;
         let mut stalled = flag.lock().unwrap_or_else(|e| e.into_inner());
         while *stalled {
             stalled = changed.wait(stalled).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(stalled);
+        let us = self.delay_us.load(Ordering::SeqCst);
+        if us > 0 {
+            // On the sync thread, where a real slow fsync would block too.
+            std::thread::sleep(std::time::Duration::from_micros(us));
         }
     }
 }
@@ -313,5 +331,26 @@ mod tests {
         drop(worker);
         drop(done_tx);
         assert_eq!(done_rx.iter().filter(Result::is_ok).count(), 3);
+    }
+
+    /// A delay set with `set_delay` makes each barrier at least that slow,
+    /// and clearing it makes them quick again.
+    #[test]
+    fn an_injected_delay_slows_every_barrier() {
+        use std::time::{Duration, Instant};
+        let dir = tempfile::TempDir::new().expect("temp dir");
+        let worker = worker(&dir);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        worker.stall().set_delay(Duration::from_millis(150));
+        let started = Instant::now();
+        rt.block_on(worker.sync()).expect("slow barrier ok");
+        rt.block_on(worker.sync()).expect("slow barrier ok");
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        worker.stall().set_delay(Duration::ZERO);
+        let started = Instant::now();
+        rt.block_on(worker.sync()).expect("barrier ok");
+        assert!(started.elapsed() < Duration::from_millis(150));
     }
 }

@@ -41,10 +41,13 @@ pub struct ClusterOptions {
     pub spares: usize,
     /// The `raftlock` binary.
     pub bin: PathBuf,
-    /// `Some(raftlock-jepsen)`: members are `raftlock-jepsen member`
-    /// processes whose clients are embedded (each also gets a control
-    /// port); `None`: `raftlock serve`.
-    pub embedded: Option<PathBuf>,
+    /// `Some(raftlock-jepsen)`: the founding members are `raftlock-jepsen
+    /// member` processes, each with a control port (for embedded clients
+    /// and the disk faults); `None`: `raftlock serve`.
+    pub member_bin: Option<PathBuf>,
+    /// With `member_bin`: the clients are embedded (they go through the
+    /// control ports). Otherwise they use the HTTP API.
+    pub embedded: bool,
     /// Where node logs and the cluster TOML are kept (the run directory).
     pub log_dir: PathBuf,
     /// Raft timing.
@@ -70,6 +73,10 @@ pub struct Cluster {
     /// With embedded clients: a client for every member's control
     /// endpoint (the same paths as the API, see [`crate::member`]).
     pub control: Option<Api>,
+    /// With member processes: their control endpoints, for the disk
+    /// faults ([`crate::member::fault`]); founders only (spares run
+    /// `raftlock serve`).
+    pub faults: Option<Api>,
     /// The member processes (spares too, not started); a tokio mutex
     /// because kill/stop await.
     procs: Mutex<BTreeMap<u64, NodeProcess>>,
@@ -85,7 +92,7 @@ impl Cluster {
     /// Writes the config, starts the proxies and every member. Does not
     /// wait for a leader: see [`Cluster::wait_healthy`].
     pub async fn start(opts: &ClusterOptions) -> anyhow::Result<Cluster> {
-        let bin = opts.embedded.as_ref().unwrap_or(&opts.bin);
+        let bin = opts.member_bin.as_ref().unwrap_or(&opts.bin);
         anyhow::ensure!(
             bin.is_file(),
             "member binary not found at {} (build it first: cargo build -p raftlock-cli \
@@ -99,15 +106,22 @@ impl Cluster {
             .tempdir()
             .context("creating a scratch directory")?;
         anyhow::ensure!(
-            opts.spares == 0 || opts.embedded.is_none(),
+            opts.spares == 0 || !opts.embedded,
             "spare members need `raftlock serve` members, not embedded clients"
+        );
+        anyhow::ensure!(
+            !opts.embedded || opts.member_bin.is_some(),
+            "embedded clients need member processes (member_bin)"
         );
         let total = opts.nodes + opts.spares;
         let ids: Vec<u64> = (1..=total as u64).collect();
-        let ports = if opts.embedded.is_some() { 3 } else { 2 };
+        let ports = if opts.member_bin.is_some() { 3 } else { 2 };
         let addrs = setup::free_addrs(ports * total).context("finding free ports")?;
-        let controls: Option<Vec<SocketAddr>> =
-            opts.embedded.is_some().then(|| addrs[2 * total..].to_vec());
+        // Founders only: spares join as `raftlock serve`, which has none.
+        let controls: Option<Vec<SocketAddr>> = opts
+            .member_bin
+            .is_some()
+            .then(|| addrs[2 * total..2 * total + opts.nodes].to_vec());
         let all: BTreeMap<u64, (SocketAddr, SocketAddr)> = ids
             .iter()
             .enumerate()
@@ -136,10 +150,17 @@ impl Cluster {
                 .filter(|&&p| p != id)
                 .filter_map(|&p| net.proxy_addr(id, p).map(|a| (p, a.to_string())))
                 .collect();
+            let control = controls
+                .as_ref()
+                .and_then(|c| c.get((id - 1) as usize).copied());
             let spec = NodeSpec {
                 id,
-                bin: bin.clone(),
-                control: controls.as_ref().map(|c| c[(id - 1) as usize]),
+                bin: if control.is_some() {
+                    bin.clone()
+                } else {
+                    opts.bin.clone()
+                },
+                control,
                 config: config.clone(),
                 peers,
                 extra: Vec::new(),
@@ -157,10 +178,11 @@ impl Cluster {
             all.values().map(|(a, _)| format!("http://{a}")).collect(),
             timeout,
         );
-        let control = controls.map(|c| {
+        let faults = controls.map(|c| {
             let urls = c.iter().map(|a| format!("http://{a}")).collect();
             Api::new(urls, timeout)
         });
+        let control = faults.clone().filter(|_| opts.embedded);
         Ok(Cluster {
             roster: Arc::new(Roster::new(members.keys().copied())),
             changes: ChangeCounts::default(),
@@ -170,6 +192,7 @@ impl Cluster {
             net,
             api,
             control,
+            faults,
             procs: Mutex::new(procs),
             scratch,
         })
@@ -244,6 +267,18 @@ impl Cluster {
     pub async fn restart(&self, id: u64) -> std::io::Result<()> {
         match self.procs.lock().await.get_mut(&id) {
             Some(p) => p.start(),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops member `id` (SIGTERM, kill -9 after 5 s) and starts it again,
+    /// as an operator restarts a member after a disk fault.
+    pub async fn reboot(&self, id: u64) -> std::io::Result<()> {
+        match self.procs.lock().await.get_mut(&id) {
+            Some(p) => {
+                p.stop(Duration::from_secs(5)).await;
+                p.start()
+            }
             None => Ok(()),
         }
     }

@@ -10,13 +10,16 @@
 //! [`raftlock_client::EmbeddedClient`] over the in-process node: no HTTP
 //! hop between the client and its node, and the client can only ever use
 //! that node, as an embedded application does. See [`control`] for the
-//! routes.
+//! routes. The same endpoint takes the disk faults ([`fault`]), which is
+//! why runs with a disk nemesis use member processes even when their
+//! clients talk HTTP.
 //!
 //! Real processes, real sockets, real files: the harness kills, pauses and
 //! restarts a member like a `raftlock serve` process, and its embedded
 //! clients die, freeze and come back with it.
 
 pub mod control;
+pub mod fault;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -84,7 +87,7 @@ pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
         ApiConfig::default(),
         stopped(stop_rx.clone()),
     ));
-    let control_app = control::router(node.clone());
+    let control_app = control::router(node.clone()).merge(fault::router(node.clone()));
     let control_task = tokio::spawn(async move {
         axum::serve(control, control_app)
             .with_graceful_shutdown(stopped(stop_rx))

@@ -45,6 +45,10 @@ enum Undo {
     Retire(u64),
     /// Nothing (a member was added).
     Nothing,
+    /// Restart the member whose disk "filled up" (SIGTERM, start).
+    Reboot(u64),
+    /// Make the member's log syncs quick again.
+    QuickSync(u64),
 }
 
 /// An applied fault.
@@ -158,6 +162,10 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<Applied> {
         Fault::KillLeader | Fault::PauseLeader | Fault::PartitionLeader | Fault::IsolateLeader => {
             Some(cluster.leader().await.unwrap_or(random_node))
         }
+        // A disk fault hits the leader half of the time.
+        Fault::DiskFull | Fault::SlowFsync if step.pick.is_multiple_of(2) => {
+            Some(cluster.leader().await.unwrap_or(random_node))
+        }
         _ => None,
     };
     let target = leader.unwrap_or(random_node);
@@ -257,6 +265,24 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<Applied> {
                 .max(Duration::from_millis(ctx.settings.ttl_ms + 3_000));
             (name, Undo::HealAndLetGo, hold)
         }
+        Fault::DiskFull => {
+            disk_fault(cluster, target, "/fault/disk-full", serde_json::json!({})).await?;
+            (
+                format!("{fault} n{target}"),
+                Undo::Reboot(target),
+                step.hold,
+            )
+        }
+        Fault::SlowFsync => {
+            let delay_ms = 100 + (step.pick >> 8) % 201;
+            let body = serde_json::json!({ "delay_ms": delay_ms });
+            disk_fault(cluster, target, "/fault/slow-fsync", body).await?;
+            (
+                format!("{fault} n{target} {delay_ms}ms"),
+                Undo::QuickSync(target),
+                step.hold,
+            )
+        }
         Fault::Membership => return None,
     };
     let (name, undo, hold) = applied;
@@ -296,6 +322,38 @@ async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
             }
         }
         Undo::Nothing => {}
+        Undo::Reboot(id) => {
+            if let Err(e) = cluster.reboot(id).await {
+                eprintln!("nemesis: restarting n{id} failed: {e}");
+            }
+        }
+        Undo::QuickSync(id) => {
+            let body = serde_json::json!({ "delay_ms": 0 });
+            if disk_fault(cluster, id, "/fault/slow-fsync", body)
+                .await
+                .is_none()
+            {
+                // Not answered: the slow syncs may go on, so restart the
+                // member (a new process syncs at full speed).
+                if let Err(e) = cluster.reboot(id).await {
+                    eprintln!("nemesis: restarting n{id} failed: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Sends a disk fault to member `id`'s fault hooks; `None` (and a line on
+/// stderr) when it has none (a spare that joined as `raftlock serve`, a
+/// run without member processes) or did not take it.
+async fn disk_fault(cluster: &Cluster, id: u64, path: &str, body: serde_json::Value) -> Option<()> {
+    let faults = cluster.faults.as_ref().filter(|f| id as usize <= f.len())?;
+    match faults.inject(id, path, body).await {
+        crate::api::Reply::Ok(()) => Some(()),
+        other => {
+            eprintln!("nemesis: {path} on n{id} not taken: {:?}", other.code());
+            None
+        }
     }
 }
 

@@ -34,6 +34,14 @@ pub enum Fault {
     IsolateLeader,
     /// Add a spare member or remove a voter (never below three).
     Membership,
+    /// The next log sync of the leader or a random member fails with
+    /// `ENOSPC`, as on a full disk: a clean stop (`503 disk_full`); the
+    /// member is restarted when the fault ends, as an operator would after
+    /// freeing space.
+    DiskFull,
+    /// Every log sync of the leader or a random member takes 100–300 ms
+    /// longer, as on a disk with a slow `fdatasync`.
+    SlowFsync,
 }
 
 impl Fault {
@@ -53,6 +61,17 @@ impl Fault {
         Fault::Membership,
     ];
 
+    /// The disk faults (`--nemesis disk`). Not part of `all`: they need
+    /// `raftlock-jepsen member` processes, which carry the fault hooks,
+    /// instead of `raftlock serve` (see [`crate::member::fault`]), and
+    /// `all` keeps testing the shipped binary.
+    pub const DISK: [Fault; 2] = [Fault::DiskFull, Fault::SlowFsync];
+
+    /// True for a fault injected through a member's fault hooks.
+    pub fn is_disk(self) -> bool {
+        Fault::DISK.contains(&self)
+    }
+
     /// The name used on the command line and in histories.
     pub fn name(self) -> &'static str {
         match self {
@@ -68,12 +87,15 @@ impl Fault {
             Fault::ClientPause => "client-pause",
             Fault::IsolateLeader => "isolate-leader",
             Fault::Membership => "membership",
+            Fault::DiskFull => "disk-full",
+            Fault::SlowFsync => "slow-fsync",
         }
     }
 
     /// Parses a comma-separated `--nemesis` value. Groups: `partition` =
     /// every partition shape, `kill` = kill and kill-leader, `pause` =
-    /// pause and pause-leader, `all` = everything, `none` = nothing. Exact
+    /// pause and pause-leader, `disk` = disk-full and slow-fsync, `all` =
+    /// everything but the disk faults, `none` = nothing. Exact
     /// names (`partition-leader`, `kill-leader`, …) pick one kind.
     pub fn parse_list(spec: &str) -> Result<Vec<Fault>, String> {
         let mut out = Vec::new();
@@ -90,13 +112,20 @@ impl Fault {
                 "kill" => vec![Fault::Kill, Fault::KillLeader],
                 "pause" => vec![Fault::Pause, Fault::PauseLeader],
                 "partition-majority" => vec![Fault::PartitionHalves],
-                other => match Fault::ALL.iter().find(|f| f.name() == other) {
+                "disk" => Fault::DISK.to_vec(),
+                other => match Fault::ALL
+                    .iter()
+                    .chain(Fault::DISK.iter())
+                    .find(|f| f.name() == other)
+                {
                     Some(f) => vec![*f],
                     None => {
                         return Err(format!(
-                        "unknown nemesis {other:?}; known: none, all, partition, kill, pause, {}",
-                        Fault::ALL.map(Fault::name).join(", ")
-                    ))
+                            "unknown nemesis {other:?}; known: none, all, partition, kill, pause, \
+                         disk, {}, {}",
+                            Fault::ALL.map(Fault::name).join(", "),
+                            Fault::DISK.map(Fault::name).join(", ")
+                        ))
                     }
                 },
             };
@@ -202,6 +231,18 @@ mod tests {
             Fault::parse_list("membership").unwrap(),
             vec![Fault::Membership]
         );
+        assert_eq!(
+            Fault::parse_list("disk").unwrap(),
+            vec![Fault::DiskFull, Fault::SlowFsync]
+        );
+        assert_eq!(
+            Fault::parse_list("slow-fsync").unwrap(),
+            vec![Fault::SlowFsync]
+        );
+        assert!(!Fault::parse_list("all")
+            .unwrap()
+            .iter()
+            .any(|f| f.is_disk()));
     }
 
     #[test]

@@ -78,9 +78,21 @@ impl FromStr for Routing {
     }
 }
 
-/// Error codes that say a request was not delivered or not answered:
-/// the only reasons a sticky client leaves its member.
-const UNREACHABLE: &[&str] = &["connect", "http_timeout", "transport", "shutting_down"];
+/// Error codes that say a request was not delivered or not answered, or
+/// that the member cannot serve at all until an operator acts (its disk
+/// failed or is full, its data was replaced) or is at its connection cap:
+/// the only reasons a sticky client leaves its member. The Rust, Python
+/// and Go clients move on from these too; `no_leader` is not one of them.
+const UNREACHABLE: &[&str] = &[
+    "connect",
+    "http_timeout",
+    "transport",
+    "shutting_down",
+    "storage_failed",
+    "disk_full",
+    "member_replaced",
+    "overloaded",
+];
 
 /// One client's member, shared by its op loop and its keepalive task.
 #[derive(Debug)]
@@ -159,6 +171,9 @@ mod tests {
         assert_eq!(route.attached(), Some(3));
         route.observe(3, Some("http_timeout"));
         assert_eq!(route.pick(&mut rng), 1);
+        // A member that stopped on a full disk is left too.
+        route.observe(1, Some("disk_full"));
+        assert_eq!(route.pick(&mut rng), 2);
     }
 
     #[test]

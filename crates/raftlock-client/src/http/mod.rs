@@ -351,8 +351,9 @@ impl HttpClient {
                 }
                 Attempt::Answer(status, body, _) => match error_of(status, &body) {
                     ClientError::NoLeader(m) => last = ClientError::NoLeader(m),
-                    // That member's disk failed and it refused before
-                    // proposing (nothing applied): another member serves.
+                    // That member's disk failed, or it is at its connection
+                    // cap, and it refused before proposing (nothing
+                    // applied): another member serves.
                     e if storage_failed(&e) => last = e,
                     // A node going down may have applied it: resend elsewhere.
                     e @ (ClientError::OutcomeUnknown(_)
@@ -479,15 +480,31 @@ fn error_of(status: StatusCode, body: &[u8]) -> ClientError {
 }
 
 /// `storage_failed` or `disk_full`: that member's log disk failed or is
-/// full, and it refused the request before proposing anything; another
-/// member can serve it.
+/// full, and it refused the request before proposing anything; or
+/// `overloaded`: it serves as many connections as it may and refused this
+/// one before reading the request. Another member can serve it.
 fn storage_failed(e: &ClientError) -> bool {
-    matches!(e, ClientError::Rejected { code, .. } if code == "storage_failed" || code == "disk_full")
+    matches!(
+        e,
+        ClientError::Rejected { code, .. }
+            if code == "storage_failed" || code == "disk_full" || code == "overloaded"
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_member_that_refused_before_proposing_is_passed_over() {
+        for code in ["storage_failed", "disk_full", "overloaded"] {
+            let body = format!(r#"{{"error":"{code}","message":"x"}}"#);
+            let e = error_of(StatusCode::SERVICE_UNAVAILABLE, body.as_bytes());
+            assert!(storage_failed(&e), "{code}: {e:?}");
+        }
+        let body = br#"{"error":"lock_held","message":"x"}"#;
+        assert!(!storage_failed(&error_of(StatusCode::CONFLICT, body)));
+    }
 
     #[test]
     fn endpoints_are_normalized_and_checked() {

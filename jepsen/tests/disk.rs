@@ -1,0 +1,123 @@
+//! End to end: the disk nemeses (issue 14). `disk-full` makes the next log
+//! sync of the leader or a random member fail with `ENOSPC` (a clean stop:
+//! the member leaves Raft and answers `503 disk_full`) and restarts it when
+//! the fault ends; `slow-fsync` makes every log sync of a member 100–300 ms
+//! slower. Both go through the fault hooks of `raftlock-jepsen member`
+//! processes (`jepsen/src/member/fault.rs`). Every run must be valid
+//! (history and recovery), and the faults must have reached the disk path:
+//! a stopped member logs why it left Raft, so a run cannot pass by
+//! injecting nothing.
+//!
+//! `#[ignore]`d like `tests/cluster.rs` (they need the binaries built):
+//! `jepsen/ci.sh` runs them with
+//! `cargo test -p raftlock-jepsen --test disk -- --ignored --test-threads=1`.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use raftlock_jepsen::control::{default_member_bin, default_raftlock_bin};
+use raftlock_jepsen::nemesis::{Fault, Pacing};
+use raftlock_jepsen::runner::{self, TestOptions, TestOutcome};
+use raftlock_jepsen::{Verdict, Workload};
+
+/// One cluster at a time: the machine has two cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// What a member logs when a failed barrier takes it out of Raft
+/// (`crates/raftlock-node/src/storage_watch.rs`).
+const STOPPED: &str = "the log disk failed";
+/// What a member logs when it takes the slow-fsync fault.
+const SLOWED: &str = "fault injected: slow log syncs";
+
+/// A run of `workload` for 20 s under `nemesis`, faults paced fast enough
+/// that a short run sees several.
+fn run(workload: Workload, nemesis: &str, seed: u64) -> TestOutcome {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for bin in [default_raftlock_bin(), default_member_bin()] {
+        assert!(
+            bin.is_file(),
+            "{} is missing: build it first with `cargo build -p raftlock-cli -p \
+             raftlock-jepsen` (jepsen/ci.sh does)",
+            bin.display()
+        );
+    }
+    let mut opts = TestOptions::new(workload);
+    opts.faults = Fault::parse_list(nemesis).unwrap();
+    opts.time_limit = Duration::from_secs(20);
+    opts.concurrency = 8;
+    opts.seed = seed;
+    opts.store = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jepsen-store");
+    opts.pacing = Pacing {
+        first: (Duration::from_millis(500), Duration::from_millis(1_000)),
+        between: (Duration::from_millis(500), Duration::from_millis(1_500)),
+        hold: (Duration::from_millis(1_500), Duration::from_millis(3_000)),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome = runtime
+        .block_on(runner::run(&opts))
+        .unwrap_or_else(|e| panic!("{} failed to run: {e:#}", opts.replay_command()));
+    println!("{}", outcome.summary);
+    outcome
+}
+
+/// Valid, with ops.
+fn assert_valid(outcome: &TestOutcome) {
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Valid,
+        "expected a valid run:\n{}",
+        outcome.summary
+    );
+    assert!(outcome.operations > 50, "too few ops:\n{}", outcome.summary);
+}
+
+/// Lines of every node log of the run that contain `needle`.
+fn logged(outcome: &TestOutcome, needle: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(&outcome.dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("node-"))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|text| text.lines().filter(|l| l.contains(needle)).count())
+        .sum()
+}
+
+/// Disk-full and slow fsync on the lock workload: members that stop
+/// cleanly and come back after a restart, with no lock granted twice.
+#[test]
+#[ignore = "needs target/debug/raftlock and raftlock-jepsen: run jepsen/ci.sh"]
+fn mutex_under_disk_faults_is_valid() {
+    let outcome = run(Workload::Mutex, "disk", 51);
+    assert_valid(&outcome);
+    assert!(
+        logged(&outcome, STOPPED) > 0,
+        "no member stopped on a full disk (no {STOPPED:?} in the node logs):\n{}",
+        outcome.summary
+    );
+    assert!(
+        logged(&outcome, SLOWED) > 0,
+        "no member took the slow-fsync fault:\n{}",
+        outcome.summary
+    );
+}
+
+/// The register workload (linearizable reads and writes) under disk
+/// faults mixed with kills and partitions.
+#[test]
+#[ignore = "needs target/debug/raftlock and raftlock-jepsen: run jepsen/ci.sh"]
+fn register_under_disk_and_process_faults_is_valid() {
+    let outcome = run(Workload::Register, "disk,kill,partition", 52);
+    assert_valid(&outcome);
+    assert!(
+        logged(&outcome, STOPPED) + logged(&outcome, SLOWED) > 0,
+        "no disk fault reached a member:\n{}",
+        outcome.summary
+    );
+}
