@@ -163,7 +163,7 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<Applied> {
     let target = leader.unwrap_or(random_node);
     let fault = step.fault;
     let mut rng = StdRng::seed_from_u64(step.pick);
-    let mode = if step.pick % 4 == 0 {
+    let mode = if step.pick.is_multiple_of(4) {
         (LinkState::Refuse, "refuse")
     } else {
         (LinkState::Drop, "drop")

@@ -49,7 +49,7 @@ impl MemoKeys {
     pub(super) fn new(n: usize, info: impl Iterator<Item = usize>) -> Self {
         let words = n.div_ceil(64);
         let mut padding = vec![0u64; words];
-        if n % 64 != 0 {
+        if !n.is_multiple_of(64) {
             padding[words - 1] = !0u64 << (n % 64);
         }
         let mut holes = padding.clone();

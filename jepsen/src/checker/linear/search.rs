@@ -161,7 +161,7 @@ pub(super) fn search<M: Model>(
         if steps > budget.max_steps {
             return (Outcome::Unknown("step budget exhausted"), steps);
         }
-        if steps % 4096 == 0 && budget.deadline.is_some_and(|d| Instant::now() >= d) {
+        if steps.is_multiple_of(4096) && budget.deadline.is_some_and(|d| Instant::now() >= d) {
             return (Outcome::Unknown("time limit reached"), steps);
         }
         let (op, is_call) = list.node[entry];
