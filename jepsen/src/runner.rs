@@ -121,6 +121,7 @@ pub fn workload_name(w: Workload) -> &'static str {
         Workload::Mutex => "mutex",
         Workload::Fenced => "fenced",
         Workload::RwLock => "rwlock",
+        Workload::Semaphore => "semaphore",
     }
 }
 

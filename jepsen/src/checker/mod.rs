@@ -4,7 +4,8 @@
 //! - [`fenced`]: the fenced-counter invariants (no lost increment, no stale
 //!   token accepted, grant tokens increase);
 //! - [`lost_write`]: every acknowledged register write survives;
-//! - [`rwlock`]: never a writer together with another holder.
+//! - [`rwlock`]: never a writer together with another holder;
+//! - [`semaphore`]: never more than N holders.
 //!
 //! [`check_history`] runs the right set for a workload; the run driver and
 //! the `check` subcommand both go through it.
@@ -13,6 +14,7 @@ pub mod fenced;
 pub mod linear;
 pub mod lost_write;
 pub mod rwlock;
+pub mod semaphore;
 
 use crate::history::{History, HistoryError, Operation, F};
 use crate::model::{Model, MutexModel, RegisterModel};
@@ -88,6 +90,8 @@ pub enum Workload {
     /// read-write locks: writer exclusion and grant token order.
     #[serde(rename = "rwlock")]
     RwLock,
+    /// semaphores: at most N holders and grant token order.
+    Semaphore,
 }
 
 impl Workload {
@@ -96,6 +100,11 @@ impl Workload {
     pub fn detect(ops: &[Operation]) -> Workload {
         if ops.iter().any(|o| o.f == F::Incr) {
             Workload::Fenced
+        } else if ops
+            .iter()
+            .any(|o| o.f == F::Acquire && matches!(o.invoke_value, crate::history::Value::Int(_)))
+        {
+            Workload::Semaphore
         } else if ops
             .iter()
             .any(|o| o.f == F::Acquire && matches!(o.invoke_value, crate::history::Value::Str(_)))
@@ -120,8 +129,9 @@ impl FromStr for Workload {
             "mutex" => Ok(Workload::Mutex),
             "fenced" => Ok(Workload::Fenced),
             "rwlock" => Ok(Workload::RwLock),
+            "semaphore" => Ok(Workload::Semaphore),
             other => Err(format!(
-                "unknown workload {other:?} (register, mutex, fenced, rwlock)"
+                "unknown workload {other:?} (register, mutex, fenced, rwlock, semaphore)"
             )),
         }
     }
@@ -157,6 +167,7 @@ pub fn check_history(
             fenced::check(&ops).into_result(),
         ],
         Workload::RwLock => vec![rwlock::check(&ops).into_result()],
+        Workload::Semaphore => vec![semaphore::check(&ops).into_result()],
     };
     Ok(results)
 }

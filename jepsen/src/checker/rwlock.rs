@@ -92,8 +92,10 @@ pub fn holds(ops: &[Operation]) -> Vec<Hold> {
         else {
             continue;
         };
+        // The `rwlock` mode, or the `semaphore` limit (a shared hold).
         let write = match &op.invoke_value {
             Value::Str(m) => m == "write",
+            Value::Int(_) => false,
             _ => continue,
         };
         let start = op.ret.unwrap_or(op.call);
@@ -144,6 +146,32 @@ pub fn check(ops: &[Operation]) -> RwReport {
                     other: other.op,
                 });
             }
+        }
+    }
+    violations.extend(token_order(&holds));
+    let verdict = if violations.is_empty() {
+        Verdict::Valid
+    } else {
+        Verdict::Invalid
+    };
+    violations.truncate(MAX_REPORTED);
+    RwReport {
+        verdict,
+        holds: holds.len(),
+        writes: holds.iter().filter(|h| h.write).count(),
+        violations,
+    }
+}
+
+/// Grant token order: an acquire invoked after another hold ended must
+/// get a larger token (also used by [`super::semaphore`]).
+pub fn token_order(holds: &[Hold]) -> Vec<RwViolation> {
+    let mut violations = Vec::new();
+    for (i, a) in holds.iter().enumerate() {
+        for b in &holds[i + 1..] {
+            if a.process == b.process {
+                continue;
+            }
             // Token order from the invocation, not the ok: a waiter's
             // token is fixed when it queues, and its ok may be seen late.
             let (first, later) = if a.end <= b.invoked {
@@ -165,18 +193,7 @@ pub fn check(ops: &[Operation]) -> RwReport {
             }
         }
     }
-    let verdict = if violations.is_empty() {
-        Verdict::Valid
-    } else {
-        Verdict::Invalid
-    };
-    violations.truncate(MAX_REPORTED);
-    RwReport {
-        verdict,
-        holds: holds.len(),
-        writes: holds.iter().filter(|h| h.write).count(),
-        violations,
-    }
+    violations
 }
 
 impl RwReport {

@@ -59,7 +59,7 @@ pub async fn phase(
             }
             notes.push(format!("final reads {ok}/{}", keys.len()));
         }
-        Workload::RwLock => {
+        Workload::RwLock | Workload::Semaphore => {
             // The mutex's lock-free probe reads /v1/locks, which this
             // workload never touches: recovery alone is checked here.
         }

@@ -2,7 +2,9 @@
 //!
 //! `rwlock` is `mutex` on `/v1/rwlocks`: each acquire picks a mode (a
 //! third are writes), recorded as the acquire's value (`"read"` /
-//! `"write"`) for [`crate::checker::rwlock`].
+//! `"write"`) for [`crate::checker::rwlock`]. `semaphore` is `mutex` on
+//! `/v1/semaphores`, the limit N recorded as the acquire's value for
+//! [`crate::checker::semaphore`].
 //!
 //! Each client loops: open a session (a new process id), then acquire the
 //! lock, hold it briefly (`fenced`: increment the counter in the fenced
@@ -62,6 +64,18 @@ pub enum Kind {
     Fenced,
     /// A read-write lock in a random mode, held briefly.
     RwLock,
+    /// A semaphore of `Settings::permits`, held briefly.
+    Semaphore,
+}
+
+/// The name a client's semaphore requests go to: the shared one, or with
+/// the injected bug a second one for odd clients.
+fn sem_name(ctx: &Ctx, idx: usize) -> String {
+    if ctx.settings.inject_sem_wrong_name && idx % 2 == 1 {
+        format!("{}-2", ctx.settings.lock)
+    } else {
+        ctx.settings.lock.clone()
+    }
 }
 
 /// One lock client of `kind`.
@@ -113,13 +127,26 @@ async fn session_loop(
             pid: session.pid,
             f: F::Acquire,
             key: lock.clone(),
-            value: mode.map_or(Value::Nil, |m| Value::Str(m.into())),
+            value: match (kind, mode) {
+                (_, Some(m)) => Value::Str(m.into()),
+                (Kind::Semaphore, None) => {
+                    Value::Int(i64::try_from(ctx.settings.permits).unwrap_or(i64::MAX))
+                }
+                _ => Value::Nil,
+            },
             token: None,
         };
         let wait_ms = rng.random_range(500..=ctx.settings.max_wait_ms.max(500));
         let node = route.pick(rng);
         ctx.log.invoke(&call);
         let reply = match mode {
+            None if kind == Kind::Semaphore => {
+                let name = sem_name(ctx, idx);
+                let ask = (ctx.settings.permits, wait_ms);
+                ctx.client_api
+                    .sem_acquire(node, &name, &session.id, ask)
+                    .await
+            }
             None => {
                 ctx.client_api
                     .acquire(node, lock, &session.id, wait_ms)
@@ -256,7 +283,11 @@ async fn release(
         };
         let node = route.pick(rng);
         ctx.log.invoke(&call);
-        let reply = if kind == Kind::RwLock {
+        let reply = if kind == Kind::Semaphore {
+            ctx.client_api
+                .sem_release(node, &sem_name(ctx, idx), &session.id)
+                .await
+        } else if kind == Kind::RwLock {
             ctx.client_api
                 .rw_release(node, &ctx.settings.lock, &session.id)
                 .await
