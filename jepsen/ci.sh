@@ -6,7 +6,11 @@
 #      build (target/injected/debug/raftlock: linearizable reads served
 #      without a read index);
 #   2. run jepsen/tests/cluster.rs: each workload (mutex, fenced,
-#      register) for 15 s under mixed faults must be valid, the lock
+#      register; rwlock and semaphore under `all`) for 15 s under mixed faults must be
+#      valid, rwlock with its injected client bug (write holds taken in
+#      read mode) must be caught (rwlock-exclusion INVALID), semaphore
+#      likewise (under `all`; bug: odd clients on a second semaphore,
+#      semaphore-limit INVALID), the lock
 #      workloads under `isolate-leader` (sticky and embedded clients) must
 #      be valid, and the register workload with the leader-isolating
 #      partition must catch the injected bug (exit code 1, linearizability

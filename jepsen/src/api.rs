@@ -219,6 +219,66 @@ impl Api {
         })
     }
 
+    /// `POST /v1/rwlocks/{name}/acquire` in mode `read` or `write`: the
+    /// fencing token when granted.
+    pub async fn rw_acquire(
+        &self,
+        node: u64,
+        lock: &str,
+        session: &str,
+        (mode, wait_ms): (&str, u64),
+    ) -> Reply<u64> {
+        let req = self
+            .http
+            .post(self.url(node, &format!("/v1/rwlocks/{lock}/acquire")))
+            .json(&json!({"session_id": session, "mode": mode, "wait_ms": wait_ms}));
+        let timeout = self.timeout + Duration::from_millis(wait_ms);
+        self.send(req, timeout).await.and_then(|(_, body)| {
+            body.get("fencing_token")
+                .and_then(Json::as_u64)
+                .ok_or_else(|| ApiError::new("bad_response", format!("no fencing_token in {body}")))
+        })
+    }
+
+    /// `POST /v1/rwlocks/{name}/release`.
+    pub async fn rw_release(&self, node: u64, lock: &str, session: &str) -> Reply<()> {
+        let req = self
+            .http
+            .post(self.url(node, &format!("/v1/rwlocks/{lock}/release")))
+            .json(&json!({"session_id": session}));
+        self.send(req, self.timeout).await.map(|_| ())
+    }
+
+    /// `POST /v1/semaphores/{name}/acquire` with limit `permits`: the
+    /// fencing token when granted.
+    pub async fn sem_acquire(
+        &self,
+        node: u64,
+        name: &str,
+        session: &str,
+        (permits, wait_ms): (u64, u64),
+    ) -> Reply<u64> {
+        let req = self
+            .http
+            .post(self.url(node, &format!("/v1/semaphores/{name}/acquire")))
+            .json(&json!({"session_id": session, "permits": permits, "wait_ms": wait_ms}));
+        let timeout = self.timeout + Duration::from_millis(wait_ms);
+        self.send(req, timeout).await.and_then(|(_, body)| {
+            body.get("fencing_token")
+                .and_then(Json::as_u64)
+                .ok_or_else(|| ApiError::new("bad_response", format!("no fencing_token in {body}")))
+        })
+    }
+
+    /// `POST /v1/semaphores/{name}/release`.
+    pub async fn sem_release(&self, node: u64, name: &str, session: &str) -> Reply<()> {
+        let req = self
+            .http
+            .post(self.url(node, &format!("/v1/semaphores/{name}/release")))
+            .json(&json!({"session_id": session}));
+        self.send(req, self.timeout).await.map(|_| ())
+    }
+
     /// `POST /v1/locks/{name}/release`.
     pub async fn release(&self, node: u64, lock: &str, session: &str) -> Reply<()> {
         let req = self

@@ -32,7 +32,7 @@ enum Command {
     Check {
         /// The history file (`history.jsonl`).
         file: PathBuf,
-        /// Workload the history comes from: register, mutex or fenced.
+        /// Workload the history comes from: register, mutex, fenced, rwlock or semaphore.
         /// Detected from the functions in the history when omitted.
         #[arg(long)]
         workload: Option<Workload>,

@@ -120,6 +120,8 @@ pub fn workload_name(w: Workload) -> &'static str {
         Workload::Register => "register",
         Workload::Mutex => "mutex",
         Workload::Fenced => "fenced",
+        Workload::RwLock => "rwlock",
+        Workload::Semaphore => "semaphore",
     }
 }
 

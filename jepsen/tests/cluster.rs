@@ -12,6 +12,9 @@
 //!   cut while its clients keep using it, issue 10) must be valid, with
 //!   sticky HTTP clients and with clients embedded in the members
 //!   (`raftlock-jepsen member`);
+//! - `rwlock` under every fault (`all`) must be valid, and with its
+//!   injected client bug (write holds taken in read mode) invalid;
+//! - `semaphore` likewise, its bug: odd clients on a second semaphore;
 //! - the injected-bug build (linearizable reads without a read index,
 //!   `target/injected/debug/raftlock`) must be caught by the register
 //!   workload with the leader-isolating partition, within 2 × 20 s.
@@ -49,6 +52,17 @@ fn run(workload: Workload, nemesis: &str, seed: u64) -> TestOutcome {
 }
 
 fn run_with(workload: Workload, clients: Routing, nemesis: &str, seed: u64) -> TestOutcome {
+    run_tuned(workload, clients, nemesis, seed, |_| {})
+}
+
+/// [`run_with`], with `tune` applied to the options last.
+fn run_tuned(
+    workload: Workload,
+    clients: Routing,
+    nemesis: &str,
+    seed: u64,
+    tune: impl FnOnce(&mut TestOptions),
+) -> TestOutcome {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut opts = TestOptions::new(workload);
     opts.raftlock_bin = binary(default_raftlock_bin(), "cargo build -p raftlock-cli");
@@ -59,6 +73,7 @@ fn run_with(workload: Workload, clients: Routing, nemesis: &str, seed: u64) -> T
     opts.concurrency = 8;
     opts.seed = seed;
     opts.store = store();
+    tune(&mut opts);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -108,6 +123,81 @@ fn fenced_under_mixed_faults_is_valid() {
 #[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
 fn register_under_mixed_faults_is_valid() {
     assert_valid(&run(Workload::Register, "partition,kill,pause,delay", 13));
+}
+
+/// Read-write locks under every fault the harness has (membership
+/// changes and the isolated leader too), 15 s: no writer ever shares.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn rwlock_under_all_faults_is_valid() {
+    let outcome = run(Workload::RwLock, "all", 14);
+    assert_valid(&outcome);
+    assert!(
+        outcome.summary.contains("rwlock-exclusion"),
+        "{}",
+        outcome.summary
+    );
+}
+
+/// The rwlock checker's self-test on a real cluster: clients that take
+/// write holds in read mode (the injected client bug) must be caught,
+/// under the same faults, in 10 s.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn rwlock_writers_in_read_mode_are_caught() {
+    let outcome = run_tuned(Workload::RwLock, Routing::default(), "all", 15, |o| {
+        o.time_limit = Duration::from_secs(10);
+        o.settings.inject_rw_read_for_write = true;
+    });
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Invalid,
+        "the injected shared-writer bug was not caught:\n{}",
+        outcome.summary
+    );
+    assert!(
+        outcome.summary.contains("rwlock-exclusion") && outcome.summary.contains("INVALID"),
+        "{}",
+        outcome.summary
+    );
+}
+
+/// Semaphores (limit 3, 8 clients) under every fault, 15 s: never more
+/// than 3 holders.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn semaphore_under_all_faults_is_valid() {
+    let outcome = run(Workload::Semaphore, "all", 16);
+    assert_valid(&outcome);
+    assert!(
+        outcome.summary.contains("semaphore-limit"),
+        "{}",
+        outcome.summary
+    );
+}
+
+/// The semaphore checker's self-test on a real cluster: odd clients use
+/// a second semaphore by mistake (the injected client bug), so up to 6
+/// hold "the" semaphore of 3; it must be caught, under the same faults,
+/// in 10 s.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn semaphore_clients_on_the_wrong_name_are_caught() {
+    let outcome = run_tuned(Workload::Semaphore, Routing::default(), "all", 17, |o| {
+        o.time_limit = Duration::from_secs(10);
+        o.settings.inject_sem_wrong_name = true;
+    });
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Invalid,
+        "the injected wrong-name bug was not caught:\n{}",
+        outcome.summary
+    );
+    assert!(
+        outcome.summary.contains("semaphore-limit") && outcome.summary.contains("INVALID"),
+        "{}",
+        outcome.summary
+    );
 }
 
 /// A run under `isolate-leader` must be valid, with the fault injected

@@ -3,7 +3,9 @@
 //! - [`linear`]: linearizability against a [`crate::model::Model`];
 //! - [`fenced`]: the fenced-counter invariants (no lost increment, no stale
 //!   token accepted, grant tokens increase);
-//! - [`lost_write`]: every acknowledged register write survives.
+//! - [`lost_write`]: every acknowledged register write survives;
+//! - [`rwlock`]: never a writer together with another holder;
+//! - [`semaphore`]: never more than N holders.
 //!
 //! [`check_history`] runs the right set for a workload; the run driver and
 //! the `check` subcommand both go through it.
@@ -11,6 +13,8 @@
 pub mod fenced;
 pub mod linear;
 pub mod lost_write;
+pub mod rwlock;
+pub mod semaphore;
 
 use crate::history::{History, HistoryError, Operation, F};
 use crate::model::{Model, MutexModel, RegisterModel};
@@ -83,6 +87,11 @@ pub enum Workload {
     Mutex,
     /// locks plus a fenced counter: mutex linearizability + fencing.
     Fenced,
+    /// read-write locks: writer exclusion and grant token order.
+    #[serde(rename = "rwlock")]
+    RwLock,
+    /// semaphores: at most N holders and grant token order.
+    Semaphore,
 }
 
 impl Workload {
@@ -91,6 +100,16 @@ impl Workload {
     pub fn detect(ops: &[Operation]) -> Workload {
         if ops.iter().any(|o| o.f == F::Incr) {
             Workload::Fenced
+        } else if ops
+            .iter()
+            .any(|o| o.f == F::Acquire && matches!(o.invoke_value, crate::history::Value::Int(_)))
+        {
+            Workload::Semaphore
+        } else if ops
+            .iter()
+            .any(|o| o.f == F::Acquire && matches!(o.invoke_value, crate::history::Value::Str(_)))
+        {
+            Workload::RwLock
         } else if ops
             .iter()
             .any(|o| matches!(o.f, F::Acquire | F::Release | F::Expire | F::Lost))
@@ -109,8 +128,10 @@ impl FromStr for Workload {
             "register" => Ok(Workload::Register),
             "mutex" => Ok(Workload::Mutex),
             "fenced" => Ok(Workload::Fenced),
+            "rwlock" => Ok(Workload::RwLock),
+            "semaphore" => Ok(Workload::Semaphore),
             other => Err(format!(
-                "unknown workload {other:?} (register, mutex, fenced)"
+                "unknown workload {other:?} (register, mutex, fenced, rwlock, semaphore)"
             )),
         }
     }
@@ -145,6 +166,8 @@ pub fn check_history(
             linear_result(&MutexModel, &ops, &opts.linear),
             fenced::check(&ops).into_result(),
         ],
+        Workload::RwLock => vec![rwlock::check(&ops).into_result()],
+        Workload::Semaphore => vec![semaphore::check(&ops).into_result()],
     };
     Ok(results)
 }

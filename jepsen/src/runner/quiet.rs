@@ -59,6 +59,10 @@ pub async fn phase(
             }
             notes.push(format!("final reads {ok}/{}", keys.len()));
         }
+        Workload::RwLock | Workload::Semaphore => {
+            // The mutex's lock-free probe reads /v1/locks, which this
+            // workload never touches: recovery alone is checked here.
+        }
         Workload::Fenced | Workload::Mutex => {
             if workload == Workload::Fenced {
                 let call = Call {

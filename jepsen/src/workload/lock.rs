@@ -1,4 +1,10 @@
-//! The `mutex` and `fenced` clients.
+//! The `mutex`, `fenced` and `rwlock` clients.
+//!
+//! `rwlock` is `mutex` on `/v1/rwlocks`: each acquire picks a mode (a
+//! third are writes), recorded as the acquire's value (`"read"` /
+//! `"write"`) for [`crate::checker::rwlock`]. `semaphore` is `mutex` on
+//! `/v1/semaphores`, the limit N recorded as the acquire's value for
+//! [`crate::checker::semaphore`].
 //!
 //! Each client loops: open a session (a new process id), then acquire the
 //! lock, hold it briefly (`fenced`: increment the counter in the fenced
@@ -49,8 +55,31 @@ use crate::runlog::Call;
 /// (no leader) before giving the session up.
 const RELEASE_PATIENCE: Duration = Duration::from_secs(30);
 
-/// One lock client; `fenced` adds the counter increment under the lock.
-pub async fn client(ctx: Arc<Ctx>, idx: usize, fenced: bool, mut rng: StdRng) {
+/// Which lock a client takes, and what it does under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A mutex, held briefly.
+    Mutex,
+    /// A mutex, with the counter increment under it.
+    Fenced,
+    /// A read-write lock in a random mode, held briefly.
+    RwLock,
+    /// A semaphore of `Settings::permits`, held briefly.
+    Semaphore,
+}
+
+/// The name a client's semaphore requests go to: the shared one, or with
+/// the injected bug a second one for odd clients.
+fn sem_name(ctx: &Ctx, idx: usize) -> String {
+    if ctx.settings.inject_sem_wrong_name && idx % 2 == 1 {
+        format!("{}-2", ctx.settings.lock)
+    } else {
+        ctx.settings.lock.clone()
+    }
+}
+
+/// One lock client of `kind`.
+pub async fn client(ctx: Arc<Ctx>, idx: usize, kind: Kind, mut rng: StdRng) {
     let mut ending: Option<(Session, End)> = None;
     loop {
         let pid = ctx.next_pid();
@@ -63,7 +92,7 @@ pub async fn client(ctx: Arc<Ctx>, idx: usize, fenced: bool, mut rng: StdRng) {
         let Some(session) = Session::open(&ctx, idx, pid, &mut rng).await else {
             return;
         };
-        let how = session_loop(&ctx, idx, fenced, &session, &mut rng).await;
+        let how = session_loop(&ctx, idx, kind, &session, &mut rng).await;
         ctx.set_holding(idx, false);
         ending = Some((session, how));
     }
@@ -73,10 +102,11 @@ pub async fn client(ctx: Arc<Ctx>, idx: usize, fenced: bool, mut rng: StdRng) {
 async fn session_loop(
     ctx: &Ctx,
     idx: usize,
-    fenced: bool,
+    kind: Kind,
     session: &Session,
     rng: &mut StdRng,
 ) -> End {
+    let fenced = kind == Kind::Fenced;
     let lock = &ctx.settings.lock;
     let route = &ctx.clients[idx].route;
     loop {
@@ -86,20 +116,54 @@ async fn session_loop(
         if ctx.stopping() {
             return End::Quiet;
         }
+        let mode = (kind == Kind::RwLock).then(|| {
+            if rng.random_range(0..3) == 0 {
+                "write"
+            } else {
+                "read"
+            }
+        });
         let call = Call {
             pid: session.pid,
             f: F::Acquire,
             key: lock.clone(),
-            value: Value::Nil,
+            value: match (kind, mode) {
+                (_, Some(m)) => Value::Str(m.into()),
+                (Kind::Semaphore, None) => {
+                    Value::Int(i64::try_from(ctx.settings.permits).unwrap_or(i64::MAX))
+                }
+                _ => Value::Nil,
+            },
             token: None,
         };
         let wait_ms = rng.random_range(500..=ctx.settings.max_wait_ms.max(500));
         let node = route.pick(rng);
         ctx.log.invoke(&call);
-        let reply = ctx
-            .client_api
-            .acquire(node, lock, &session.id, wait_ms)
-            .await;
+        let reply = match mode {
+            None if kind == Kind::Semaphore => {
+                let name = sem_name(ctx, idx);
+                let ask = (ctx.settings.permits, wait_ms);
+                ctx.client_api
+                    .sem_acquire(node, &name, &session.id, ask)
+                    .await
+            }
+            None => {
+                ctx.client_api
+                    .acquire(node, lock, &session.id, wait_ms)
+                    .await
+            }
+            Some(mode) => {
+                // The injected bug: a write hold taken in read mode.
+                let sent = if ctx.settings.inject_rw_read_for_write {
+                    "read"
+                } else {
+                    mode
+                };
+                ctx.client_api
+                    .rw_acquire(node, lock, &session.id, (sent, wait_ms))
+                    .await
+            }
+        };
         route.observe(node, reply.code());
         let token = match reply {
             Reply::Ok(token) => {
@@ -140,7 +204,7 @@ async fn session_loop(
             increment(ctx, idx, session.pid, token).await;
         }
         hold(ctx, idx, fenced, session, rng).await;
-        let released = release(ctx, idx, session, rng).await;
+        let released = release(ctx, idx, kind, session, rng).await;
         ctx.set_holding(idx, false);
         if let Some(end) = released {
             return end;
@@ -197,7 +261,13 @@ async fn increment(ctx: &Ctx, idx: usize, pid: u64, token: u64) {
 /// Releases the held lock. `None` when released and the session can go
 /// on; otherwise how the session must end. A lost session is not
 /// released: the client has stopped, and a loss is final.
-async fn release(ctx: &Ctx, idx: usize, session: &Session, rng: &mut StdRng) -> Option<End> {
+async fn release(
+    ctx: &Ctx,
+    idx: usize,
+    kind: Kind,
+    session: &Session,
+    rng: &mut StdRng,
+) -> Option<End> {
     let route = &ctx.clients[idx].route;
     let started = tokio::time::Instant::now();
     loop {
@@ -213,10 +283,19 @@ async fn release(ctx: &Ctx, idx: usize, session: &Session, rng: &mut StdRng) -> 
         };
         let node = route.pick(rng);
         ctx.log.invoke(&call);
-        let reply = ctx
-            .client_api
-            .release(node, &ctx.settings.lock, &session.id)
-            .await;
+        let reply = if kind == Kind::Semaphore {
+            ctx.client_api
+                .sem_release(node, &sem_name(ctx, idx), &session.id)
+                .await
+        } else if kind == Kind::RwLock {
+            ctx.client_api
+                .rw_release(node, &ctx.settings.lock, &session.id)
+                .await
+        } else {
+            ctx.client_api
+                .release(node, &ctx.settings.lock, &session.id)
+                .await
+        };
         route.observe(node, reply.code());
         match reply {
             Reply::Ok(()) => {

@@ -1,7 +1,7 @@
 //! Workloads: concurrent clients that drive a cluster and record every
 //! operation as invoke → ok/fail/info.
 //!
-//! - [`lock`]: the `mutex` and `fenced` clients (sessions, acquire,
+//! - [`lock`]: the `mutex`, `fenced`, `rwlock` and `semaphore` clients (sessions, acquire,
 //!   release, and for `fenced` an increment in [`store::FencedStore`]);
 //! - [`register`]: get/set/cas on a few keys through the nodes API;
 //! - [`session`]: a session with its keepalive task, the Rust client's
@@ -56,6 +56,16 @@ pub struct Settings {
     /// True when clients hold sessions (the lock workloads): only then
     /// does the client-pause nemesis apply.
     pub sessions: bool,
+    /// Injected client bug for the `rwlock` workload's self-test: writers
+    /// acquire in read mode (and record a write hold), so they share the
+    /// lock with readers and each other. The checker must catch it.
+    pub inject_rw_read_for_write: bool,
+    /// The `semaphore` workload's limit N.
+    pub permits: u64,
+    /// Injected client bug for the `semaphore` workload's self-test: odd
+    /// clients acquire a second semaphore (the wrong name) while recording
+    /// the shared one, so up to 2N hold at once. The checker must catch it.
+    pub inject_sem_wrong_name: bool,
 }
 
 impl Default for Settings {
@@ -69,6 +79,9 @@ impl Default for Settings {
             key_slots: 3,
             ops_per_key: 200,
             sessions: true,
+            inject_rw_read_for_write: false,
+            permits: 3,
+            inject_sem_wrong_name: false,
         }
     }
 }
@@ -221,8 +234,12 @@ pub fn spawn_clients(workload: Workload, ctx: &Arc<Ctx>, seed: u64) -> Vec<JoinH
             );
             let ctx = Arc::clone(ctx);
             match workload {
-                Workload::Mutex => tokio::spawn(lock::client(ctx, idx, false, rng)),
-                Workload::Fenced => tokio::spawn(lock::client(ctx, idx, true, rng)),
+                Workload::Mutex => tokio::spawn(lock::client(ctx, idx, lock::Kind::Mutex, rng)),
+                Workload::Fenced => tokio::spawn(lock::client(ctx, idx, lock::Kind::Fenced, rng)),
+                Workload::RwLock => tokio::spawn(lock::client(ctx, idx, lock::Kind::RwLock, rng)),
+                Workload::Semaphore => {
+                    tokio::spawn(lock::client(ctx, idx, lock::Kind::Semaphore, rng))
+                }
                 Workload::Register => tokio::spawn(register::client(ctx, idx, rng)),
             }
         })
