@@ -1,119 +1,87 @@
-//! `GET /metrics`: Prometheus text format from a small hand-rolled
-//! registry. It was kept hand-written for compile time; measured on this
-//! project's machine, `prometheus-client` 0.24.1 with its new dependencies
-//! builds in 1.4 s, so that reason does not hold, and moving these series
-//! to it (OpenMetrics output, collectors for the scrape-time gauges) is
-//! left to do (docs/notes.md). Process metrics are in `process.rs`.
+//! `GET /metrics`: OpenMetrics text from a `prometheus-client` registry.
+//! It was hand-written for compile time until `prometheus-client` 0.24.1
+//! was measured building in 1.4 s on this project's machine
+//! (docs/notes.md, Session 6); the names, labels and meanings are those
+//! docs/api.md lists. Process metrics are in `process.rs`.
 //!
-//! Gauges are read at scrape time from the node (Raft status, state
-//! counts, waiter counters). What the node does not know is recorded
-//! here: acquire wait times and failures (in the acquire path), and lock
-//! hold times (from the effects every replica applies, so a lock released
-//! through another node, by session close or by expiry is counted too).
+//! Two registries are encoded into one scrape: the one in [`Metrics`],
+//! holding what the node does not know and is recorded here (acquire wait
+//! times and failures in the acquire path, lock hold times from the
+//! effects every replica applies, so a lock released through another
+//! node, by session close or by expiry is counted too, request latency),
+//! and one built per scrape from values read at that moment (Raft status,
+//! state counts, the node's counters, `/proc`), as constant gauges and
+//! counters: those values live in the node, so copying them into
+//! long-lived gauges would only add a second place to keep in step.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::Write as _;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Metric, Registry};
 use raftlock_core::{path::LOCKS_PREFIX, Effects, QueueKind, StateMachine};
 use raftlock_node::Consistency;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::state::AppState;
 
+/// The OpenMetrics text format `prometheus-client` writes; Prometheus
+/// negotiates it and parses it natively.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
 /// Bucket upper bounds in seconds: from a fast uncontended grant to the
-/// longest allowed wait (5 min).
+/// longest allowed wait (5 min). `+Inf` is added by `Histogram::new`.
 const BUCKETS: [f64; 14] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 60.0, 300.0,
 ];
 
-/// A cumulative-on-render histogram of durations.
-struct Histogram {
-    /// Observations per bucket (not cumulative); the last slot is +Inf.
-    buckets: [AtomicU64; BUCKETS.len() + 1],
-    sum_micros: AtomicU64,
-    count: AtomicU64,
+fn duration_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
 }
 
-impl Histogram {
-    fn new() -> Self {
-        Histogram {
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
-            sum_micros: AtomicU64::new(0),
-            count: AtomicU64::new(0),
-        }
-    }
-
-    fn observe(&self, d: Duration) {
-        let secs = d.as_secs_f64();
-        let slot = BUCKETS
-            .iter()
-            .position(|b| secs <= *b)
-            .unwrap_or(BUCKETS.len());
-        self.buckets[slot].fetch_add(1, Ordering::Relaxed);
-        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        self.sum_micros.fetch_add(micros, Ordering::Relaxed);
-        self.count.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn render(&self, out: &mut String, name: &str, help: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-        self.render_series(out, name, "");
-    }
-
-    /// The series without the header; `labels` is `a="x",b="y"` or empty.
-    fn render_series(&self, out: &mut String, name: &str, labels: &str) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        let mut cumulative = 0;
-        for (i, bucket) in self.buckets.iter().enumerate() {
-            cumulative += bucket.load(Ordering::Relaxed);
-            match BUCKETS.get(i) {
-                Some(le) => {
-                    let _ = writeln!(
-                        out,
-                        "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {cumulative}"
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {cumulative}"
-                    );
-                }
-            }
-        }
-        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let count = self.count.load(Ordering::Relaxed);
-        if labels.is_empty() {
-            let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
-        } else {
-            let _ = writeln!(
-                out,
-                "{name}_sum{{{labels}}} {sum}\n{name}_count{{{labels}}} {count}"
-            );
-        }
-    }
+/// `raftlock_acquire_failures_total{reason}`: the error code.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Failure {
+    reason: &'static str,
 }
+
+/// `raftlock_http_request_duration_seconds{method, route}`: the route is
+/// the router's matched template, so the label set is bounded by the
+/// routes.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Request {
+    method: String,
+    route: String,
+}
+
+type Requests = Family<Request, Histogram, fn() -> Histogram>;
 
 /// What the API records itself. One per router.
 pub(crate) struct Metrics {
+    /// The series below, registered once; encoded at every scrape.
+    registry: Registry,
     acquire_wait: Histogram,
     hold: Histogram,
     /// Granted acquires and campaigns served by this node.
-    grants: AtomicU64,
+    grants: Counter,
     /// Failed acquires and campaigns by error code.
-    failures: Mutex<BTreeMap<&'static str, u64>>,
+    failures: Family<Failure, Counter>,
     /// When this replica applied the grant of each held lock node.
     held: Mutex<Held>,
-    /// Request latency by method and route template (the router's
-    /// matched path, so the label set is bounded by the routes).
-    requests: Mutex<BTreeMap<(String, String), Histogram>>,
+    /// Request latency by method and route template.
+    requests: Requests,
     /// Keys `Held::since` by node path: fixed random keys, so clients
     /// cannot choose lock names that collide.
     path_hasher: RandomState,
@@ -148,19 +116,48 @@ impl Held {
 
 impl Metrics {
     pub fn new() -> Arc<Self> {
+        let acquire_wait = duration_histogram();
+        let hold = duration_histogram();
+        let grants = Counter::default();
+        let failures = Family::<Failure, Counter>::default();
+        let requests = Requests::new_with_constructor(duration_histogram);
+        // `prometheus-client` appends `_total` to counters and `.` to help.
+        let mut registry = Registry::default();
+        registry.register(
+            "raftlock_acquire_grants",
+            "Acquires and campaigns granted through this node's API",
+            grants.clone(),
+        );
+        registry.register(
+            "raftlock_acquire_wait_seconds",
+            "Time from an acquire or campaign request to its grant",
+            acquire_wait.clone(),
+        );
+        registry.register(
+            "raftlock_lock_hold_seconds",
+            "Time from a lock grant to its release, as applied on this replica",
+            hold.clone(),
+        );
+        registry.register(
+            "raftlock_acquire_failures",
+            "Failed acquires and campaigns by error code",
+            failures.clone(),
+        );
+        registry.register(
+            "raftlock_http_request_duration_seconds",
+            "Time from a request's routing to its response headers, by method and route",
+            requests.clone(),
+        );
         Arc::new(Metrics {
-            acquire_wait: Histogram::new(),
-            hold: Histogram::new(),
-            grants: AtomicU64::new(0),
-            failures: Mutex::new(BTreeMap::new()),
+            registry,
+            acquire_wait,
+            hold,
+            grants,
+            failures,
             held: Mutex::default(),
-            requests: Mutex::default(),
+            requests,
             path_hasher: RandomState::new(),
         })
-    }
-
-    fn failures(&self) -> MutexGuard<'_, BTreeMap<&'static str, u64>> {
-        self.failures.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn held(&self) -> MutexGuard<'_, Held> {
@@ -195,23 +192,25 @@ impl Metrics {
 
     /// A granted acquire that waited `waited`.
     pub fn granted(&self, waited: Duration) {
-        self.grants.fetch_add(1, Ordering::Relaxed);
-        self.acquire_wait.observe(waited);
+        self.grants.inc();
+        self.acquire_wait.observe(waited.as_secs_f64());
     }
 
     /// A request to `route` (the route template) answered in `took`.
     /// Long-polls count their wait; event streams until their headers.
     pub fn request(&self, method: &str, route: &str, took: Duration) {
-        let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-        requests
-            .entry((method.to_string(), route.to_string()))
-            .or_insert_with(Histogram::new)
-            .observe(took);
+        let labels = Request {
+            method: method.to_string(),
+            route: route.to_string(),
+        };
+        self.requests
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
     }
 
     /// A failed acquire, by error code.
     pub fn failed(&self, code: &'static str) {
-        *self.failures().entry(code).or_default() += 1;
+        self.failures.get_or_create(&Failure { reason: code }).inc();
     }
 
     fn on_effects(&self, effects: &Effects) {
@@ -223,7 +222,8 @@ impl Metrics {
         let mut held = self.held();
         for deleted in effects.deleted.iter().filter(|d| is_lock(&d.path)) {
             if let Some(since) = held.since.remove(&self.key(&deleted.path)) {
-                self.hold.observe(now.saturating_duration_since(since));
+                self.hold
+                    .observe(now.saturating_duration_since(since).as_secs_f64());
             }
         }
         for granted in effects.granted.iter().filter(|p| is_lock(p)) {
@@ -276,21 +276,43 @@ pub(crate) async fn time_request(
     response
 }
 
-/// A summary without quantiles: the node keeps a count and a sum only,
-/// enough for a mean over time (`rate(x_sum) / rate(x_count)`).
-fn summary(out: &mut String, name: &str, help: &str, count: u64, sum_micros: u64) {
-    let sum = sum_micros as f64 / 1e6;
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} summary\n{name}_sum {sum}\n{name}_count {count}"
-    );
+/// A count and a sum of durations without buckets, which is what the
+/// node keeps for commits and fsyncs: enough for a mean over time
+/// (`rate(x_sum) / rate(x_count)`). It was a quantile-less summary;
+/// `prometheus-client` has no summary type, so it is a histogram whose
+/// only bucket is `+Inf` (the same `_sum` and `_count` series, plus
+/// `_bucket{le="+Inf"}` equal to the count).
+#[derive(Debug)]
+struct CountAndSum {
+    count: u64,
+    sum_micros: u64,
 }
 
-fn gauge(out: &mut String, name: &str, help: &str, kind: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-    );
+impl EncodeMetric for CountAndSum {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let sum = self.sum_micros as f64 / 1e6;
+        encoder.encode_histogram::<NoLabelSet>(sum, self.count, &[(f64::MAX, self.count)], None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// Registers a value read at scrape time as a gauge.
+fn gauge<N>(registry: &mut Registry, name: &str, help: &str, value: N)
+where
+    ConstGauge<N>: Metric,
+{
+    registry.register(name, help, ConstGauge::new(value));
+}
+
+/// Registers a count read at scrape time; `name` is without `_total`.
+fn counter<N>(registry: &mut Registry, name: &str, help: &str, value: N)
+where
+    ConstCounter<N>: Metric,
+{
+    registry.register(name, help, ConstCounter::new(value));
 }
 
 /// The metrics route in the OpenAPI document (`openapi.rs`).
@@ -300,7 +322,7 @@ pub(crate) struct Api;
 
 /// `GET /metrics`.
 #[utoipa::path(get, path = "/metrics", tag = "meta",
-    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
+    responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text", body = String)))]
 pub(crate) async fn scrape(State(app): State<AppState>) -> impl IntoResponse {
     let status = app.node.status();
     let counters = app.node.counters();
@@ -315,188 +337,128 @@ pub(crate) async fn scrape(State(app): State<AppState>) -> impl IntoResponse {
         .await
         .unwrap_or_default();
 
-    let mut out = String::with_capacity(4096);
-    let is_leader = u8::from(status.leader_id == Some(status.id));
+    let mut now = Registry::default();
+    let r = &mut now;
+    let is_leader = u64::from(status.leader_id == Some(status.id));
+    gauge(r, "raftlock_node_id", "This node's id", status.id);
     gauge(
-        &mut out,
-        "raftlock_node_id",
-        "This node's id.",
-        "gauge",
-        status.id,
-    );
-    gauge(
-        &mut out,
+        r,
         "raftlock_is_leader",
-        "Whether this node is the Raft leader (1) or not (0).",
-        "gauge",
+        "Whether this node is the Raft leader (1) or not (0)",
         is_leader,
     );
     gauge(
-        &mut out,
+        r,
         "raftlock_has_leader",
-        "Whether this node knows a leader (1) or not (0).",
-        "gauge",
-        u8::from(status.leader_id.is_some()),
+        "Whether this node knows a leader (1) or not (0)",
+        u64::from(status.leader_id.is_some()),
     );
     if let Some(leader) = status.leader_id {
         gauge(
-            &mut out,
+            r,
             "raftlock_leader_id",
-            "The leader this node knows.",
-            "gauge",
+            "The leader this node knows",
             leader,
         );
     }
+    gauge(r, "raftlock_term", "Current Raft term", status.term);
     gauge(
-        &mut out,
-        "raftlock_term",
-        "Current Raft term.",
-        "gauge",
-        status.term,
-    );
-    gauge(
-        &mut out,
+        r,
         "raftlock_last_log_index",
-        "Last log index on this node.",
-        "gauge",
+        "Last log index on this node",
         status.last_log_index.unwrap_or(0),
     );
     gauge(
-        &mut out,
+        r,
         "raftlock_applied_index",
-        "Last log index applied to this node's state machine.",
-        "gauge",
+        "Last log index applied to this node's state machine",
         status.applied_index,
     );
     gauge(
-        &mut out,
+        r,
         "raftlock_revision",
-        "Global revision of this replica's state.",
-        "gauge",
+        "Global revision of this replica's state",
         revision,
     );
+    gauge(r, "raftlock_sessions", "Open sessions", counts.sessions);
     gauge(
-        &mut out,
-        "raftlock_sessions",
-        "Open sessions.",
-        "gauge",
-        counts.sessions,
-    );
-    gauge(
-        &mut out,
+        r,
         "raftlock_nodes",
-        "Nodes in the tree (root excluded).",
-        "gauge",
+        "Nodes in the tree (root excluded)",
         counts.nodes,
     );
     gauge(
-        &mut out,
+        r,
         "raftlock_locks_held",
-        "Queues with a holder (locks and elections).",
-        "gauge",
+        "Queues with a holder (locks and elections)",
         counts.held,
     );
     gauge(
-        &mut out,
+        r,
         "raftlock_lock_waiters",
-        "Queued nodes that do not hold (locks and elections).",
-        "gauge",
+        "Queued nodes that do not hold (locks and elections)",
         counts.waiters,
     );
     gauge(
-        &mut out,
+        r,
         "raftlock_waiter_registrations",
-        "Waiting acquires registered on this node (one per watched path).",
-        "gauge",
+        "Waiting acquires registered on this node (one per watched path)",
         counters.waiter_registrations,
     );
-    gauge(
-        &mut out,
-        "raftlock_wakeups_total",
-        "Waiter wake-ups delivered by this node.",
-        "counter",
+    counter(
+        r,
+        "raftlock_wakeups",
+        "Waiter wake-ups delivered by this node",
         counters.wakeups,
     );
     gauge(
-        &mut out,
+        r,
         "raftlock_tracked_sessions",
-        "Session deadlines tracked (non-zero on the leader only).",
-        "gauge",
+        "Session deadlines tracked (non-zero on the leader only)",
         counters.tracked_sessions,
     );
-    gauge(
-        &mut out,
-        "raftlock_session_expiries_total",
-        "Sessions this node expired as leader (no keepalive within the TTL).",
-        "counter",
+    counter(
+        r,
+        "raftlock_session_expiries",
+        "Sessions this node expired as leader (no keepalive within the TTL)",
         counters.sessions_expired,
     );
-    gauge(
-        &mut out,
-        "raftlock_leader_changes_total",
-        "Times this node saw a new Raft leader (the first one included).",
-        "counter",
+    counter(
+        r,
+        "raftlock_leader_changes",
+        "Times this node saw a new Raft leader (the first one included)",
         counters.leader_changes,
     );
-    summary(
-        &mut out,
+    r.register(
         "raftlock_commit_seconds",
-        "Time from proposing a batch as leader to its commit and apply (append, quorum replication with fsyncs, apply).",
-        counters.commits,
-        counters.commit_micros,
+        "Time from proposing a batch as leader to its commit and apply (append, quorum replication with fsyncs, apply)",
+        CountAndSum {
+            count: counters.commits,
+            sum_micros: counters.commit_micros,
+        },
     );
-    summary(
-        &mut out,
+    r.register(
         "raftlock_fsync_seconds",
-        "Time of each log durability barrier (sled flush, then fdatasync).",
-        counters.fsyncs,
-        counters.fsync_micros,
+        "Time of each log durability barrier (sled flush, then fdatasync)",
+        CountAndSum {
+            count: counters.fsyncs,
+            sum_micros: counters.fsync_micros,
+        },
     );
-    gauge(
-        &mut out,
-        "raftlock_acquire_grants_total",
-        "Acquires and campaigns granted through this node's API.",
-        "counter",
-        metrics.grants.load(Ordering::Relaxed),
-    );
-    metrics.acquire_wait.render(
-        &mut out,
-        "raftlock_acquire_wait_seconds",
-        "Time from an acquire or campaign request to its grant.",
-    );
-    metrics.hold.render(
-        &mut out,
-        "raftlock_lock_hold_seconds",
-        "Time from a lock grant to its release, as applied on this replica.",
-    );
-    let name = "raftlock_acquire_failures_total";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Failed acquires and campaigns by error code.\n# TYPE {name} counter"
-    );
-    for (reason, count) in metrics.failures().iter() {
-        let _ = writeln!(out, "{name}{{reason=\"{reason}\"}} {count}");
+    crate::process::register(r);
+
+    let mut out = String::with_capacity(8192);
+    let encoded = encode_registry(&mut out, &metrics.registry)
+        .and_then(|()| encode_registry(&mut out, &now))
+        .and_then(|()| encode_eof(&mut out));
+    match encoded {
+        Ok(()) => ([(CONTENT_TYPE, OPENMETRICS)], out).into_response(),
+        Err(e) => {
+            // Writing to a `String` does not fail; an encoder error is a bug.
+            tracing::error!("encoding /metrics: {e}");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
     }
-    let name = "raftlock_http_request_duration_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Time from a request's routing to its response headers, by method and route.\n# TYPE {name} histogram"
-    );
-    for ((method, route), histogram) in metrics
-        .requests
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-    {
-        // Route templates hold no `"` or `\\`: nothing to escape.
-        let labels = format!("method=\"{method}\",route=\"{route}\"");
-        histogram.render_series(&mut out, name, &labels);
-    }
-    crate::process::render(&mut out);
-    (
-        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-        out,
-    )
 }
 
 #[cfg(test)]
@@ -504,17 +466,55 @@ mod tests {
     use super::*;
     use raftlock_core::DeletedNode;
 
-    #[test]
-    fn histogram_renders_cumulative_buckets() {
-        let h = Histogram::new();
-        h.observe(Duration::from_millis(3));
-        h.observe(Duration::from_secs(1000));
+    /// The recorded series as a scrape shows them.
+    fn encoded(m: &Metrics) -> String {
         let mut out = String::new();
-        h.render(&mut out, "x", "help");
-        assert!(out.contains("x_bucket{le=\"0.005\"} 1"), "{out}");
-        assert!(out.contains("x_bucket{le=\"300\"} 1"), "{out}");
-        assert!(out.contains("x_bucket{le=\"+Inf\"} 2"), "{out}");
-        assert!(out.contains("x_count 2"), "{out}");
+        encode_registry(&mut out, &m.registry).expect("encode");
+        out
+    }
+
+    #[test]
+    fn recorded_series_keep_their_names_and_buckets() {
+        let m = Metrics::new();
+        m.granted(Duration::from_millis(3));
+        m.granted(Duration::from_secs(1000));
+        m.failed("lock_held");
+        m.request("GET", "/v1/sessions/{id}", Duration::from_millis(2));
+        let out = encoded(&m);
+        for line in [
+            "# TYPE raftlock_acquire_wait_seconds histogram",
+            "raftlock_acquire_wait_seconds_bucket{le=\"0.005\"} 1",
+            "raftlock_acquire_wait_seconds_bucket{le=\"300.0\"} 1",
+            "raftlock_acquire_wait_seconds_bucket{le=\"+Inf\"} 2",
+            "raftlock_acquire_wait_seconds_count 2",
+            "raftlock_acquire_grants_total 2",
+            "raftlock_acquire_failures_total{reason=\"lock_held\"} 1",
+            "raftlock_http_request_duration_seconds_count{method=\"GET\",route=\"/v1/sessions/{id}\"} 1",
+            "# TYPE raftlock_lock_hold_seconds histogram",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line:?} missing:\n{out}");
+        }
+    }
+
+    #[test]
+    fn count_and_sum_keeps_the_summary_series_names() {
+        let mut r = Registry::default();
+        r.register(
+            "raftlock_commit_seconds",
+            "help",
+            CountAndSum {
+                count: 3,
+                sum_micros: 1_500_000,
+            },
+        );
+        let mut out = String::new();
+        encode_registry(&mut out, &r).expect("encode");
+        for line in [
+            "raftlock_commit_seconds_sum 1.5",
+            "raftlock_commit_seconds_count 3",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line:?} missing:\n{out}");
+        }
     }
 
     #[test]
@@ -535,7 +535,12 @@ mod tests {
             }],
             ..Effects::default()
         });
-        assert_eq!(m.hold.count.load(Ordering::Relaxed), 1);
+        assert!(
+            encoded(&m)
+                .lines()
+                .any(|l| l == "raftlock_lock_hold_seconds_count 1"),
+            "one hold timed"
+        );
         assert!(m.held().since.is_empty());
     }
 

@@ -4,75 +4,60 @@
 //! Prometheus client libraries' standard `process_*` ones, so existing
 //! dashboards and alerts apply.
 
-use std::fmt::Write as _;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
 
 /// Clock ticks per second of `/proc/[pid]/stat`'s CPU times: the kernel
 /// exports them in USER_HZ, which is 100 on every Linux architecture.
 const USER_HZ: f64 = 100.0;
 
-/// Appends the process metrics to `out`.
-pub(crate) fn render(out: &mut String) {
+/// Registers the process metrics, read now, as constants in `registry`
+/// (one built per scrape). `prometheus-client` appends `.` to each help
+/// and `_total` to the counter.
+pub(crate) fn register(registry: &mut Registry) {
     if let Some(rss) = status_kib("VmRSS:") {
-        metric(
-            out,
+        registry.register(
             "process_resident_memory_bytes",
-            "Resident memory size in bytes.",
-            "gauge",
-            rss * 1024,
+            "Resident memory size in bytes",
+            ConstGauge::new(rss * 1024),
         );
     }
     if let Some(vm) = status_kib("VmSize:") {
-        metric(
-            out,
+        registry.register(
             "process_virtual_memory_bytes",
-            "Virtual memory size in bytes.",
-            "gauge",
-            vm * 1024,
+            "Virtual memory size in bytes",
+            ConstGauge::new(vm * 1024),
         );
     }
     if let Some(threads) = status_kib("Threads:") {
-        metric(
-            out,
+        registry.register(
             "process_threads",
-            "OS threads of the process.",
-            "gauge",
-            threads,
+            "OS threads of the process",
+            ConstGauge::new(threads),
         );
     }
     if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
-        metric(
-            out,
+        registry.register(
             "process_open_fds",
-            "Open file descriptors.",
-            "gauge",
-            fds.count(),
+            "Open file descriptors",
+            ConstGauge::new(fds.count()),
         );
     }
     if let Some(max) = max_open_files() {
-        metric(
-            out,
+        registry.register(
             "process_max_fds",
-            "Limit on open file descriptors.",
-            "gauge",
-            max,
+            "Limit on open file descriptors",
+            ConstGauge::new(max),
         );
     }
     if let Some(cpu) = cpu_seconds() {
-        metric(
-            out,
-            "process_cpu_seconds_total",
-            "User and system CPU time spent, in seconds.",
-            "counter",
-            cpu,
+        registry.register(
+            "process_cpu_seconds",
+            "User and system CPU time spent, in seconds",
+            ConstCounter::new(cpu),
         );
     }
-}
-
-fn metric(out: &mut String, name: &str, help: &str, kind: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-    );
 }
 
 /// A number field of `/proc/self/status` (`VmRSS:   1234 kB` → 1234).
@@ -111,8 +96,10 @@ mod tests {
 
     #[test]
     fn reads_this_process() {
+        let mut registry = Registry::default();
+        register(&mut registry);
         let mut out = String::new();
-        render(&mut out);
+        prometheus_client::encoding::text::encode_registry(&mut out, &registry).expect("encode");
         for name in [
             "process_resident_memory_bytes",
             "process_open_fds",

@@ -402,7 +402,7 @@ async fn every_endpoint_through_every_node() {
                 .expect("metrics");
             assert!(reply.headers()["content-type"]
                 .to_str()
-                .is_ok_and(|t| t.starts_with("text/plain")));
+                .is_ok_and(|t| t.starts_with("application/openmetrics-text; version=1.0.0")));
             reply.text().await.expect("text")
         }
     };
