@@ -4,7 +4,7 @@
 
 use reqwest::StatusCode;
 
-use crate::common::TestCluster;
+use crate::common::{eventually, TestCluster};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_member_serves_the_dashboard_files() {
@@ -47,6 +47,15 @@ async fn every_member_serves_the_dashboard_files() {
 async fn reachability_tells_a_stopped_member_from_live_ones() {
     let mut c = TestCluster::start().await;
     c.leader().await;
+    // A follower that has not yet applied the leader's first entry is
+    // (rightly) not healthy; on a loaded machine that can take a moment.
+    for i in 0..3 {
+        let c = &c;
+        eventually("every member caught up", move || async move {
+            c.get(i, "/v1/health").await.status == StatusCode::OK
+        })
+        .await;
+    }
     for i in 0..3 {
         let reply = c.get(i, "/v1/cluster/reachability").await;
         let body = reply.expect(200, "reachability");
