@@ -117,8 +117,8 @@ func (c Config) withDefaults() Config {
 // and moves on to the next only when that one fails. A request that was
 // never delivered (connection refused, connect timeout) or was answered
 // no_leader or shutting_down changed nothing and is retried on the next
-// endpoint after a backoff; so is one answered storage_failed, disk_full
-// or member_replaced by a member that cannot serve. A request whose
+// endpoint after a backoff; so is one answered storage_failed, disk_full,
+// member_replaced or overloaded by a member that cannot serve. A request whose
 // answer was lost after it was sent (timeout, reset, outcome_unknown) is
 // resent too, as every session,
 // lock and election request is safe to resend (an acquire or campaign of
@@ -330,7 +330,7 @@ attempts:
 		}
 		e := errorOf(status, body)
 		switch e.Code {
-		case CodeNoLeader, CodeStorageFailed, CodeDiskFull, CodeMemberReplaced:
+		case CodeNoLeader, CodeStorageFailed, CodeDiskFull, CodeMemberReplaced, CodeOverloaded:
 			// Refused before anything was proposed: another member may serve.
 			failed(e, false)
 			continue

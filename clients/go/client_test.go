@@ -156,7 +156,7 @@ func TestFailoverIsSticky(t *testing.T) {
 // A member that cannot serve (its disk failed or filled up, or it was
 // replaced) refused before proposing anything: the client moves on.
 func TestAMemberThatCannotServeIsPassedOver(t *testing.T) {
-	for _, code := range []string{CodeStorageFailed, CodeDiskFull, CodeMemberReplaced} {
+	for _, code := range []string{CodeStorageFailed, CodeDiskFull, CodeMemberReplaced, CodeOverloaded} {
 		broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			apiErr(w, 503, code)
 		}))

@@ -36,6 +36,7 @@ const (
 	CodeStorageFailed  = "storage_failed"
 	CodeDiskFull       = "disk_full"
 	CodeMemberReplaced = "member_replaced"
+	CodeOverloaded     = "overloaded"
 
 	// CodeUnavailable is the client's own: no endpoint could be reached,
 	// so the request was never delivered and nothing changed.

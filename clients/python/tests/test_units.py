@@ -166,7 +166,7 @@ def test_failover_moves_on_and_sticks_to_the_endpoint_that_answered() -> None:
     assert [a.url for a in attempts] == ["http://c:3"]
 
 
-@pytest.mark.parametrize("code", ["storage_failed", "disk_full", "member_replaced"])
+@pytest.mark.parametrize("code", ["storage_failed", "disk_full", "member_replaced", "overloaded"])
 def test_a_member_that_cannot_serve_is_passed_over(code: str) -> None:
     endpoints = _endpoints.Endpoints("a:1,b:2")
     attempts = _run([_error(code, 503), Answer(200, b"{}")], Call("POST", "/x", resend=False), endpoints)

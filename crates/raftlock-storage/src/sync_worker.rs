@@ -312,8 +312,10 @@ mod tests {
         }
         let stats = worker.stats();
         assert_eq!((stats.barriers, stats.requests), (2, 11));
-        // Each barrier is a real sled flush: it takes some time.
-        assert!(stats.barrier_micros > 0, "{stats:?}");
+        // Not `barrier_micros > 0`: a flush-only barrier of a near-empty
+        // store can take under a microsecond (seen in CI). That the time
+        // is counted is checked with a real fdatasync in
+        // `tests/store.rs::one_barrier_per_append_whatever_the_batch_size`.
         assert_eq!(worker.meter().stats(), stats);
     }
 

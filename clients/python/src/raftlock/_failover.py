@@ -10,8 +10,8 @@ drive the same plan with their own sockets, so both follow one policy:
 - An attempt that was never delivered (connection refused, connect
   timeout) or answered ``no_leader`` changed nothing: retry elsewhere after
   a jittered backoff. So did one answered by a member that cannot serve
-  (``storage_failed``, ``disk_full``, ``member_replaced``: it refuses
-  before proposing anything): move on to another member.
+  (``storage_failed``, ``disk_full``, ``member_replaced``, ``overloaded``:
+  it refuses before proposing anything): move on to another member.
 - An attempt whose answer was lost after sending (timeout, dropped
   connection, ``outcome_unknown``, ``shutting_down``, ``internal``) may
   have been applied. It is resent only if the call says that is safe
@@ -180,7 +180,9 @@ def plan(
 
 # Answers of a member that cannot serve right now and refused before
 # proposing anything (docs/api.md): another member may serve.
-_MEMBER_CANNOT_SERVE = frozenset({"storage_failed", "disk_full", "member_replaced"})
+_MEMBER_CANNOT_SERVE = frozenset(
+    {"storage_failed", "disk_full", "member_replaced", "overloaded"}
+)
 
 
 def _changed_nothing(error: RaftlockError) -> bool:
