@@ -19,17 +19,19 @@ use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, ReadQuery};
 use crate::locks::SessionBody;
 use crate::queue_routes::{self, Asked, QueueRoute};
-use crate::shared_locks::{self, SharedHolder, SharedWaiter};
+use crate::shared_locks::{self, ListQuery, SharedHolder, SharedWaiter};
 use crate::state::AppState;
 
 /// The read-write lock operations, for the OpenAPI document.
 #[derive(OpenApi)]
-#[openapi(paths(inspect, acquire_rwlock, release_rwlock))]
+#[openapi(paths(list, inspect, acquire_rwlock, release_rwlock))]
 pub(crate) struct Api;
 
 /// The read-write lock routes.
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/rwlocks/{*rest}", get(inspect).post(action))
+    Router::new()
+        .route("/v1/rwlocks", get(list))
+        .route("/v1/rwlocks/{*rest}", get(inspect).post(action))
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
@@ -68,6 +70,21 @@ struct RwLockBody {
     rwlock: String,
     holders: Vec<SharedHolder>,
     waiters: Vec<SharedWaiter>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RwLockLine)]
+struct RwLockLine {
+    rwlock: String,
+    holders: Vec<SharedHolder>,
+    /// Entries waiting behind the holders.
+    waiters: usize,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RwLockList)]
+struct RwLockList {
+    rwlocks: Vec<RwLockLine>,
 }
 
 /// The read-write lock's acquire and release (`queue_routes.rs`).
@@ -157,5 +174,27 @@ async fn inspect(
         rwlock: name,
         holders: listing.holders,
         waiters: listing.waiters,
+    }))
+}
+
+/// The read-write locks with holders or waiters, by name prefix.
+#[utoipa::path(get, path = "/v1/rwlocks", tag = "rwlocks",
+    params(ListQuery),
+    responses((status = 200, description = "The read-write locks", body = RwLockList)))]
+async fn list(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<RwLockList>, ApiError> {
+    let lines = shared_locks::list(&app, &caller, SharedKind::RwLock, &query).await?;
+    Ok(Json(RwLockList {
+        rwlocks: lines
+            .into_iter()
+            .map(|line| RwLockLine {
+                rwlock: line.name,
+                holders: line.holders,
+                waiters: line.waiters,
+            })
+            .collect(),
     }))
 }

@@ -20,17 +20,19 @@ use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, ReadQuery};
 use crate::locks::SessionBody;
 use crate::queue_routes::{self, Asked, QueueRoute};
-use crate::shared_locks::{self, SharedHolder, SharedWaiter};
+use crate::shared_locks::{self, ListQuery, SharedHolder, SharedWaiter};
 use crate::state::AppState;
 
 /// The semaphore operations, for the OpenAPI document.
 #[derive(OpenApi)]
-#[openapi(paths(inspect, acquire_semaphore, release_semaphore))]
+#[openapi(paths(list, inspect, acquire_semaphore, release_semaphore))]
 pub(crate) struct Api;
 
 /// The semaphore routes.
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/semaphores/{*rest}", get(inspect).post(action))
+    Router::new()
+        .route("/v1/semaphores", get(list))
+        .route("/v1/semaphores/{*rest}", get(inspect).post(action))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -65,6 +67,23 @@ struct SemaphoreBody {
     permits: Option<u64>,
     holders: Vec<SharedHolder>,
     waiters: Vec<SharedWaiter>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SemaphoreLine)]
+struct SemaphoreLine {
+    semaphore: String,
+    /// `null` while nobody is queued.
+    permits: Option<u64>,
+    holders: Vec<SharedHolder>,
+    /// Entries waiting behind the holders.
+    waiters: usize,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SemaphoreList)]
+struct SemaphoreList {
+    semaphores: Vec<SemaphoreLine>,
 }
 
 /// The semaphore's acquire and release (`queue_routes.rs`).
@@ -157,5 +176,28 @@ async fn inspect(
         permits: listing.limit,
         holders: listing.holders,
         waiters: listing.waiters,
+    }))
+}
+
+/// The semaphores with holders or waiters, by name prefix.
+#[utoipa::path(get, path = "/v1/semaphores", tag = "semaphores",
+    params(ListQuery),
+    responses((status = 200, description = "The semaphores", body = SemaphoreList)))]
+async fn list(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<SemaphoreList>, ApiError> {
+    let lines = shared_locks::list(&app, &caller, SharedKind::Semaphore, &query).await?;
+    Ok(Json(SemaphoreList {
+        semaphores: lines
+            .into_iter()
+            .map(|line| SemaphoreLine {
+                semaphore: line.name,
+                permits: line.limit,
+                holders: line.holders,
+                waiters: line.waiters,
+            })
+            .collect(),
     }))
 }
