@@ -283,3 +283,51 @@ async fn fencing_check_and_json_on_the_other_read_commands() {
         "{members}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rwlock_and_semaphore_holders_are_shown() {
+    let cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let (r1, r2) = (
+        cluster.open_session(1, "reader-1", 60_000).await,
+        cluster.open_session(2, "reader-2", 60_000).await,
+    );
+    for (via, session) in [(1, &r1), (2, &r2)] {
+        let (status, body) = cluster
+            .post(
+                via,
+                "/v1/rwlocks/reports/acquire",
+                json!({"session_id": session, "mode": "read", "wait_ms": 0}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = cluster
+        .post(
+            1,
+            "/v1/semaphores/gpu/acquire",
+            json!({"session_id": r1, "permits": 2, "wait_ms": 0}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    let info = json_of(&cluster, &["lock-info", "--rwlock", "reports"]);
+    let holders = info["holders"].as_array().expect("holders");
+    assert_eq!(holders.len(), 2, "{info}");
+    assert_eq!(holders[0]["session_id"], r1.as_str(), "{info}");
+    assert_eq!(holders[1]["mode"], "read", "{info}");
+    let text = ok(&cluster, &["lock-info", "--rwlock", "reports"]);
+    assert!(
+        text.contains("holders: 2") && text.contains(&r2) && text.contains("read "),
+        "{text}"
+    );
+    let text = ok(&cluster, &["lock-info", "--semaphore", "gpu"]);
+    assert!(
+        text.contains("permits: 2") && text.contains("holders: 1") && text.contains(&r1),
+        "{text}"
+    );
+    // The lock of the same name is another queue: nobody holds it.
+    assert!(ok(&cluster, &["lock-info", "reports"]).contains("holder: none"));
+    let both = run(&cluster, &["lock-info", "--rwlock", "--semaphore", "x"]);
+    assert!(!both.status.success(), "the flags exclude each other");
+}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,6 +266,9 @@ type call struct {
 	// goneIsDone: for release-like calls, after an attempt whose outcome
 	// is unknown, "already gone" means that attempt worked.
 	goneIsDone bool
+	// revision, when set, receives the Raftlock-Revision header of the
+	// answer (the revision a node read saw).
+	revision *uint64
 	// noResend: the write is not safe to send twice (a node write could
 	// land twice, or over someone else's); after an attempt whose outcome
 	// is unknown the call stops with ErrOutcomeUnknown.
@@ -398,6 +402,11 @@ func (c *Client) attempt(ctx context.Context, endpoint string, cl call, payload 
 	body, err = io.ReadAll(resp.Body)
 	if err != nil {
 		return 0, nil, true, fmt.Errorf("reading the answer: %w", err)
+	}
+	if cl.revision != nil {
+		if r, err := strconv.ParseUint(resp.Header.Get("Raftlock-Revision"), 10, 64); err == nil {
+			*cl.revision = r
+		}
 	}
 	return resp.StatusCode, body, true, nil
 }

@@ -31,6 +31,7 @@ const (
 	CodeShuttingDown         = "shutting_down"
 	CodeNotCaughtUp          = "not_caught_up"
 	CodeInternal             = "internal"
+	CodeLimitMismatch        = "limit_mismatch"
 	// A member that cannot serve refuses before proposing anything
 	// (docs/api.md); the client moves on to another member.
 	CodeStorageFailed  = "storage_failed"
@@ -131,12 +132,14 @@ var (
 	ErrShuttingDown         = &Error{Code: CodeShuttingDown}
 	ErrNotCaughtUp          = &Error{Code: CodeNotCaughtUp}
 	ErrInternal             = &Error{Code: CodeInternal}
+	ErrLimitMismatch        = &Error{Code: CodeLimitMismatch}
 	ErrUnavailable          = &Error{Code: CodeUnavailable}
 	ErrProtocol             = &Error{Code: CodeProtocol}
 	ErrTLS                  = &Error{Code: CodeTLS}
 )
 
-// Errors of the recipes (Session, Mutex, Election), not of the API.
+// Errors of the recipes (Session, Mutex, Election, RWLock, Semaphore,
+// MultiLock), not of the API.
 var (
 	// ErrSessionLost: the session is, or may be, gone; Session.Err says
 	// why (it also matches ErrSessionClosed, ErrSessionNotFound or
@@ -147,7 +150,8 @@ var (
 	// ErrKeepaliveFailed: no keepalive succeeded in time; the cluster may
 	// expire the session from a safety margin after this on.
 	ErrKeepaliveFailed = errors.New("raftlock: no keepalive succeeded in time")
-	// ErrNotLocked: Unlock of a Mutex this handle does not hold.
+	// ErrNotLocked: Unlock (or Release) of a lock this handle does not
+	// hold.
 	ErrNotLocked = errors.New("raftlock: mutex is not locked by this handle")
 )
 

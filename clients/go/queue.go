@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// What Mutex and Election share: waiting in a queue in long-poll slices,
+// What every recipe (Mutex, Election, RWLock, Semaphore, MultiLock) shares: waiting in a queue in long-poll slices,
 // and never leaving a node behind when a wait is abandoned.
 
 type queueKind int
@@ -17,9 +17,47 @@ const (
 	kindElection
 )
 
-// waitForGrant queues the session on name and waits until granted, ctx
+// queueOps is how one kind of queue is waited in: one acquire request
+// (a long poll of wait, keeping the queued entry on timeout when keep),
+// and the release (or resign) that cancels the session's entry.
+type queueOps struct {
+	acquire func(ctx context.Context, wait time.Duration, keep bool) error
+	cancel  func(ctx context.Context) error
+}
+
+// waitForGrant queues the session on lock or election name (with the
+// candidate's value) and waits as waitFor does.
+func (s *Session) waitForGrant(ctx context.Context, kind queueKind, name, value string, try bool) (*Grant, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	var grant *Grant
+	ops := queueOps{
+		acquire: func(ctx context.Context, wait time.Duration, keep bool) error {
+			var err error
+			if kind == kindLock {
+				grant, err = s.client.Acquire(ctx, name, s.id, AcquireOptions{Wait: wait, KeepQueued: keep})
+			} else {
+				grant, err = s.client.campaign(ctx, name, s.id, value, wait, keep)
+			}
+			return err
+		},
+		cancel: func(ctx context.Context) error {
+			if kind == kindLock {
+				return s.client.Release(ctx, name, s.id)
+			}
+			return s.client.Resign(ctx, name, s.id)
+		},
+	}
+	if err := s.waitFor(ctx, name, try, ops); err != nil {
+		return nil, err
+	}
+	return grant, nil
+}
+
+// waitFor queues the session (ops.acquire) and waits until granted, ctx
 // ends, or the session is lost. try makes one request that does not wait
-// (ErrLockHeld when taken).
+// (ErrLockHeld when taken). name only labels errors.
 //
 // A wait longer than Config.LongPoll is made of slices. Every slice but
 // the last carries keep_queued, so the session keeps its place in the
@@ -29,15 +67,12 @@ const (
 //
 // When the wait is abandoned (ctx ends, the session is lost) or its
 // outcome is unknown (outcome_unknown, a request timeout, a dropped
-// connection), the session's node in the queue is released before the
-// error is returned: a waiting node would otherwise be granted the lock
-// later and hold it, unused, until the session ends.
-func (s *Session) waitForGrant(ctx context.Context, kind queueKind, name, value string, try bool) (*Grant, error) {
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
+// connection), the session's entry in the queue is released (ops.cancel)
+// before the error is returned: a waiting entry would otherwise be
+// granted later and hold, unused, until the session ends.
+func (s *Session) waitFor(ctx context.Context, name string, try bool, ops queueOps) error {
 	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("raftlock: %s: %w", name, err)
+		return fmt.Errorf("raftlock: %s: %w", name, err)
 	}
 	wctx, cancel := s.bind(ctx)
 	defer cancel()
@@ -57,34 +92,27 @@ func (s *Session) waitForGrant(ctx context.Context, kind queueKind, name, value 
 				}
 			}
 		}
-		keep := !last
-		var grant *Grant
-		var err error
-		if kind == kindLock {
-			grant, err = s.client.Acquire(wctx, name, s.id, AcquireOptions{Wait: wait, KeepQueued: keep})
-		} else {
-			grant, err = s.client.campaign(wctx, name, s.id, value, wait, keep)
-		}
+		err := ops.acquire(wctx, wait, !last)
 		if err == nil {
-			return grant, nil
+			return nil
 		}
 		s.note(err)
 		if !try && isCode(err, CodeTimeout) && ctx.Err() == nil && s.Err() == nil {
 			continue
 		}
-		return nil, s.abandon(ctx, kind, name, err)
+		return s.abandon(ctx, name, ops, err)
 	}
 }
 
 // abandon ends a wait that failed with err: it releases whatever the wait
 // may have left queued, then says why the wait ended.
-func (s *Session) abandon(ctx context.Context, kind queueKind, name string, err error) error {
+func (s *Session) abandon(ctx context.Context, name string, ops queueOps, err error) error {
 	lost := s.Err()
 	definite := isCode(err, CodeLockHeld, CodeBadRequest, CodeWithdrawn, CodeSessionNotFound,
-		CodeTooLarge, CodeUnsupportedMediaType, CodeMethodNotAllowed)
+		CodeTooLarge, CodeUnsupportedMediaType, CodeMethodNotAllowed, CodeLimitMismatch)
 	gone := lost != nil && errors.Is(lost, ErrSessionNotFound)
 	if !gone && (!definite || ctx.Err() != nil || lost != nil) {
-		s.cancelQueued(kind, name)
+		s.cancelQueued(ops)
 	}
 	switch {
 	case lost != nil:
@@ -95,18 +123,14 @@ func (s *Session) abandon(ctx context.Context, kind queueKind, name string, err 
 	return err
 }
 
-// cancelQueued releases (or resigns) the session's node in name, bounded
-// by the request timeout and independent of any caller's context (which
-// may be what ended). If it cannot be delivered either, the node goes
-// when the session ends.
-func (s *Session) cancelQueued(kind queueKind, name string) {
+// cancelQueued releases (or resigns) the session's entry, bounded by the
+// request timeout and independent of any caller's context (which may be
+// what ended). If it cannot be delivered either, the entry goes when the
+// session ends.
+func (s *Session) cancelQueued(ops queueOps) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.client.cfg.RequestTimeout)
 	defer cancel()
-	if kind == kindLock {
-		s.note(s.client.Release(ctx, name, s.id))
-	} else {
-		s.note(s.client.Resign(ctx, name, s.id))
-	}
+	s.note(ops.cancel(ctx))
 }
 
 // takeTurn takes a handle's local turn (a channel of capacity 1) within

@@ -99,3 +99,36 @@ def test_async_election_and_observe(cluster: UpCluster, name: str) -> None:
                 assert await client.leader(name) is None
 
     asyncio.run(main())
+
+
+def test_async_rwlock_semaphore_multilock_and_watch(cluster: UpCluster, name: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(cluster.endpoints, timeout=5) as client:
+            async with client.session(ttl=10) as a, client.session(ttl=10) as b:
+                reading = await a.read_lock(f"{name}/rw", timeout=5)
+                also = await b.try_read_lock(f"{name}/rw")
+                assert [h.mode for h in (await client.rwlock_state(f"{name}/rw")).holders] == ["read", "read"]
+                writing = await b.write_lock(f"{name}/rw2", timeout=5)
+                with pytest.raises(raftlock.Timeout):
+                    await a.read_lock(f"{name}/rw2", timeout=0.3)
+                assert (await client.rwlock_state(f"{name}/rw2")).waiters == []
+                await writing.release()
+                await also.release()
+                await reading.release()
+                async with await a.semaphore(f"{name}/sem", 1, timeout=5):
+                    with pytest.raises(raftlock.LockHeld):
+                        await b.try_semaphore(f"{name}/sem", 1)
+                    assert [s.permits for s in await client.semaphores(name)] == [1]
+                async with await a.multi_lock([f"{name}/x", f"{name}/y"], timeout=5) as both:
+                    assert [g.name for g in both.grants] == [f"{name}/x", f"{name}/y"]
+                    with pytest.raises(raftlock.LockHeld):
+                        await b.try_multi_lock([f"{name}/y"])
+            await client.put_node(f"{name}/watched", b"")
+            _, revision = await client.read_node(f"{name}/watched")
+            await client.put_node(f"{name}/watched/a", b"1")
+            events = client.watch(f"{name}/watched", since_revision=revision)
+            first = await asyncio.wait_for(events.__anext__(), 30)
+            assert (first.kind, first.path, first.node and first.node.data) == ("put", f"/{name}/watched/a", b"1")
+            await events.aclose()  # type: ignore[attr-defined]
+
+    asyncio.run(main())

@@ -9,7 +9,7 @@ from typing import List, Optional
 import pytest
 
 import raftlock
-from raftlock import _endpoints, _sse
+from raftlock import _api, _endpoints, _sse
 from raftlock._failover import Answer, Attempt, Call, Lost, NotSent, Outcome, RetryPolicy, drive, plan
 from raftlock._lease import LeaseClock, lost_margin
 from raftlock._settings import Settings
@@ -238,7 +238,7 @@ def test_every_documented_code_has_its_class() -> None:
         "method_not_allowed": 405, "withdrawn": 409, "not_empty": 409, "ephemeral_parent": 409,
         "session_conflict": 409, "sequence_exhausted": 409, "already_granted": 409,
         "outcome_unknown": 503, "shutting_down": 503, "not_caught_up": 503, "internal": 500,
-        "unauthorized": 401, "forbidden": 403,
+        "unauthorized": 401, "forbidden": 403, "limit_mismatch": 409,
     }  # fmt: skip
     assert set(raftlock.ERRORS_BY_CODE) == set(documented)
     for code, status in documented.items():
@@ -298,3 +298,41 @@ def test_leader_feed_drops_repeats_across_reconnects() -> None:
     [leader] = list(feed.push(led))
     assert leader is not None and (leader.value, leader.fencing_token) == ("v", 7)
     assert feed.events == 3
+
+
+# -- read-write locks, semaphores, multi-locks, watches ------------------------
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        _api.acquire_rwlock("a", "s", "write", 1.0, True),
+        _api.acquire_semaphore("a", "s", 2, 1.0, True),
+        _api.acquire_multi(["a", "b"], "s", 1.0, True),
+    ],
+)
+def test_shared_acquires_pass_an_overloaded_member_and_are_not_resent(op: _api.Op[object]) -> None:
+    assert op.call.wait == 1.0 and op.call.resend is False
+    assert op.call.body is not None and op.call.body["keep_queued"] is True
+    endpoints = _endpoints.Endpoints("a:1,b:2")
+    attempts = _run([_error("overloaded", 503), Answer(200, b"{}")], op.call, endpoints)
+    assert [a.url for a in attempts] == ["http://a:1", "http://b:2"]
+
+
+def test_a_watch_feed_resumes_without_repeats() -> None:
+    from raftlock._watch import WatchFeed
+
+    def change(kind: str, revision: int, path: str) -> bytes:
+        node = ', "node": {"data": "", "version": 1, "create_revision": 1, "mod_revision": 1}'
+        body = f'{{"revision": {revision}, "path": "{path}"{node if kind == "put" else ""}}}'
+        return f"event: {kind}\ndata: {body}\n\n".encode()
+
+    feed = WatchFeed(10)
+    got = [(e.kind, e.revision, e.path) for e in feed.push(change("put", 11, "/a") + change("put", 12, "/b"))]
+    assert got == [("put", 11, "/a"), ("put", 12, "/b")]
+    assert feed.since() == 11  # revision 12 may have more changes to come
+    feed.reconnected()
+    again = change("put", 12, "/b") + change("delete", 12, "/c") + change("put", 13, "/a")
+    assert [(e.kind, e.path) for e in feed.push(again)] == [("delete", "/c"), ("put", "/a")]
+    end = list(feed.push(b'event: compacted\ndata: {"since_revision": 13, "floor": 20}\n\n'))
+    assert [(e.kind, e.floor) for e in end] == [("compacted", 20)] and feed.done

@@ -1,5 +1,6 @@
-//! `raftlock lock-info NAME` (holder and waiters in queue order) and
-//! `raftlock fencing-check NAME TOKEN`.
+//! `raftlock lock-info NAME` (holder and waiters in queue order; with
+//! `--rwlock` or `--semaphore` the holders of a read-write lock or
+//! semaphore) and `raftlock fencing-check NAME TOKEN`.
 
 use clap::Args;
 use reqwest::Method;
@@ -12,6 +13,13 @@ use crate::inspect::Endpoints;
 pub struct LockInfoArgs {
     /// Lock name, e.g. `orders/42`.
     name: String,
+    /// NAME is a read-write lock: show its holders (with their mode) and
+    /// waiters.
+    #[arg(long, conflicts_with = "semaphore")]
+    rwlock: bool,
+    /// NAME is a semaphore: show its permits, holders and waiters.
+    #[arg(long)]
+    semaphore: bool,
     #[command(flatten)]
     output: Output,
     #[command(flatten)]
@@ -20,6 +28,9 @@ pub struct LockInfoArgs {
 
 pub async fn lock_info(args: LockInfoArgs) -> anyhow::Result<()> {
     let api = Api::new(&args.endpoints)?;
+    if args.rwlock || args.semaphore {
+        return shared_info(&api, &args).await;
+    }
     let body = api.get(&format!("/v1/locks/{}", args.name)).await?;
     if args.output.json {
         return print_json(&body);
@@ -48,6 +59,56 @@ pub async fn lock_info(args: LockInfoArgs) -> anyhow::Result<()> {
         println!(
             "  {:>3}. session {}  owner {}  principal {}",
             i + 1,
+            cell(&w["session_id"]),
+            cell(&w["owner"]),
+            cell(&w["principal"])
+        );
+    }
+    Ok(())
+}
+
+/// A read-write lock or semaphore: every holder (several may hold), then
+/// the waiters in queue order.
+async fn shared_info(api: &Api, args: &LockInfoArgs) -> anyhow::Result<()> {
+    let (route, what) = if args.rwlock {
+        ("rwlocks", "rwlock")
+    } else {
+        ("semaphores", "semaphore")
+    };
+    let body = api.get(&format!("/v1/{route}/{}", args.name)).await?;
+    if args.output.json {
+        return print_json(&body);
+    }
+    println!("{what}: {}", args.name);
+    if args.semaphore {
+        println!("permits: {}", cell(&body["permits"]));
+    }
+    // A semaphore's entries have no mode.
+    let mode = |e: &serde_json::Value| match e["mode"].as_str() {
+        Some(mode) => format!("{mode:<5} "),
+        None => String::new(),
+    };
+    let holders = body["holders"].as_array().cloned().unwrap_or_default();
+    println!("holders: {}", holders.len());
+    for (i, h) in holders.iter().enumerate() {
+        println!(
+            "  {:>3}. {}session {}  owner {}  principal {}  fencing token {}  since revision {}",
+            i + 1,
+            mode(h),
+            cell(&h["session_id"]),
+            cell(&h["owner"]),
+            cell(&h["principal"]),
+            cell(&h["fencing_token"]),
+            cell(&h["since_revision"])
+        );
+    }
+    let waiters = body["waiters"].as_array().cloned().unwrap_or_default();
+    println!("waiters: {}", waiters.len());
+    for (i, w) in waiters.iter().enumerate() {
+        println!(
+            "  {:>3}. {}session {}  owner {}  principal {}",
+            i + 1,
+            mode(w),
             cell(&w["session_id"]),
             cell(&w["owner"]),
             cell(&w["principal"])

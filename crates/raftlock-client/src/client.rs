@@ -19,6 +19,7 @@ use crate::primitives::Access;
 use crate::types::{
     FencingCheck, Grant, Leader, Lease, LockState, NodeWritten, Poll, SessionId, Txn, TxnOutcome,
 };
+use crate::watch::{NodeData, NodeWatch};
 use raftlock_core::HolderGuard;
 
 /// The longest `wait` an acquire or campaign accepts: the HTTP API's
@@ -158,4 +159,18 @@ pub trait LockClient: Send + Sync + 'static {
     /// fails the whole transaction with that operation's error; nothing
     /// is written then.
     fn txn<'a>(&'a self, txn: &'a Txn) -> BoxFuture<'a, Result<TxnOutcome>>;
+
+    /// The node at tree path `path` and the revision the read saw
+    /// (linearizable); pass that revision to [`LockClient::watch`] to
+    /// miss no later change.
+    fn read_node<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(NodeData, u64)>>;
+
+    /// Changes of the node at `path` and of its direct children after
+    /// `since_revision` (`None`: from now), in revision order (docs/api.md,
+    /// Nodes). Lazy: nothing is sent until polled. Ends after
+    /// [`WatchEvent::Compacted`](crate::WatchEvent::Compacted) (the member
+    /// no longer keeps the changes after `since_revision`: read afresh and
+    /// watch from the read's revision) or after an error it could not
+    /// recover from (the last item).
+    fn watch(&self, path: &str, since_revision: Option<u64>) -> NodeWatch;
 }

@@ -12,6 +12,8 @@ use raftlock_core::{
 };
 use raftlock_node::{AcquireOptions, Consistency, Node, NodeError};
 
+mod watch;
+
 use crate::client::{LeaderStream, LockClient, DEFAULT_MAX_WAIT};
 use crate::error::{ClientError, Result};
 use crate::primitives::Access;
@@ -20,6 +22,7 @@ use crate::types::{
     checked, FencingCheck, Grant, Holder, Leader, Lease, LockState, NodeWritten, Poll, SessionId,
     Txn, TxnOpResult, TxnOutcome, Waiter,
 };
+use crate::watch::{NodeData, NodeWatch};
 
 /// A [`LockClient`] over a [`Node`] running in this process. Cheap to
 /// clone. Retries `no_leader` and lost answers like
@@ -518,6 +521,14 @@ impl LockClient for EmbeddedClient {
                 ))),
             }
         })
+    }
+
+    fn read_node<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(NodeData, u64)>> {
+        Box::pin(watch::read_node(self, path))
+    }
+
+    fn watch(&self, path: &str, since_revision: Option<u64>) -> NodeWatch {
+        watch::watch(self, path, since_revision)
     }
 }
 

@@ -66,13 +66,14 @@ mod reentrant;
 mod retry;
 mod session;
 mod types;
+mod watch;
 
 pub use client::{LeaderStream, LockClient, DEFAULT_MAX_WAIT};
 pub use election::Election;
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedClient;
 pub use error::{ClientError, Result};
-pub use http::{BearerToken, HttpClient, HttpConfig, NodeData, NodeWatch, TlsFiles, WatchEvent};
+pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
 pub use primitives::{
     Access, MultiLock, MultiLockGuard, RwLock, RwLockGuard, Semaphore, SemaphorePermit,
@@ -83,5 +84,7 @@ pub use retry::RetryPolicy;
 pub use session::{lost_margin, LostReason, Session};
 pub use types::{
     ClusterInfo, FencingCheck, Grant, Holder, Leader, Lease, LockState, LockSummary, MemberInfo,
-    NodeWritten, Poll, SessionId, Txn, TxnOpResult, TxnOutcome, Waiter,
+    NodeWritten, Poll, RwHolder, RwLockSummary, SemaphoreSummary, SessionId, Txn, TxnOpResult,
+    TxnOutcome, Waiter,
 };
+pub use watch::{NodeData, NodeWatch, WatchEvent};

@@ -168,6 +168,40 @@ pub struct LockSummary {
     pub waiters: u64,
 }
 
+/// A holder of a read-write lock, with what it holds it for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RwHolder {
+    /// [`Access::Read`](crate::Access::Read) or
+    /// [`Access::Write`](crate::Access::Write).
+    pub mode: crate::Access,
+    /// The holder.
+    pub holder: Holder,
+}
+
+/// One read-write lock of a listing (`GET /v1/rwlocks?prefix=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RwLockSummary {
+    /// The read-write lock's name.
+    pub name: String,
+    /// Who holds it (several readers, or one writer), first in line first.
+    pub holders: Vec<RwHolder>,
+    /// How many sessions wait behind the holders.
+    pub waiters: u64,
+}
+
+/// One semaphore of a listing (`GET /v1/semaphores?prefix=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SemaphoreSummary {
+    /// The semaphore's name.
+    pub name: String,
+    /// The number of places in force; `None` while nobody is queued.
+    pub permits: Option<u64>,
+    /// Who holds a place, first in line first.
+    pub holders: Vec<Holder>,
+    /// How many sessions wait behind the holders.
+    pub waiters: u64,
+}
+
 /// A node written by [`LockClient::put_node`](crate::LockClient::put_node)
 /// or a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -74,3 +74,42 @@ async fn rwlock_semaphore_and_multilock() {
     let cluster = Cluster::start(false).await;
     scenarios::primitives(client(&cluster, 1), client(&cluster, 2)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_from_a_read_misses_nothing_and_reports_compaction() {
+    let cluster = Cluster::start(false).await;
+    // The watcher on a follower-or-leader other than the writer's node.
+    scenarios::watch_after_read(client(&cluster, 3), client(&cluster, 1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_ends_when_its_node_stops() {
+    use futures::StreamExt;
+    let mut cluster = Cluster::start(false).await;
+    let watcher = client(&cluster, 2);
+    let (_, revision) = watcher.read_node("/").await.expect("read the root");
+    let mut watch = watcher.watch("/svc", Some(revision));
+    client(&cluster, 1)
+        .put_node("/svc/a", b"1", None)
+        .await
+        .expect("put");
+    let first = common::within("the first change", watch.next()).await;
+    assert!(
+        matches!(first, Some(Ok(raftlock_client::WatchEvent::Put { .. }))),
+        "{first:?}"
+    );
+    cluster.stop(2).await;
+    // The changes already recorded (the implicit parent, the child) may
+    // come first; then the end.
+    let last = loop {
+        match common::within("the end of the watch", watch.next()).await {
+            Some(Ok(raftlock_client::WatchEvent::Put { .. })) => continue,
+            other => break other,
+        }
+    };
+    assert!(
+        matches!(last, Some(Err(raftlock_client::ClientError::ShuttingDown))),
+        "{last:?}"
+    );
+    assert!(watch.next().await.is_none());
+}

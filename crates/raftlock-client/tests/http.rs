@@ -61,6 +61,13 @@ async fn watch_streams_changes_after_a_read() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_from_a_read_misses_nothing_and_reports_compaction() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 2).await, client(&cluster, 0).await);
+    scenarios::watch_after_read(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reentrant_mutex_counts_holds() {
     let cluster = Cluster::start(true).await;
     let (a, b) = (client(&cluster, 1).await, client(&cluster, 2).await);
@@ -278,4 +285,43 @@ async fn rwlock_semaphore_and_multilock() {
     let cluster = Cluster::start(true).await;
     let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);
     scenarios::primitives(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rwlocks_and_semaphores_are_listed() {
+    use raftlock_client::{Access, RwLock, Semaphore};
+    let cluster = Cluster::start(true).await;
+    let http = HttpClient::new(cluster.endpoints()).expect("client");
+    let client: Arc<dyn LockClient> = Arc::new(http.clone());
+    let session = Session::open(client, "lister", Duration::from_secs(5))
+        .await
+        .expect("open");
+    let read = RwLock::new(&session, "docs/1").read().await.expect("read");
+    let permit = Semaphore::new(&session, "pool/gpu", 3)
+        .acquire()
+        .await
+        .expect("permit");
+    let rwlocks = http.rwlocks("docs/").await.expect("list read-write locks");
+    assert_eq!(rwlocks.len(), 1, "{rwlocks:?}");
+    assert_eq!(rwlocks[0].name, "docs/1");
+    assert_eq!(rwlocks[0].waiters, 0);
+    let holder = &rwlocks[0].holders[..];
+    assert_eq!(holder.len(), 1, "{rwlocks:?}");
+    assert_eq!(holder[0].mode, Access::Read);
+    assert_eq!(holder[0].holder.session, Some(session.id()));
+    assert_eq!(holder[0].holder.fencing_token, read.fencing_token());
+    let semaphores = http.semaphores("").await.expect("list semaphores");
+    assert_eq!(semaphores.len(), 1, "{semaphores:?}");
+    assert_eq!(semaphores[0].name, "pool/gpu");
+    assert_eq!(semaphores[0].permits, Some(3));
+    assert_eq!(
+        semaphores[0].holders[0].fencing_token,
+        permit.fencing_token()
+    );
+    assert!(http.rwlocks("pool").await.expect("list").is_empty());
+    read.unlock().await.expect("unlock");
+    permit.release().await.expect("release");
+    assert!(http.rwlocks("").await.expect("list").is_empty());
+    assert!(http.semaphores("").await.expect("list").is_empty());
+    session.close().await.expect("close");
 }

@@ -60,7 +60,7 @@ pub use multilock::{validate_lock_set, MultiStatus, MAX_MULTI_LOCKS};
 pub use query::{
     Counts, Position, QueueEntryView, QueueSummary, QueueView, SessionLease, SessionView,
 };
-pub use shared::{RwMode, SharedKind, SharedView};
+pub use shared::{RwMode, SharedKind, SharedSummary, SharedView};
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT};
 pub use state::StateMachine;
 pub use txn::{Compare, HolderGuard, TxnOp};

@@ -22,6 +22,7 @@
 //! wakes exactly the entries listed in `Effects::granted`.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
 
@@ -441,5 +442,48 @@ impl StateMachine {
         self.queues
             .get(kind.queue_path(name).as_str())
             .map_or((0, false), |q| (q.len(), q.sequence_of(session).is_some()))
+    }
+}
+
+/// One read-write lock or semaphore of a listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedSummary {
+    /// The name (without the tree prefix).
+    pub name: String,
+    /// The granted entries, first in line first.
+    pub holders: Vec<QueueEntryView>,
+    /// How many entries wait behind them.
+    pub waiters: usize,
+    /// A semaphore's limit while anyone is queued.
+    pub limit: Option<u64>,
+}
+
+impl StateMachine {
+    /// The read-write locks or semaphores whose name starts with
+    /// `prefix`, in name order. Holders are a prefix of each queue, so
+    /// the waiters are counted, not visited.
+    pub fn shared_queues(&self, kind: SharedKind, prefix: &str) -> Vec<SharedSummary> {
+        let start = kind.queue_path(prefix);
+        let strip = format!("{}/", kind.prefix());
+        self.queues
+            .range::<str, _>((Bound::Included(start.as_str()), Bound::Unbounded))
+            .take_while(|(path, _)| path.starts_with(&start))
+            .map(|(path, queue)| {
+                let holders: Vec<QueueEntryView> = queue
+                    .iter()
+                    .take_while(|(_, entry)| entry.granted_revision.is_some())
+                    .map(|(seq, entry)| self.entry_view(path, seq, entry))
+                    .collect();
+                SharedSummary {
+                    name: path.strip_prefix(&strip).unwrap_or(path).to_string(),
+                    waiters: queue.len().saturating_sub(holders.len()),
+                    limit: match kind {
+                        SharedKind::Semaphore => limit_of(&self.nodes, path, queue),
+                        SharedKind::RwLock => None,
+                    },
+                    holders,
+                }
+            })
+            .collect()
     }
 }

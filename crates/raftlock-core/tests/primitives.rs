@@ -420,6 +420,24 @@ fn run(ops: &[Op]) -> Result<StateMachine, TestCaseError> {
         }
         prop_assert_eq!(sm.check_invariants(), Ok(()));
 
+        // The listing by prefix agrees with the view of each one.
+        for kind in [SharedKind::RwLock, SharedKind::Semaphore] {
+            let expected: Vec<_> = NAMES
+                .iter()
+                .map(|name| (name.to_string(), sm.shared_queue(kind, name)))
+                .filter(|(_, v)| !v.holders.is_empty() || !v.waiters.is_empty())
+                .map(|(name, v)| (name, v.holders, v.waiters.len(), v.limit))
+                .collect();
+            let listed: Vec<_> = sm
+                .shared_queues(kind, "")
+                .into_iter()
+                .map(|l| (l.name, l.holders, l.waiters, l.limit))
+                .collect();
+            prop_assert_eq!(&listed, &expected, "{:?} listing", kind);
+            let under_b = sm.shared_queues(kind, "b/");
+            prop_assert!(under_b.iter().all(|l| l.name == "b/c"));
+        }
+
         let mut now_holding: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for name in NAMES {
             // Read-write lock: holders and waiters are the model's, and

@@ -206,6 +206,13 @@ impl Node {
         &self.replica.shared.history
     }
 
+    /// Completes once this node has begun shutting down: for waits
+    /// outside this crate (an embedded client's node watch) that must not
+    /// outlive it.
+    pub async fn stopped(&self) {
+        self.replica.shutdown.stopped().await
+    }
+
     /// Effects of every command applied on this replica from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Effects>> {
         self.replica.shared.changes.subscribe()

@@ -1,9 +1,12 @@
-//! The long-poll shared by lock acquire and election campaign.
+//! The long-poll and release shared by every queue route: lock acquire,
+//! election campaign, read-write lock and semaphore acquire (one generic
+//! [`acquire`] over the [`Target`]), and multi-locks ([`long_poll`]).
 //!
 //! The node does the waiting (predecessor-only wake-ups, withdrawal on
 //! timeout). This module adds what only the HTTP edge knows about:
 //! - the request's wait, validated against the configured maximum, and the
 //!   "unknown session wins" rule for invalid requests;
+//! - the waiters-per-lock admission limit (`limits.rs`);
 //! - graceful shutdown: a long-poll ends with `503 shutting_down` instead
 //!   of holding the server's shutdown up for minutes;
 //! - metrics: wait time of grants, failures by error code.
@@ -16,10 +19,11 @@
 //! the node and grants it to the next in line — two holders. A client that
 //! abandons a wait releases (cancels) or closes its session instead.
 
+use std::future::Future;
 use std::time::Instant;
 
 use raftlock_core::path::validate_lock_name;
-use raftlock_core::QueueKind;
+use raftlock_core::{QueueKind, RwMode, SessionId, SharedKind, StateMachine};
 use raftlock_node::{AcquireOptions, Grant, NodeError};
 
 use crate::auth::Caller;
@@ -27,25 +31,140 @@ use crate::error::ApiError;
 use crate::extract::parse_session;
 use crate::state::AppState;
 
+/// A queue as release and admission see it: a lock queue (locks,
+/// elections) or a shared one (read-write locks, semaphores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Queue {
+    /// One holder at a time.
+    Plain(QueueKind),
+    /// Several holders at once.
+    Shared(SharedKind),
+}
+
+impl Queue {
+    /// How many entries the queue holds (holders included), and whether
+    /// `session` is one of them.
+    pub fn place(self, state: &StateMachine, name: &str, session: SessionId) -> (usize, bool) {
+        match self {
+            Queue::Plain(kind) => state.queue_place(kind, name, session),
+            Queue::Shared(kind) => state.shared_place(kind, name, session),
+        }
+    }
+
+    /// The word for this queue in messages.
+    pub fn what(self) -> &'static str {
+        match self {
+            Queue::Plain(QueueKind::Lock) => "lock",
+            Queue::Plain(QueueKind::Election) => "election",
+            Queue::Shared(SharedKind::RwLock) => "read-write lock",
+            Queue::Shared(SharedKind::Semaphore) => "semaphore",
+        }
+    }
+}
+
+/// What an acquire asks the node for.
+pub(crate) enum Target {
+    /// A node in a lock or election queue, with its data (an election's
+    /// value), or why the data was refused.
+    Plain(QueueKind, Result<Vec<u8>, ApiError>),
+    /// A read-write lock, to read or to write.
+    RwLock(RwMode),
+    /// One of a semaphore's `permits` places.
+    Semaphore(u64),
+}
+
+impl Target {
+    fn queue(&self) -> Queue {
+        match self {
+            Target::Plain(kind, _) => Queue::Plain(*kind),
+            Target::RwLock(_) => Queue::Shared(SharedKind::RwLock),
+            Target::Semaphore(_) => Queue::Shared(SharedKind::Semaphore),
+        }
+    }
+}
+
 /// One acquire or campaign as the request stated it, not yet validated.
 pub(crate) struct AcquireRequest<'a> {
     /// Who asks: the session must be theirs.
     pub caller: &'a Caller,
-    pub kind: QueueKind,
+    pub target: Target,
     pub name: &'a str,
     pub session_id: &'a str,
     pub wait_ms: Option<u64>,
     /// On timeout, keep the session's waiting node queued (long polls that
     /// keep their place in line) instead of withdrawing it.
     pub keep_queued: bool,
-    /// Node data (an election value), or why it was refused.
-    pub data: Result<Vec<u8>, ApiError>,
 }
 
 /// Validates, queues and waits; records the outcome in the metrics.
 pub(crate) async fn acquire(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError> {
+    timed(app, run(app, req)).await
+}
+
+async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError> {
+    let session = parse_session(req.session_id)?;
+    req.caller.require_session(app, session).await?;
+    let queue = req.target.queue();
+    let checked = validate_lock_name(req.name)
+        .map_err(ApiError::from)
+        .and_then(|()| app.wait(req.wait_ms));
+    let (wait, target) = match req.target {
+        Target::Plain(kind, data) => {
+            let checked = checked.and_then(|wait| data.map(|data| (wait, data)));
+            let (wait, data) = app.session_wins(session, checked).await?;
+            (wait, Target::Plain(kind, Ok(data)))
+        }
+        other => (app.session_wins(session, checked).await?, other),
+    };
+    // After validation, so bad input is refused as such; an unknown
+    // session still wins over a full queue.
+    let admitted = crate::limits::check_queue(app, queue, req.name, session, !wait.is_zero());
+    app.session_wins(session, admitted.await).await?;
+    let options = AcquireOptions {
+        wait,
+        keep_queued: req.keep_queued,
+    };
+    let node = &app.node;
+    let name = req.name;
+    match target {
+        Target::Plain(kind, data) => {
+            let data = data.unwrap_or_default();
+            poll(
+                app,
+                req.keep_queued,
+                node.acquire_with(kind, name, session, data, options),
+            )
+            .await
+        }
+        Target::RwLock(mode) => {
+            let grant = node.acquire_rwlock(name, session, mode, options);
+            poll(app, req.keep_queued, grant).await
+        }
+        Target::Semaphore(permits) => {
+            let grant = node.acquire_semaphore(name, session, permits, options);
+            poll(app, req.keep_queued, grant).await
+        }
+    }
+}
+
+/// Runs a node acquire as a long-poll (see [`poll`]) and records the
+/// outcome in the metrics: for acquires validated by their route
+/// (multi-locks).
+pub(crate) async fn long_poll<T>(
+    app: &AppState,
+    keep_queued: bool,
+    acquire: impl Future<Output = Result<T, NodeError>>,
+) -> Result<T, ApiError> {
+    timed(app, poll(app, keep_queued, acquire)).await
+}
+
+/// Records how `outcome` ends: the wait of a grant, or the error code.
+async fn timed<T>(
+    app: &AppState,
+    outcome: impl Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
     let started = Instant::now();
-    let outcome = run(app, req).await;
+    let outcome = outcome.await;
     match &outcome {
         Ok(_) => app.metrics.granted(started.elapsed()),
         Err(e) => app.metrics.failed(e.code()),
@@ -53,31 +172,38 @@ pub(crate) async fn acquire(app: &AppState, req: AcquireRequest<'_>) -> Result<G
     outcome
 }
 
-async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError> {
-    let session = parse_session(req.session_id)?;
-    req.caller.require_session(app, session).await?;
-    let checked = validate_lock_name(req.name)
-        .map_err(ApiError::from)
-        .and_then(|()| app.wait(req.wait_ms))
-        .and_then(|wait| req.data.map(|data| (wait, data)));
-    let (wait, data) = app.session_wins(session, checked).await?;
-    // After validation, so bad input is refused as such; an unknown
-    // session still wins over a full queue.
-    let admitted = crate::limits::check_queue(app, req.kind, req.name, session, !wait.is_zero());
-    app.session_wins(session, admitted.await).await?;
-    let options = AcquireOptions {
-        wait,
-        keep_queued: req.keep_queued,
-    };
+/// Ends a node acquire with `503 shutting_down` when the server stops.
+/// The queued node stays, as when the node itself shuts down: the client
+/// retries elsewhere and finds it (idempotent acquire).
+async fn poll<T>(
+    app: &AppState,
+    keep_queued: bool,
+    acquire: impl Future<Output = Result<T, NodeError>>,
+) -> Result<T, ApiError> {
     tokio::select! {
-        result = app.node.acquire_with(req.kind, req.name, session, data, options) => {
-            match result {
-                Err(NodeError::Timeout) if req.keep_queued => Err(ApiError::timeout_still_queued()),
-                other => other.map_err(ApiError::from),
-            }
-        }
-        // The queued node stays, as when the node itself shuts down: the
-        // client retries elsewhere and finds it (idempotent acquire).
+        result = acquire => match result {
+            Err(NodeError::Timeout) if keep_queued => Err(ApiError::timeout_still_queued()),
+            other => other.map_err(ApiError::from),
+        },
         _ = app.stopping() => Err(ApiError::shutting_down()),
     }
+}
+
+/// Release (or cancel a wait, or resign): deletes the session's entry.
+pub(crate) async fn release(
+    app: &AppState,
+    caller: &Caller,
+    queue: Queue,
+    name: &str,
+    session_id: &str,
+) -> Result<(), ApiError> {
+    let session = parse_session(session_id)?;
+    caller.require_session(app, session).await?;
+    app.session_wins(session, validate_lock_name(name).map_err(ApiError::from))
+        .await?;
+    match queue {
+        Queue::Plain(kind) => app.node.release(kind, name, session).await?,
+        Queue::Shared(kind) => app.node.release_shared(kind, name, session).await?,
+    }
+    Ok(())
 }

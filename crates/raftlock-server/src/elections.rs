@@ -16,11 +16,11 @@ use raftlock_core::{QueueEntryView, QueueKind};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
-use crate::acquire::{acquire, AcquireRequest};
+use crate::acquire::{acquire, release, AcquireRequest, Queue, Target};
 use crate::auth::Caller;
 use crate::error::{no_such_action, ApiError};
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
-use crate::locks::{read_queue, read_queues, release, split_action, SessionBody};
+use crate::locks::{read_queue, read_queues, split_action, SessionBody};
 use crate::observe::observe;
 use crate::state::AppState;
 
@@ -170,12 +170,11 @@ async fn campaign(
         &app,
         AcquireRequest {
             caller: &caller,
-            kind: QueueKind::Election,
+            target: Target::Plain(QueueKind::Election, data),
             name,
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
-            data,
         },
     )
     .await?;
@@ -225,7 +224,14 @@ async fn resign(
     request: Request,
 ) -> Result<Response, ApiError> {
     let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-    release(&app, &caller, QueueKind::Election, name, &body.session_id).await?;
+    release(
+        &app,
+        &caller,
+        Queue::Plain(QueueKind::Election),
+        name,
+        &body.session_id,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -18,7 +18,9 @@
 //! Modules: one per resource (`sessions`, `locks`, `elections` with
 //! `observe`, `nodes`, `cluster` with `reachability`, `backup`,
 //! `metrics`), the dashboard's static files (`ui`), the long-poll shared by
-//! acquire and campaign (`acquire`), JSON-rejecting extractors
+//! every acquire and campaign (`acquire`), the acquire/release routes of
+//! locks, read-write locks and semaphores (`queue_routes`),
+//! JSON-rejecting extractors
 //! (`extract`), the single error mapping (`error`), and the OpenAPI
 //! document generated from all of them (`openapi`).
 
@@ -43,6 +45,7 @@ mod observe;
 mod openapi;
 mod overflow;
 mod process;
+mod queue_routes;
 mod reachability;
 mod rwlocks;
 mod semaphores;

@@ -20,9 +20,10 @@
 //! what these limits are for (bounding memory and queue length within a
 //! margin), not for quotas that must be exact.
 
-use raftlock_core::{QueueKind, SessionId};
+use raftlock_core::SessionId;
 use raftlock_node::Consistency;
 
+use crate::acquire::Queue;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -66,11 +67,12 @@ pub(crate) async fn check_open(
 }
 
 /// Refuses a waiting acquire or campaign that would queue one waiter too
-/// many. A session already in the queue passes (its retry re-attaches to
-/// its node and adds nothing), and so does a try-lock (it never queues).
+/// many (read-write locks and semaphores: their holders counted). A
+/// session already in the queue passes (its retry re-attaches to its node
+/// and adds nothing), and so does a try-lock (it never queues).
 pub(crate) async fn check_queue(
     app: &AppState,
-    kind: QueueKind,
+    queue: Queue,
     name: &str,
     session: SessionId,
     waits: bool,
@@ -81,18 +83,22 @@ pub(crate) async fn check_queue(
     let max = app.config.max_waiters_per_lock;
     let (queued, mine) = app
         .node
-        .read(Consistency::Stale, |s| s.queue_place(kind, name, session))
+        .read(Consistency::Stale, |s| queue.place(s, name, session))
         .await?;
     // `queued` counts the holder: a new node would be waiter number `queued`.
     if !mine && queued > max {
-        let what = match kind {
-            QueueKind::Lock => "lock",
-            QueueKind::Election => "election",
-        };
-        return Err(ApiError::too_many_requests(format!(
-            "{what} {name} has {} waiters, its limit (api.max_waiters_per_lock = {max})",
-            queued - 1
-        )));
+        let what = queue.what();
+        return Err(ApiError::too_many_requests(match queue {
+            Queue::Plain(_) => format!(
+                "{what} {name} has {} waiters, its limit (api.max_waiters_per_lock = {max})",
+                queued - 1
+            ),
+            // Several may hold: the count is of entries, not waiters.
+            Queue::Shared(_) => format!(
+                "{what} {name} has {queued} entries, more than its waiter limit \
+                 (api.max_waiters_per_lock = {max})"
+            ),
+        }));
     }
     Ok(())
 }

@@ -6,20 +6,21 @@
 //! lock named `a/acquire` is thus inspected at `GET /v1/locks/a/acquire`
 //! and acquired at `POST /v1/locks/a/acquire/acquire`.
 
-use axum::extract::{FromRequest, Request, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Request, State};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use raftlock_core::path::validate_lock_name;
 use raftlock_core::{QueueEntryView, QueueKind, QueueSummary, QueueView};
+use raftlock_node::Grant;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
-use crate::acquire::{acquire, AcquireRequest};
+use crate::acquire::{Queue, Target};
 use crate::auth::{Caller, Permission, Visibility};
-use crate::error::{no_such_action, ApiError};
-use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
+use crate::error::ApiError;
+use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
+use crate::queue_routes::{self, Asked, QueueRoute};
 use crate::state::AppState;
 
 /// The lock operations in the OpenAPI document (`openapi.rs`).
@@ -156,18 +157,41 @@ struct FencingAnswer {
     current_token: Option<u64>,
 }
 
+/// The lock queue's acquire and release (`queue_routes.rs`).
+struct Locks;
+
+impl QueueRoute for Locks {
+    const QUEUE: Queue = Queue::Plain(QueueKind::Lock);
+    type Acquire = AcquireBody;
+    type Granted = Granted;
+
+    fn asked(body: &AcquireBody) -> Asked<'_> {
+        Asked {
+            target: Target::Plain(QueueKind::Lock, Ok(Vec::new())),
+            session_id: &body.session_id,
+            wait_ms: body.wait_ms,
+            keep_queued: body.keep_queued,
+        }
+    }
+
+    fn granted(name: &str, _: &AcquireBody, grant: Grant) -> Granted {
+        Granted {
+            lock: name.to_string(),
+            node: grant.node,
+            fencing_token: grant.fencing_token,
+            session_id: grant.session.to_string(),
+            since_revision: grant.since_revision,
+        }
+    }
+}
+
 async fn action(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath(rest): ApiPath<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let (name, action) = split_action(&rest);
-    match action {
-        "acquire" => acquire_lock(app, caller, name, request).await,
-        "release" => release_lock(app, caller, name, request).await,
-        other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
-    }
+    queue_routes::dispatch((app, caller, rest, request), acquire_lock, release_lock).await
 }
 
 /// Acquires a lock: granted at once, after waiting in line up to
@@ -179,31 +203,10 @@ async fn action(
 async fn acquire_lock(
     app: AppState,
     caller: Caller,
-    name: &str,
+    name: String,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
-    let grant = acquire(
-        &app,
-        AcquireRequest {
-            caller: &caller,
-            kind: QueueKind::Lock,
-            name,
-            session_id: &body.session_id,
-            wait_ms: body.wait_ms,
-            keep_queued: body.keep_queued,
-            data: Ok(Vec::new()),
-        },
-    )
-    .await?;
-    Ok(Json(Granted {
-        lock: name.to_string(),
-        node: grant.node,
-        fencing_token: grant.fencing_token,
-        session_id: grant.session.to_string(),
-        since_revision: grant.since_revision,
-    })
-    .into_response())
+    queue_routes::acquire::<Locks>(app, caller, name, request).await
 }
 
 /// Releases a lock, or cancels the session's wait for it.
@@ -214,28 +217,10 @@ async fn acquire_lock(
 async fn release_lock(
     app: AppState,
     caller: Caller,
-    name: &str,
+    name: String,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-    release(&app, &caller, QueueKind::Lock, name, &body.session_id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-/// Release (or cancel a wait, or resign): deletes the session's node.
-pub(crate) async fn release(
-    app: &AppState,
-    caller: &Caller,
-    kind: QueueKind,
-    name: &str,
-    session_id: &str,
-) -> Result<(), ApiError> {
-    let session = parse_session(session_id)?;
-    caller.require_session(app, session).await?;
-    app.session_wins(session, validate_lock_name(name).map_err(ApiError::from))
-        .await?;
-    app.node.release(kind, name, session).await?;
-    Ok(())
+    queue_routes::release::<Locks>(app, caller, name, request).await
 }
 
 /// Reads one queue after validating its name.

@@ -16,10 +16,10 @@ use raftlock_node::AcquireOptions;
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
+use crate::acquire::long_poll;
 use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
 use crate::extract::{parse_session, JsonBody};
-use crate::shared_locks;
 use crate::state::AppState;
 
 /// The multi-lock operations, for the OpenAPI document.
@@ -97,7 +97,7 @@ async fn acquire(
         wait,
         keep_queued: body.keep_queued,
     };
-    let grant = shared_locks::long_poll(
+    let grant = long_poll(
         &app,
         body.keep_queued,
         app.node.acquire_multi(&body.locks, session, options),

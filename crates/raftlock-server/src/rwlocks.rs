@@ -4,31 +4,34 @@
 //! `GET {name}`. Readers at the head of the queue share the lock, a writer
 //! holds alone, and the queue is FIFO, so readers never starve a writer.
 
-use axum::extract::{FromRequest, Request, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Request, State};
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use raftlock_core::{RwMode, SharedKind};
-use raftlock_node::AcquireOptions;
+use raftlock_node::Grant;
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
+use crate::acquire::{Queue, Target};
 use crate::auth::Caller;
-use crate::error::{no_such_action, ApiError};
-use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadQuery};
-use crate::locks::{split_action, SessionBody};
-use crate::shared_locks::{self, SharedGrant, SharedHolder, SharedWaiter};
+use crate::error::ApiError;
+use crate::extract::{ApiPath, ApiQuery, ReadQuery};
+use crate::locks::SessionBody;
+use crate::queue_routes::{self, Asked, QueueRoute};
+use crate::shared_locks::{self, ListQuery, SharedHolder, SharedWaiter};
 use crate::state::AppState;
 
 /// The read-write lock operations, for the OpenAPI document.
 #[derive(OpenApi)]
-#[openapi(paths(inspect, acquire_rwlock, release_rwlock))]
+#[openapi(paths(list, inspect, acquire_rwlock, release_rwlock))]
 pub(crate) struct Api;
 
 /// The read-write lock routes.
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/rwlocks/{*rest}", get(inspect).post(action))
+    Router::new()
+        .route("/v1/rwlocks", get(list))
+        .route("/v1/rwlocks/{*rest}", get(inspect).post(action))
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
@@ -69,18 +72,61 @@ struct RwLockBody {
     waiters: Vec<SharedWaiter>,
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RwLockLine)]
+struct RwLockLine {
+    rwlock: String,
+    holders: Vec<SharedHolder>,
+    /// Entries waiting behind the holders.
+    waiters: usize,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RwLockList)]
+struct RwLockList {
+    rwlocks: Vec<RwLockLine>,
+}
+
+/// The read-write lock's acquire and release (`queue_routes.rs`).
+struct RwLocks;
+
+impl QueueRoute for RwLocks {
+    const QUEUE: Queue = Queue::Shared(SharedKind::RwLock);
+    type Acquire = AcquireBody;
+    type Granted = Granted;
+
+    fn asked(body: &AcquireBody) -> Asked<'_> {
+        let mode = match body.mode {
+            Mode::Read => RwMode::Read,
+            Mode::Write => RwMode::Write,
+        };
+        Asked {
+            target: Target::RwLock(mode),
+            session_id: &body.session_id,
+            wait_ms: body.wait_ms,
+            keep_queued: body.keep_queued,
+        }
+    }
+
+    fn granted(name: &str, body: &AcquireBody, grant: Grant) -> Granted {
+        Granted {
+            rwlock: name.to_string(),
+            mode: body.mode,
+            node: grant.node,
+            fencing_token: grant.fencing_token,
+            session_id: grant.session.to_string(),
+            since_revision: grant.since_revision,
+        }
+    }
+}
+
 async fn action(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath(rest): ApiPath<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let (name, action) = split_action(&rest);
-    match action {
-        "acquire" => acquire_rwlock(app, caller, name, request).await,
-        "release" => release_rwlock(app, caller, name, request).await,
-        other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
-    }
+    queue_routes::dispatch((app, caller, rest, request), acquire_rwlock, release_rwlock).await
 }
 
 /// Takes a read-write lock to read (shared with the readers at the head
@@ -92,43 +138,10 @@ async fn action(
 async fn acquire_rwlock(
     app: AppState,
     caller: Caller,
-    name: &str,
+    name: String,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
-    let (session, wait) = shared_locks::admit(
-        &app,
-        &caller,
-        SharedKind::RwLock,
-        name,
-        &body.session_id,
-        body.wait_ms,
-    )
-    .await?;
-    let mode = match body.mode {
-        Mode::Read => RwMode::Read,
-        Mode::Write => RwMode::Write,
-    };
-    let options = AcquireOptions {
-        wait,
-        keep_queued: body.keep_queued,
-    };
-    let grant = shared_locks::long_poll(
-        &app,
-        body.keep_queued,
-        app.node.acquire_rwlock(name, session, mode, options),
-    )
-    .await?;
-    let grant = SharedGrant::from(grant);
-    Ok(Json(Granted {
-        rwlock: name.to_string(),
-        mode: body.mode,
-        node: grant.node,
-        fencing_token: grant.fencing_token,
-        session_id: grant.session_id,
-        since_revision: grant.since_revision,
-    })
-    .into_response())
+    queue_routes::acquire::<RwLocks>(app, caller, name, request).await
 }
 
 /// Releases a read-write lock, or cancels the session's wait for it.
@@ -139,12 +152,10 @@ async fn acquire_rwlock(
 async fn release_rwlock(
     app: AppState,
     caller: Caller,
-    name: &str,
+    name: String,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-    shared_locks::release(&app, &caller, SharedKind::RwLock, name, &body.session_id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    queue_routes::release::<RwLocks>(app, caller, name, request).await
 }
 
 /// A read-write lock's holders and waiters, each in queue order.
@@ -163,5 +174,27 @@ async fn inspect(
         rwlock: name,
         holders: listing.holders,
         waiters: listing.waiters,
+    }))
+}
+
+/// The read-write locks with holders or waiters, by name prefix.
+#[utoipa::path(get, path = "/v1/rwlocks", tag = "rwlocks",
+    params(ListQuery),
+    responses((status = 200, description = "The read-write locks", body = RwLockList)))]
+async fn list(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<RwLockList>, ApiError> {
+    let lines = shared_locks::list(&app, &caller, SharedKind::RwLock, &query).await?;
+    Ok(Json(RwLockList {
+        rwlocks: lines
+            .into_iter()
+            .map(|line| RwLockLine {
+                rwlock: line.name,
+                holders: line.holders,
+                waiters: line.waiters,
+            })
+            .collect(),
     }))
 }

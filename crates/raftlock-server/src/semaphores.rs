@@ -5,31 +5,34 @@
 //! another number is refused (`409 limit_mismatch`). At most that many
 //! sessions hold at once, in FIFO order.
 
-use axum::extract::{FromRequest, Request, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Request, State};
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use raftlock_core::SharedKind;
-use raftlock_node::AcquireOptions;
+use raftlock_node::Grant;
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
+use crate::acquire::{Queue, Target};
 use crate::auth::Caller;
-use crate::error::{no_such_action, ApiError};
-use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadQuery};
-use crate::locks::{split_action, SessionBody};
-use crate::shared_locks::{self, SharedGrant, SharedHolder, SharedWaiter};
+use crate::error::ApiError;
+use crate::extract::{ApiPath, ApiQuery, ReadQuery};
+use crate::locks::SessionBody;
+use crate::queue_routes::{self, Asked, QueueRoute};
+use crate::shared_locks::{self, ListQuery, SharedHolder, SharedWaiter};
 use crate::state::AppState;
 
 /// The semaphore operations, for the OpenAPI document.
 #[derive(OpenApi)]
-#[openapi(paths(inspect, acquire_semaphore, release_semaphore))]
+#[openapi(paths(list, inspect, acquire_semaphore, release_semaphore))]
 pub(crate) struct Api;
 
 /// The semaphore routes.
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/semaphores/{*rest}", get(inspect).post(action))
+    Router::new()
+        .route("/v1/semaphores", get(list))
+        .route("/v1/semaphores/{*rest}", get(inspect).post(action))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -66,18 +69,60 @@ struct SemaphoreBody {
     waiters: Vec<SharedWaiter>,
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SemaphoreLine)]
+struct SemaphoreLine {
+    semaphore: String,
+    /// `null` while nobody is queued.
+    permits: Option<u64>,
+    holders: Vec<SharedHolder>,
+    /// Entries waiting behind the holders.
+    waiters: usize,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SemaphoreList)]
+struct SemaphoreList {
+    semaphores: Vec<SemaphoreLine>,
+}
+
+/// The semaphore's acquire and release (`queue_routes.rs`).
+struct Semaphores;
+
+impl QueueRoute for Semaphores {
+    const QUEUE: Queue = Queue::Shared(SharedKind::Semaphore);
+    type Acquire = AcquireBody;
+    type Granted = Granted;
+
+    fn asked(body: &AcquireBody) -> Asked<'_> {
+        Asked {
+            target: Target::Semaphore(body.permits),
+            session_id: &body.session_id,
+            wait_ms: body.wait_ms,
+            keep_queued: body.keep_queued,
+        }
+    }
+
+    fn granted(name: &str, body: &AcquireBody, grant: Grant) -> Granted {
+        Granted {
+            semaphore: name.to_string(),
+            permits: body.permits,
+            node: grant.node,
+            fencing_token: grant.fencing_token,
+            session_id: grant.session.to_string(),
+            since_revision: grant.since_revision,
+        }
+    }
+}
+
 async fn action(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath(rest): ApiPath<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let (name, action) = split_action(&rest);
-    match action {
-        "acquire" => acquire_semaphore(app, caller, name, request).await,
-        "release" => release_semaphore(app, caller, name, request).await,
-        other => Ok(no_such_action(other, "GET,HEAD", "acquire, release")),
-    }
+    let request = (app, caller, rest, request);
+    queue_routes::dispatch(request, acquire_semaphore, release_semaphore).await
 }
 
 /// Takes one of a semaphore's places, waiting in FIFO order.
@@ -88,40 +133,10 @@ async fn action(
 async fn acquire_semaphore(
     app: AppState,
     caller: Caller,
-    name: &str,
+    name: String,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let JsonBody(body) = JsonBody::<AcquireBody>::from_request(request, &app).await?;
-    let (session, wait) = shared_locks::admit(
-        &app,
-        &caller,
-        SharedKind::Semaphore,
-        name,
-        &body.session_id,
-        body.wait_ms,
-    )
-    .await?;
-    let options = AcquireOptions {
-        wait,
-        keep_queued: body.keep_queued,
-    };
-    let grant = shared_locks::long_poll(
-        &app,
-        body.keep_queued,
-        app.node
-            .acquire_semaphore(name, session, body.permits, options),
-    )
-    .await?;
-    let grant = SharedGrant::from(grant);
-    Ok(Json(Granted {
-        semaphore: name.to_string(),
-        permits: body.permits,
-        node: grant.node,
-        fencing_token: grant.fencing_token,
-        session_id: grant.session_id,
-        since_revision: grant.since_revision,
-    })
-    .into_response())
+    queue_routes::acquire::<Semaphores>(app, caller, name, request).await
 }
 
 /// Releases the session's place in a semaphore, or cancels its wait.
@@ -132,12 +147,10 @@ async fn acquire_semaphore(
 async fn release_semaphore(
     app: AppState,
     caller: Caller,
-    name: &str,
+    name: String,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-    shared_locks::release(&app, &caller, SharedKind::Semaphore, name, &body.session_id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    queue_routes::release::<Semaphores>(app, caller, name, request).await
 }
 
 /// A semaphore's limit, holders and waiters.
@@ -163,5 +176,28 @@ async fn inspect(
         permits: listing.limit,
         holders: listing.holders,
         waiters: listing.waiters,
+    }))
+}
+
+/// The semaphores with holders or waiters, by name prefix.
+#[utoipa::path(get, path = "/v1/semaphores", tag = "semaphores",
+    params(ListQuery),
+    responses((status = 200, description = "The semaphores", body = SemaphoreList)))]
+async fn list(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<SemaphoreList>, ApiError> {
+    let lines = shared_locks::list(&app, &caller, SharedKind::Semaphore, &query).await?;
+    Ok(Json(SemaphoreList {
+        semaphores: lines
+            .into_iter()
+            .map(|line| SemaphoreLine {
+                semaphore: line.name,
+                permits: line.limit,
+                holders: line.holders,
+                waiters: line.waiters,
+            })
+            .collect(),
     }))
 }

@@ -18,6 +18,7 @@ from .errors import (
     NotFound,
     NotOwner,
     LockHeld,
+    LimitMismatch,
     Timeout,
     NoLeader,
     TooLarge,
@@ -44,6 +45,7 @@ from .errors import (
 )
 from .lock import LockGuard
 from .session import Session
+from .shared import MultiLockGuard, RwLockGuard, SemaphorePermit
 from .types import (
     ClusterState,
     FencingCheck,
@@ -54,7 +56,14 @@ from .types import (
     LostReason,
     Member,
     Node,
+    RwLockState,
+    RwLockSummary,
+    SemaphoreState,
+    SemaphoreSummary,
+    SharedHolder,
+    SharedWaiter,
     Waiter,
+    WatchEvent,
 )
 
 __version__ = "0.1.0"
@@ -79,6 +88,17 @@ __all__ = [
     "LockGuard",
     "LockHeld",
     "LockState",
+    "LimitMismatch",
+    "MultiLockGuard",
+    "RwLockGuard",
+    "RwLockState",
+    "RwLockSummary",
+    "SemaphorePermit",
+    "SemaphoreState",
+    "SemaphoreSummary",
+    "SharedHolder",
+    "SharedWaiter",
+    "WatchEvent",
     "lost_margin",
     "LostReason",
     "Member",

@@ -24,6 +24,10 @@ from .types import (
     Leader,
     LockState,
     Node,
+    RwLockState,
+    RwLockSummary,
+    SemaphoreState,
+    SemaphoreSummary,
     SessionLease,
 )
 
@@ -139,12 +143,97 @@ def observe_path(name: str) -> str:
     return f"/v1/elections/{_path(name)}/observe"
 
 
+# -- read-write locks, semaphores, multi-locks --------------------------------
+
+
+def _list_params(prefix: str, stale: bool) -> Dict[str, str]:
+    return {"prefix": prefix, **(_read_params(stale) or {})}
+
+
+def _shared_acquire(route: str, name: str, body: Dict[str, Any], wait: float, keep_queued: bool) -> Call:
+    if keep_queued:
+        body["keep_queued"] = True
+    return Call("POST", f"/v1/{route}/{_path(name)}/acquire", body, wait=wait, resend=False)
+
+
+def acquire_rwlock(name: str, session_id: str, mode: str, wait: float, keep_queued: bool) -> Op[Grant]:
+    body: Dict[str, Any] = {"session_id": session_id, "mode": mode, "wait_ms": millis(wait)}
+    call = _shared_acquire("rwlocks", name, body, wait, keep_queued)
+    return Op(call, lambda answer: _wire.shared_grant(answer, name, session_id))
+
+
+def release_rwlock(name: str, session_id: str) -> Op[None]:
+    body = {"session_id": session_id}
+    call = Call("POST", f"/v1/rwlocks/{_path(name)}/release", body, gone_is_done=_RELEASED)
+    return Op(call, _nothing)
+
+
+def rwlock_state(name: str, stale: bool = False) -> Op[RwLockState]:
+    call = Call("GET", f"/v1/rwlocks/{_path(name)}", params=_read_params(stale))
+    return Op(call, _wire.rwlock_state)
+
+
+def rwlocks(prefix: str, stale: bool = False) -> Op[List[RwLockSummary]]:
+    return Op(Call("GET", "/v1/rwlocks", params=_list_params(prefix, stale)), _wire.rwlock_list)
+
+
+def acquire_semaphore(name: str, session_id: str, permits: int, wait: float, keep_queued: bool) -> Op[Grant]:
+    body: Dict[str, Any] = {"session_id": session_id, "permits": permits, "wait_ms": millis(wait)}
+    call = _shared_acquire("semaphores", name, body, wait, keep_queued)
+    return Op(call, lambda answer: _wire.shared_grant(answer, name, session_id))
+
+
+def release_semaphore(name: str, session_id: str) -> Op[None]:
+    body = {"session_id": session_id}
+    call = Call("POST", f"/v1/semaphores/{_path(name)}/release", body, gone_is_done=_RELEASED)
+    return Op(call, _nothing)
+
+
+def semaphore_state(name: str, stale: bool = False) -> Op[SemaphoreState]:
+    call = Call("GET", f"/v1/semaphores/{_path(name)}", params=_read_params(stale))
+    return Op(call, _wire.semaphore_state)
+
+
+def semaphores(prefix: str, stale: bool = False) -> Op[List[SemaphoreSummary]]:
+    return Op(Call("GET", "/v1/semaphores", params=_list_params(prefix, stale)), _wire.semaphore_list)
+
+
+def acquire_multi(names: List[str], session_id: str, wait: float, keep_queued: bool) -> Op[List[Grant]]:
+    body: Dict[str, Any] = {"session_id": session_id, "locks": list(names), "wait_ms": millis(wait)}
+    if keep_queued:
+        body["keep_queued"] = True
+    call = Call("POST", "/v1/multilocks/acquire", body, wait=wait, resend=False)
+    return Op(call, lambda answer: _wire.multi_grants(answer, session_id))
+
+
+def release_multi(names: List[str], session_id: str) -> Op[None]:
+    body = {"session_id": session_id, "locks": list(names)}
+    call = Call("POST", "/v1/multilocks/release", body, gone_is_done=_RELEASED)
+    return Op(call, _nothing)
+
+
 # -- nodes --------------------------------------------------------------------
 
 
 def get_node(path: str, stale: bool = False) -> Op[Node]:
     call = Call("GET", f"/v1/nodes/{_path(path)}", params=_read_params(stale))
     return Op(call, _wire.node)
+
+
+def _node_route(path: str) -> str:
+    """``/v1/nodes/{path}``, and ``/v1/nodes`` for the root."""
+    return f"/v1/nodes/{_path(path)}".rstrip("/")
+
+
+def read_node(path: str) -> Op[Node]:
+    """A linearizable node read; its answer's ``Raftlock-Revision`` header is
+    the revision the read saw."""
+    return Op(Call("GET", _node_route(path)), _wire.node)
+
+
+def watch_path(path: str, since_revision: int) -> str:
+    """The SSE route of a node watch after ``since_revision``."""
+    return f"{_node_route(path)}?watch=true&since_revision={since_revision}"
 
 
 def children(path: str, stale: bool = False) -> Op[List[str]]:

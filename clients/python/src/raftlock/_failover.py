@@ -99,6 +99,8 @@ class Answer:
 
     status: int
     body: bytes
+    revision: Optional[int] = None
+    """The ``Raftlock-Revision`` header of a node read, when known."""
 
 
 @dataclass(frozen=True)

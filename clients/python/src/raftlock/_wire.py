@@ -23,8 +23,15 @@ from .types import (
     LockState,
     Member,
     Node,
+    RwLockState,
+    RwLockSummary,
+    SemaphoreState,
+    SemaphoreSummary,
     SessionLease,
+    SharedHolder,
+    SharedWaiter,
     Waiter,
+    WatchEvent,
 )
 
 Obj = Dict[str, Any]
@@ -189,3 +196,108 @@ def _list(o: Obj, key: str) -> List[Any]:
     if not isinstance(value, list):
         raise ProtocolError(f"{key!r} is not a list: {value!r:.200}")
     return value
+
+
+def shared_grant(body: bytes, name: str, session_id: str) -> Grant:
+    """A read-write lock's or semaphore's acquire answer (the name is under
+    ``rwlock`` or ``semaphore``)."""
+    o = obj(body)
+    return Grant(
+        name=text(o, "rwlock", text(o, "semaphore", name)),
+        node=text(o, "node"),
+        fencing_token=integer(o, "fencing_token"),
+        session_id=text(o, "session_id", session_id),
+    )
+
+
+def multi_grants(body: bytes, session_id: str) -> List[Grant]:
+    """A multi-lock's grants, one per lock in the order named."""
+    o = obj(body)
+    owner = text(o, "session_id", session_id)
+    return [
+        Grant(
+            name=text(g, "lock"),
+            node=text(g, "node"),
+            fencing_token=integer(g, "fencing_token"),
+            session_id=owner,
+        )
+        for g in (_as_obj(raw, "grant") for raw in _list(o, "locks"))
+    ]
+
+
+def _shared_holder(h: Obj) -> SharedHolder:
+    return SharedHolder(
+        session_id=optional_text(h, "session_id"),
+        owner=text(h, "owner", ""),
+        node=text(h, "node"),
+        fencing_token=integer(h, "fencing_token"),
+        since_revision=optional_int(h, "since_revision") or 0,
+        mode=optional_text(h, "mode"),
+        principal=optional_text(h, "principal"),
+    )
+
+
+def _shared_waiter(w: Obj) -> SharedWaiter:
+    return SharedWaiter(
+        session_id=optional_text(w, "session_id"),
+        owner=text(w, "owner", ""),
+        node=text(w, "node"),
+        mode=optional_text(w, "mode"),
+        principal=optional_text(w, "principal"),
+    )
+
+
+def _holders(o: Obj) -> List[SharedHolder]:
+    return [_shared_holder(_as_obj(raw, "holder")) for raw in _list(o, "holders")]
+
+
+def rwlock_state(body: bytes) -> RwLockState:
+    o = obj(body)
+    waiters = [_shared_waiter(_as_obj(raw, "waiter")) for raw in _list(o, "waiters")]
+    return RwLockState(name=text(o, "rwlock"), holders=_holders(o), waiters=waiters)
+
+
+def semaphore_state(body: bytes) -> SemaphoreState:
+    o = obj(body)
+    waiters = [_shared_waiter(_as_obj(raw, "waiter")) for raw in _list(o, "waiters")]
+    return SemaphoreState(
+        name=text(o, "semaphore"),
+        permits=optional_int(o, "permits"),
+        holders=_holders(o),
+        waiters=waiters,
+    )
+
+
+def rwlock_list(body: bytes) -> List[RwLockSummary]:
+    """``GET /v1/rwlocks?prefix=``."""
+    return [
+        RwLockSummary(text(line, "rwlock"), _holders(line), integer(line, "waiters"))
+        for line in (_as_obj(raw, "line") for raw in _list(obj(body), "rwlocks"))
+    ]
+
+
+def semaphore_list(body: bytes) -> List[SemaphoreSummary]:
+    """``GET /v1/semaphores?prefix=``."""
+    return [
+        SemaphoreSummary(
+            text(line, "semaphore"),
+            optional_int(line, "permits"),
+            _holders(line),
+            integer(line, "waiters"),
+        )
+        for line in (_as_obj(raw, "line") for raw in _list(obj(body), "semaphores"))
+    ]
+
+
+def watch_event(name: str, data: str) -> WatchEvent:
+    """One event of a node watch stream (``put``, ``delete``, ``compacted``)."""
+    o = obj(data.encode())
+    if name == "compacted":
+        return WatchEvent(kind=name, revision=0, path="", floor=integer(o, "floor"))
+    raw = o.get("node")
+    changed = None
+    if raw is not None:
+        n = _as_obj(raw, "node")
+        n.setdefault("path", text(o, "path"))
+        changed = node(json.dumps(n).encode())
+    return WatchEvent(kind=name, revision=integer(o, "revision"), path=text(o, "path"), node=changed)

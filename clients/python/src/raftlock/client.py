@@ -7,7 +7,7 @@ import threading
 import time
 import weakref
 from types import TracebackType
-from typing import Callable, Iterator, List, Optional, Type, TypeVar, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import httpx
 
@@ -17,10 +17,24 @@ from ._failover import Answer, Attempt, Call, Outcome, drive
 from ._httpx import SSE_HEADERS, outcome_of, stream_timeouts, timeouts
 from ._settings import default_owner
 from ._sse import LeaderFeed
-from .errors import Unavailable
+from ._watch import WatchFeed
+from .errors import ProtocolError, Unavailable
 from .lock import LockGuard
 from .session import Session
-from .types import ClusterState, FencingCheck, Leader, LockState, LostReason, Node
+from .shared import MultiLockGuard, RwLockGuard, SemaphorePermit
+from .types import (
+    ClusterState,
+    FencingCheck,
+    Leader,
+    LockState,
+    LostReason,
+    Node,
+    RwLockState,
+    RwLockSummary,
+    SemaphoreState,
+    SemaphoreSummary,
+    WatchEvent,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("raftlock")
@@ -90,7 +104,9 @@ class Client(ClientBase):
             )
         except httpx.TransportError as e:
             return outcome_of(e)
-        return Answer(response.status_code, response.content)
+        revision = response.headers.get("raftlock-revision")
+        known = revision is not None and revision.isdigit()
+        return Answer(response.status_code, response.content, int(revision) if known else None)
 
     def _open_stream(self, path: str) -> httpx.Response:
         """A GET whose answer streams (SSE), with failover until one
@@ -165,6 +181,42 @@ class Client(ClientBase):
         asks before a write."""
         return self._call(_api.fencing_check(name, fencing_token))
 
+    # -- read-write locks, semaphores, multi-locks ---------------------------
+
+    def read_lock(self, name: str, timeout: Optional[float] = None) -> RwLockGuard:
+        """Takes read-write lock ``name`` to read through the client's own
+        session. See :meth:`Session.read_lock`."""
+        return self._default_session().read_lock(name, timeout)
+
+    def write_lock(self, name: str, timeout: Optional[float] = None) -> RwLockGuard:
+        """Takes read-write lock ``name`` to write. See :meth:`Session.write_lock`."""
+        return self._default_session().write_lock(name, timeout)
+
+    def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> SemaphorePermit:
+        """Takes a place of semaphore ``name``. See :meth:`Session.semaphore`."""
+        return self._default_session().semaphore(name, permits, timeout)
+
+    def multi_lock(self, names: Sequence[str], timeout: Optional[float] = None) -> MultiLockGuard:
+        """Takes every lock of ``names`` or none. See :meth:`Session.multi_lock`."""
+        return self._default_session().multi_lock(names, timeout)
+
+    def rwlock_state(self, name: str, stale: bool = False) -> RwLockState:
+        """The read-write lock's holders (with their mode) and waiters."""
+        return self._call(_api.rwlock_state(name, stale))
+
+    def rwlocks(self, prefix: str = "", stale: bool = False) -> List[RwLockSummary]:
+        """The read-write locks with holders or waiters whose name starts
+        with ``prefix``; on a cluster with tokens, those the token may read."""
+        return self._call(_api.rwlocks(prefix, stale))
+
+    def semaphore_state(self, name: str, stale: bool = False) -> SemaphoreState:
+        """The semaphore's limit, holders and waiters."""
+        return self._call(_api.semaphore_state(name, stale))
+
+    def semaphores(self, prefix: str = "", stale: bool = False) -> List[SemaphoreSummary]:
+        """The semaphores with holders or waiters, by name prefix."""
+        return self._call(_api.semaphores(prefix, stale))
+
     # -- elections ---------------------------------------------------------
 
     def leader(self, election: str, stale: bool = False) -> Optional[Leader]:
@@ -203,6 +255,50 @@ class Client(ClientBase):
     def get_node(self, path: str, stale: bool = False) -> Node:
         """The node at ``path``; :class:`~raftlock.errors.NotFound` if none."""
         return self._call(_api.get_node(path, stale))
+
+    def read_node(self, path: str) -> Tuple[Node, int]:
+        """The node at ``path`` and the revision the (linearizable) read saw:
+        pass it to :meth:`watch` to miss no later change."""
+        op = _api.read_node(path)
+        answer = drive(self._plan(op.call), lambda attempt: self._send(op.call, attempt))
+        if answer.revision is None:
+            raise ProtocolError("a node read without a Raftlock-Revision header")
+        return op.parse(answer.body), answer.revision
+
+    def watch(self, path: str, since_revision: Optional[int] = None) -> Iterator[WatchEvent]:
+        """The changes of the node at ``path`` and of its direct children
+        after ``since_revision`` (``None``: from now), in revision order,
+        including those made between the read that gave the revision and
+        the watch's start. A dropped stream is reconnected, with failover,
+        from the last change delivered: nothing is lost or repeated. Ends
+        after a ``compacted`` event (read afresh and watch from the read's
+        revision); raises :class:`~raftlock.errors.Unavailable` when every
+        reconnect failed. Close the iterator (or break out) to stop."""
+        if since_revision is None:
+            _, since_revision = self.read_node("/")
+        feed = WatchFeed(since_revision)
+        drops = 0
+        while True:
+            response = self._open_stream(_api.watch_path(path, feed.since()))
+            feed.reconnected()
+            try:
+                for chunk in response.iter_bytes():
+                    before = feed.events
+                    yield from feed.push(chunk)
+                    if feed.done:
+                        return
+                    if feed.events > before:
+                        drops = 0
+                why = "the server closed the stream"
+            except httpx.TransportError as e:
+                why = f"{type(e).__name__}: {e}"
+            finally:
+                response.close()
+            drops += 1
+            log.debug("watch %s reconnects: %s", path, why)
+            if drops >= self.settings.retry.attempts:
+                raise Unavailable(f"watch {path}: {why}")
+            time.sleep(self.settings.retry.backoff(drops))  # the backoff
 
     def children(self, path: str, stale: bool = False) -> List[str]:
         """Names of the node's children (``""``: the root)."""

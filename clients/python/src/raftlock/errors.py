@@ -87,6 +87,13 @@ class LockHeld(RaftlockError):
     code, http_status = "lock_held", 409
 
 
+class LimitMismatch(RaftlockError):
+    """A semaphore acquire named another number of permits than the one in
+    force (the message says which)."""
+
+    code, http_status = "limit_mismatch", 409
+
+
 class Timeout(RaftlockError):
     """The wait elapsed before the grant; the client left no node queued."""
 

@@ -5,42 +5,61 @@ from __future__ import annotations
 import logging
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Optional, Type
+from typing import TYPE_CHECKING, Callable, Optional, Tuple, Type, TypeVar
 
 from . import _api
-from ._waiting import WaitPlan
+from ._waiting import Slice, WaitPlan
 from .errors import LockHeld, Timeout
 from .types import Grant
 
 if TYPE_CHECKING:
     from .session import Session
 
+G = TypeVar("G")
 BUSY = "another caller of this session holds or is taking this lock"
 log = logging.getLogger("raftlock")
 
 
 def acquire(session: Session, name: str, timeout: Optional[float]) -> LockGuard:
     """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`Session.lock`)."""
-    plan = WaitPlan(
-        name, timeout, session.client.settings, keep_queued=True, lost=lambda: session.lost_reason
+    grant, turn = take(
+        session,
+        name,
+        name,
+        timeout,
+        lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued),
+        _api.release(name, session.id),
     )
-    turn = session._turns.enter(name)
+    log.debug("locked %s with token %d", name, grant.fencing_token)
+    return LockGuard(session, grant, turn)
+
+
+def take(
+    session: Session,
+    key: str,
+    label: str,
+    timeout: Optional[float],
+    request: Callable[[Slice], _api.Op[G]],
+    cleanup: _api.Op[None],
+) -> Tuple[G, threading.Lock]:
+    """What every primitive's acquire does: takes the session's local turn
+    on ``key`` (one caller per session and queue at a time), then waits in
+    long-poll slices (``request``), sending ``cleanup`` (a release) before
+    raising if the wait ended with an entry maybe left queued. Returns the
+    grant and the turn, which the guard gives back on release."""
+    plan = WaitPlan(label, timeout, session.client.settings, keep_queued=True, lost=lambda: session.lost_reason)
+    turn = session._turns.enter(key)
     try:
         _take_turn(turn, plan)
         try:
-            grant = session._wait(
-                plan,
-                lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued),
-                cleanup=_api.release(name, session.id),
-            )
+            grant = session._wait(plan, request, cleanup=cleanup)
         except BaseException:
             turn.release()
             raise
     except BaseException:
-        session._turns.leave(name)
+        session._turns.leave(key)
         raise
-    log.debug("locked %s with token %d", name, grant.fencing_token)
-    return LockGuard(session, grant, turn)
+    return grant, turn
 
 
 def _take_turn(turn: threading.Lock, plan: WaitPlan) -> None:
@@ -87,10 +106,19 @@ class LockGuard(GuardBase):
     storage that checks it.
     """
 
-    def __init__(self, session: Session, grant: Grant, turn: threading.Lock) -> None:
+    def __init__(
+        self,
+        session: Session,
+        grant: Grant,
+        turn: threading.Lock,
+        release: Optional[_api.Op[None]] = None,
+        key: Optional[str] = None,
+    ) -> None:
         self.session = session
         self.grant = grant
         self._turn = turn
+        self._release = release or _api.release(grant.name, session.id)
+        self._key = key or grant.name
         self._released = False
 
     @property
@@ -107,10 +135,10 @@ class LockGuard(GuardBase):
             return
         self._released = True
         try:
-            self.session._call(_api.release(self.name, self.session.id))
+            self.session._call(self._release)
         finally:
             self._turn.release()
-            self.session._turns.leave(self.name)
+            self.session._turns.leave(self._key)
 
     def __enter__(self) -> LockGuard:
         return self

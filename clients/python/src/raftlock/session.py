@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Callable, Optional, Type, TypeVar
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Type, TypeVar
 
 from . import _api
 from ._lease import LeaseClock, LeaseHolder
@@ -27,12 +27,23 @@ from ._waiting import Slice, WaitPlan, must_release
 from .election import Election
 from .errors import NotFound, NotOwner, RaftlockError, SessionNotFound
 from .lock import LockGuard, acquire
-from .types import Grant, LostReason
+from .shared import (
+    READ,
+    WRITE,
+    MultiLockGuard,
+    RwLockGuard,
+    SemaphorePermit,
+    acquire_multi,
+    acquire_rwlock,
+    acquire_semaphore,
+)
+from .types import LostReason
 
 if TYPE_CHECKING:
     from .client import Client
 
 T = TypeVar("T")
+G = TypeVar("G")
 log = logging.getLogger("raftlock")
 
 
@@ -102,6 +113,48 @@ class Session(LeaseHolder):
         :class:`~raftlock.errors.LockHeld`."""
         return self.lock(name, 0)
 
+    def read_lock(self, name: str, timeout: Optional[float] = None) -> RwLockGuard:
+        """Takes read-write lock ``name`` to read, shared with the other
+        readers at the head of its queue; waits (and cleans up) as
+        :meth:`lock` does. A reader that arrives while a writer waits
+        queues behind the writer."""
+        return acquire_rwlock(self, name, READ, timeout)
+
+    def write_lock(self, name: str, timeout: Optional[float] = None) -> RwLockGuard:
+        """Takes read-write lock ``name`` to write, alone."""
+        return acquire_rwlock(self, name, WRITE, timeout)
+
+    def try_read_lock(self, name: str) -> RwLockGuard:
+        """Reads ``name`` only if that is possible right now, else raises
+        :class:`~raftlock.errors.LockHeld`."""
+        return self.read_lock(name, 0)
+
+    def try_write_lock(self, name: str) -> RwLockGuard:
+        """Writes ``name`` only if it is free right now."""
+        return self.write_lock(name, 0)
+
+    def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> SemaphorePermit:
+        """Takes one of the ``permits`` places of semaphore ``name``, waiting
+        as :meth:`lock` does. Every holder must name the same ``permits``
+        while anyone holds or waits (:class:`~raftlock.errors.LimitMismatch`
+        otherwise)."""
+        return acquire_semaphore(self, name, permits, timeout)
+
+    def try_semaphore(self, name: str, permits: int) -> SemaphorePermit:
+        """Takes a place only if one is free right now."""
+        return self.semaphore(name, permits, 0)
+
+    def multi_lock(self, names: Sequence[str], timeout: Optional[float] = None) -> MultiLockGuard:
+        """Takes every lock of ``names`` (ordinary locks) or none, queued as
+        one entry: two overlapping sets, named in any order, cannot
+        deadlock. Waits as :meth:`lock` does; the guard releases them
+        together."""
+        return acquire_multi(self, names, timeout)
+
+    def try_multi_lock(self, names: Sequence[str]) -> MultiLockGuard:
+        """Takes the locks only if all are free right now."""
+        return self.multi_lock(names, 0)
+
     def election(self, name: str) -> Election:
         """The election ``name``, to campaign in through this session."""
         return Election(self, name)
@@ -124,9 +177,7 @@ class Session(LeaseHolder):
             self._mark_lost(LostReason.EXPIRED)
             raise
 
-    def _wait(
-        self, plan: WaitPlan, request: Callable[[Slice], _api.Op[Grant]], cleanup: _api.Op[None]
-    ) -> Grant:
+    def _wait(self, plan: WaitPlan, request: Callable[[Slice], _api.Op[G]], cleanup: _api.Op[None]) -> G:
         """Waits for a grant in the slices ``plan`` hands out; on failure
         sends ``cleanup`` (a release or resign) first if a node may be left."""
         try:

@@ -134,3 +134,88 @@ class SessionLease:
     session_id: str
     ttl: float
     """Seconds."""
+
+
+@dataclass(frozen=True)
+class SharedHolder:
+    """A session holding a read-write lock or a semaphore place."""
+
+    session_id: Optional[str]
+    """``None`` when the session belongs to another principal."""
+    owner: str
+    node: str
+    fencing_token: int
+    since_revision: int
+    mode: Optional[str] = None
+    """``"read"`` or ``"write"`` for a read-write lock; ``None`` for a semaphore."""
+    principal: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class SharedWaiter:
+    """A session queued behind a read-write lock's or semaphore's holders."""
+
+    session_id: Optional[str]
+    owner: str
+    node: str
+    mode: Optional[str] = None
+    principal: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RwLockState:
+    """A read-write lock's holders (several readers, or one writer) and
+    waiters, each in queue order."""
+
+    name: str
+    holders: List[SharedHolder]
+    waiters: List[SharedWaiter]
+
+
+@dataclass(frozen=True)
+class SemaphoreState:
+    """A semaphore's limit (``None`` while nobody is queued), holders and
+    waiters."""
+
+    name: str
+    permits: Optional[int]
+    holders: List[SharedHolder]
+    waiters: List[SharedWaiter]
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One item of :meth:`raftlock.Client.watch`."""
+
+    kind: str
+    """``"put"``, ``"delete"`` or ``"compacted"`` (the last item: the member
+    no longer keeps the changes after the requested revision; read afresh
+    with :meth:`~raftlock.Client.read_node` and watch from its revision)."""
+    revision: int
+    """The change's revision (0 for ``compacted``)."""
+    path: str
+    """The changed node's path (``""`` for ``compacted``)."""
+    node: Optional[Node] = None
+    """The node after a ``put``."""
+    floor: Optional[int] = None
+    """For ``compacted``: the oldest revision a watch may start after."""
+
+
+@dataclass(frozen=True)
+class RwLockSummary:
+    """One read-write lock of :meth:`raftlock.Client.rwlocks`."""
+
+    name: str
+    holders: List[SharedHolder]
+    waiters: int
+    """How many sessions wait behind the holders."""
+
+
+@dataclass(frozen=True)
+class SemaphoreSummary:
+    """One semaphore of :meth:`raftlock.Client.semaphores`."""
+
+    name: str
+    permits: Optional[int]
+    holders: List[SharedHolder]
+    waiters: int

@@ -6,8 +6,9 @@ use serde::Deserialize;
 
 use super::wire::{parse, HolderBody};
 use super::{Call, HttpClient};
-use crate::error::Result;
-use crate::types::{ClusterInfo, LockSummary};
+use crate::error::{ClientError, Result};
+use crate::primitives::Access;
+use crate::types::{ClusterInfo, LockSummary, RwHolder, RwLockSummary, SemaphoreSummary};
 
 #[derive(Deserialize)]
 struct LockList {
@@ -19,6 +20,57 @@ struct LockLine {
     lock: String,
     holder: Option<HolderBody>,
     waiters: u64,
+}
+
+#[derive(Deserialize)]
+struct RwLockList {
+    rwlocks: Vec<RwLockLine>,
+}
+
+#[derive(Deserialize)]
+struct RwLockLine {
+    rwlock: String,
+    holders: Vec<SharedHolderBody>,
+    waiters: u64,
+}
+
+#[derive(Deserialize)]
+struct SemaphoreList {
+    semaphores: Vec<SemaphoreLine>,
+}
+
+#[derive(Deserialize)]
+struct SemaphoreLine {
+    semaphore: String,
+    permits: Option<u64>,
+    holders: Vec<HolderBody>,
+    waiters: u64,
+}
+
+/// A read-write lock holder: a lock holder's fields and its `mode`.
+#[derive(Deserialize)]
+struct SharedHolderBody {
+    mode: String,
+    #[serde(flatten)]
+    holder: HolderBody,
+}
+
+impl SharedHolderBody {
+    fn into_rw_holder(self) -> Result<RwHolder> {
+        let mode = match self.mode.as_str() {
+            "read" => Access::Read,
+            "write" => Access::Write,
+            other => {
+                return Err(ClientError::Protocol(format!(
+                    "unknown read-write lock mode {other:?}"
+                )))
+            }
+        };
+        Ok(RwHolder {
+            mode,
+            holder: self.holder.into_holder()?,
+        })
+    }
 }
 
 impl HttpClient {
@@ -42,6 +94,50 @@ impl HttpClient {
                 Ok(LockSummary {
                     name: line.lock,
                     holder: line.holder.map(HolderBody::into_holder).transpose()?,
+                    waiters: line.waiters,
+                })
+            })
+            .collect()
+    }
+
+    /// Read-write locks whose name starts with `prefix` (every one with
+    /// holders or waiters for `""`); with bearer tokens, only those the
+    /// token may read.
+    pub async fn rwlocks(&self, prefix: &str) -> Result<Vec<RwLockSummary>> {
+        let path = format!("/v1/rwlocks?prefix={}", query_value(prefix));
+        let list: RwLockList = parse(&self.call(Call::new(Method::GET, path)).await?)?;
+        list.rwlocks
+            .into_iter()
+            .map(|line| {
+                Ok(RwLockSummary {
+                    name: line.rwlock,
+                    holders: line
+                        .holders
+                        .into_iter()
+                        .map(SharedHolderBody::into_rw_holder)
+                        .collect::<Result<_>>()?,
+                    waiters: line.waiters,
+                })
+            })
+            .collect()
+    }
+
+    /// Semaphores whose name starts with `prefix`, as
+    /// [`rwlocks`](Self::rwlocks) lists read-write locks.
+    pub async fn semaphores(&self, prefix: &str) -> Result<Vec<SemaphoreSummary>> {
+        let path = format!("/v1/semaphores?prefix={}", query_value(prefix));
+        let list: SemaphoreList = parse(&self.call(Call::new(Method::GET, path)).await?)?;
+        list.semaphores
+            .into_iter()
+            .map(|line| {
+                Ok(SemaphoreSummary {
+                    name: line.semaphore,
+                    permits: line.permits,
+                    holders: line
+                        .holders
+                        .into_iter()
+                        .map(HolderBody::into_holder)
+                        .collect::<Result<_>>()?,
                     waiters: line.waiters,
                 })
             })

@@ -28,7 +28,6 @@ mod primitives;
 mod sse;
 mod watch;
 
-pub use watch::{NodeData, NodeWatch, WatchEvent};
 mod wire;
 
 use std::path::PathBuf;

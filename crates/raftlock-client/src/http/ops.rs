@@ -14,6 +14,7 @@ use crate::types::{
     checked, FencingCheck, Grant, Leader, Lease, LockState, NodeWritten, Poll, SessionId, Txn,
     TxnOutcome,
 };
+use crate::watch::{NodeData, NodeWatch};
 use raftlock_core::HolderGuard;
 
 impl LockClient for HttpClient {
@@ -214,5 +215,13 @@ impl LockClient for HttpClient {
 
     fn txn<'a>(&'a self, txn: &'a Txn) -> BoxFuture<'a, Result<TxnOutcome>> {
         Box::pin(self.txn_http(txn))
+    }
+
+    fn read_node<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(NodeData, u64)>> {
+        Box::pin(HttpClient::read_node(self, path))
+    }
+
+    fn watch(&self, path: &str, since_revision: Option<u64>) -> NodeWatch {
+        HttpClient::watch(self, path, since_revision)
     }
 }

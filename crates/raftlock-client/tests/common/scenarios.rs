@@ -407,3 +407,89 @@ pub async fn reentrant_hold_count(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>
     sa.close().await.expect("close a");
     sb.close().await.expect("close b");
 }
+
+/// A watch from a read's revision misses nothing written after the read
+/// (even before the watch started), sees puts and deletes of the node's
+/// children in revision order, and a watch from a revision the member no
+/// longer keeps gets `Compacted` and ends.
+pub async fn watch_after_read(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    use raftlock_client::{Txn, TxnOp, WatchEvent};
+    let put = |path: &str, data: &[u8]| TxnOp::Put {
+        path: path.to_string(),
+        data: data.to_vec(),
+        session: None,
+        sequential: false,
+        expected_version: None,
+    };
+    let run = |ops: Vec<TxnOp>| Txn {
+        success: ops,
+        ..Txn::default()
+    };
+    b.put_node("/svc/a", b"1", None).await.expect("put a");
+    let (node, revision) = a.read_node("/svc/a").await.expect("read");
+    assert_eq!((node.data.as_slice(), node.version), (&b"1"[..], 1));
+    assert!(revision >= node.mod_revision);
+    // Written after the read, before the watch starts: still seen.
+    b.put_node("/svc/b", b"2", None).await.expect("put b");
+    let mut watch = a.watch("/svc", Some(revision));
+    b.put_node("/svc/a", b"3", None).await.expect("update a");
+    let delete = TxnOp::Delete {
+        path: "/svc/b".to_string(),
+        expected_version: None,
+    };
+    b.txn(&run(vec![delete])).await.expect("delete b");
+    // Not a child of /svc: not reported.
+    b.put_node("/other", b"x", None).await.expect("put other");
+    b.put_node("/svc/c", b"4", None).await.expect("put c");
+    let mut seen = Vec::new();
+    let mut last = revision;
+    for _ in 0..4 {
+        let event = within("a watch event", watch.next()).await;
+        let (r, what) = match event {
+            Some(Ok(WatchEvent::Put {
+                revision,
+                path,
+                node,
+            })) => (revision, format!("put {path} {:?}", node.data)),
+            Some(Ok(WatchEvent::Delete { revision, path })) => (revision, format!("delete {path}")),
+            other => panic!("{other:?}"),
+        };
+        assert!(r > last, "revisions increase: {r} after {last}");
+        last = r;
+        seen.push(what);
+    }
+    assert_eq!(
+        seen,
+        [
+            format!("put /svc/b {:?}", b"2"),
+            format!("put /svc/a {:?}", b"3"),
+            "delete /svc/b".to_string(),
+            format!("put /svc/c {:?}", b"4"),
+        ]
+    );
+    // Push the first revisions out of every member's history (10,000
+    // changes kept): 128 puts per transaction, the API's most.
+    for batch in 0..80 {
+        let ops = (0..128)
+            .map(|i| put(&format!("/bulk/{batch}-{i}"), b"x"))
+            .collect();
+        b.txn(&run(ops)).await.expect("bulk writes");
+    }
+    // The member `a` watches through may lag the writes: poll until its
+    // history dropped the revision (a bounded wait, not a sleep).
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let mut old = a.watch("/svc", Some(revision));
+        match within("the compaction notice", old.next()).await {
+            Some(Ok(WatchEvent::Compacted { floor })) => {
+                assert!(floor > revision, "floor {floor} above {revision}");
+                assert!(old.next().await.is_none(), "the stream ends");
+                break;
+            }
+            other => assert!(
+                Instant::now() < deadline,
+                "no compaction notice, got {other:?}"
+            ),
+        }
+    }
+}

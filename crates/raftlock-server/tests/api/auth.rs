@@ -587,3 +587,68 @@ async fn sessions_are_isolated_between_principals() {
     assert_eq!(holder.principal.as_deref(), Some("shop"));
     c.shutdown().await;
 }
+
+/// The read-write lock and semaphore listings show a token only the names
+/// it may read, and another principal's session ids as `null`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_listings_show_only_readable_names() {
+    let c = TestCluster::start_with(config()).await;
+    let (b, s) = (open(&c, BILLING).await, open(&c, SHOP).await);
+    for (token, session, name) in [(BILLING, &b, "billing/r"), (SHOP, &s, "shop/r")] {
+        let body = json!({"session_id": session, "mode": "read", "wait_ms": 0});
+        let path = format!("/v1/rwlocks/{name}/acquire");
+        call(&c, Some(token), Method::POST, &path, Some(body))
+            .await
+            .expect(200, "read");
+    }
+    let body = json!({"session_id": b, "permits": 2, "wait_ms": 0});
+    call(
+        &c,
+        Some(BILLING),
+        Method::POST,
+        "/v1/semaphores/billing/s/acquire",
+        Some(body),
+    )
+    .await
+    .expect(200, "a permit");
+    let names = |reply: &Value, list: &str, field: &str| -> Vec<String> {
+        reply[list]
+            .as_array()
+            .map(|lines| {
+                lines
+                    .iter()
+                    .filter_map(|l| l[field].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let shop = call(&c, Some(SHOP), Method::GET, "/v1/rwlocks", None).await;
+    let shop = shop.expect(200, "shop lists").clone();
+    assert_eq!(names(&shop, "rwlocks", "rwlock"), ["shop/r"], "{shop}");
+    let billing = call(&c, Some(BILLING), Method::GET, "/v1/rwlocks", None).await;
+    let billing = billing.expect(200, "billing lists").clone();
+    assert_eq!(
+        names(&billing, "rwlocks", "rwlock"),
+        ["billing/r", "shop/r"],
+        "{billing}"
+    );
+    assert_eq!(
+        billing["rwlocks"][0]["holders"][0]["session_id"],
+        b.as_str()
+    );
+    assert_eq!(
+        billing["rwlocks"][1]["holders"][0]["session_id"],
+        Value::Null
+    );
+    assert_eq!(billing["rwlocks"][1]["holders"][0]["principal"], "shop");
+    let sems = call(&c, Some(SHOP), Method::GET, "/v1/semaphores", None).await;
+    let sems = sems.expect(200, "shop lists semaphores").clone();
+    assert_eq!(sems["semaphores"], json!([]), "{sems}");
+    let sems = call(&c, Some(VIEWER), Method::GET, "/v1/semaphores", None).await;
+    let sems = sems.expect(200, "viewer lists semaphores").clone();
+    assert_eq!(names(&sems, "semaphores", "semaphore"), ["billing/s"]);
+    call(&c, None, Method::GET, "/v1/rwlocks", None)
+        .await
+        .expect_error(401, "unauthorized", "no token");
+    c.shutdown().await;
+}

@@ -68,6 +68,18 @@ async fn rwlocks_share_between_readers_and_exclude_writers() {
     assert_eq!(view["holders"].as_array().map(Vec::len), Some(2));
     assert_eq!(view["holders"][0]["mode"], "read");
     assert_eq!(view["waiters"][0]["mode"], "write");
+    // The listing shows the same holders and counts the waiter.
+    let listed = c.get(1, "/v1/rwlocks?prefix=do").await;
+    let listed = listed.expect(200, "list").clone();
+    assert_eq!(listed["rwlocks"].as_array().map(Vec::len), Some(1));
+    assert_eq!(listed["rwlocks"][0]["rwlock"], "docs");
+    assert_eq!(listed["rwlocks"][0]["holders"], view["holders"]);
+    assert_eq!(listed["rwlocks"][0]["waiters"], 1);
+    let other = c.get(2, "/v1/rwlocks?prefix=x&consistency=stale").await;
+    assert_eq!(other.expect(200, "list")["rwlocks"], json!([]));
+    // Locks and read-write locks are separate queues.
+    let locks = c.get(0, "/v1/locks").await;
+    assert_eq!(locks.expect(200, "locks")["locks"], json!([]));
     // A reader now queues behind the writer instead of overtaking it.
     let r3 = c.open_session(0, "r3").await;
     c.post(0, "/v1/rwlocks/docs/acquire", acquire(&r3, "read", 0))
@@ -142,6 +154,17 @@ async fn semaphores_fix_their_limit_and_admit_that_many() {
     assert_eq!(view["permits"], 2);
     assert_eq!(view["holders"].as_array().map(Vec::len), Some(2));
     assert!(view["holders"][0].get("mode").is_none());
+    let listed = c.get(0, "/v1/semaphores").await;
+    let listed = listed.expect(200, "list").clone();
+    let line = &listed["semaphores"][0];
+    assert_eq!(listed["semaphores"].as_array().map(Vec::len), Some(1));
+    assert_eq!(line["semaphore"], "pool");
+    assert_eq!(line["permits"], 2);
+    assert_eq!(line["holders"], view["holders"]);
+    assert_eq!(line["waiters"], 1);
+    c.get(0, "/v1/semaphores?prefix=p&limit=1")
+        .await
+        .expect_error(400, "bad_request", "an unknown query parameter");
     c.post(
         0,
         "/v1/semaphores/pool/release",

@@ -5,5 +5,14 @@ from .client import AsyncClient
 from .election import AsyncElection
 from .lock import AsyncLockGuard
 from .session import AsyncSession
+from .shared import AsyncMultiLockGuard, AsyncRwLockGuard, AsyncSemaphorePermit
 
-__all__ = ["AsyncClient", "AsyncElection", "AsyncLockGuard", "AsyncSession"]
+__all__ = [
+    "AsyncClient",
+    "AsyncElection",
+    "AsyncLockGuard",
+    "AsyncMultiLockGuard",
+    "AsyncRwLockGuard",
+    "AsyncSemaphorePermit",
+    "AsyncSession",
+]

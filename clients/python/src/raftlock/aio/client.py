@@ -10,7 +10,7 @@ import asyncio
 import logging
 import weakref
 from types import TracebackType
-from typing import AsyncIterator, Awaitable, Callable, List, Optional, Type, TypeVar, Union
+from typing import AsyncIterator, Awaitable, Callable, List, Optional, Tuple, Type, TypeVar, Union
 
 import httpx
 
@@ -20,8 +20,21 @@ from .._failover import Answer, Attempt, Call, Outcome, Plan
 from .._httpx import SSE_HEADERS, outcome_of, stream_timeouts, timeouts
 from .._settings import default_owner
 from .._sse import LeaderFeed
-from ..errors import Unavailable
-from ..types import ClusterState, FencingCheck, Leader, LockState, LostReason, Node
+from .._watch import WatchFeed
+from ..errors import ProtocolError, Unavailable
+from ..types import (
+    ClusterState,
+    FencingCheck,
+    Leader,
+    LockState,
+    LostReason,
+    Node,
+    RwLockState,
+    RwLockSummary,
+    SemaphoreState,
+    SemaphoreSummary,
+    WatchEvent,
+)
 from ._pending import Pending
 from .lock import AsyncLockGuard
 from .session import AsyncSession
@@ -81,7 +94,9 @@ class AsyncClient(ClientBase):
             )
         except httpx.TransportError as e:
             return outcome_of(e)
-        return Answer(response.status_code, response.content)
+        revision = response.headers.get("raftlock-revision")
+        known = revision is not None and revision.isdigit()
+        return Answer(response.status_code, response.content, int(revision) if known else None)
 
     async def _open_stream(self, path: str) -> httpx.Response:
         """A streaming GET (SSE), with failover; the caller closes it."""
@@ -161,6 +176,22 @@ class AsyncClient(ClientBase):
         """Is ``fencing_token`` the current holder's?"""
         return await self._call(_api.fencing_check(name, fencing_token))
 
+    async def rwlock_state(self, name: str, stale: bool = False) -> RwLockState:
+        """See :meth:`raftlock.Client.rwlock_state`."""
+        return await self._call(_api.rwlock_state(name, stale))
+
+    async def rwlocks(self, prefix: str = "", stale: bool = False) -> List[RwLockSummary]:
+        """See :meth:`raftlock.Client.rwlocks`."""
+        return await self._call(_api.rwlocks(prefix, stale))
+
+    async def semaphore_state(self, name: str, stale: bool = False) -> SemaphoreState:
+        """See :meth:`raftlock.Client.semaphore_state`."""
+        return await self._call(_api.semaphore_state(name, stale))
+
+    async def semaphores(self, prefix: str = "", stale: bool = False) -> List[SemaphoreSummary]:
+        """See :meth:`raftlock.Client.semaphores`."""
+        return await self._call(_api.semaphores(prefix, stale))
+
     # -- elections ---------------------------------------------------------
 
     async def leader(self, election: str, stale: bool = False) -> Optional[Leader]:
@@ -194,6 +225,47 @@ class AsyncClient(ClientBase):
             await asyncio.sleep(self.settings.retry.backoff(drops))
 
     # -- the node tree --------------------------------------------------------
+
+    async def read_node(self, path: str) -> Tuple[Node, int]:
+        """See :meth:`raftlock.Client.read_node`."""
+        op = _api.read_node(path)
+
+        async def send(attempt: Attempt) -> Outcome:
+            return await self._send(op.call, attempt)
+
+        answer = await _drive(self._plan(op.call), send)
+        if answer.revision is None:
+            raise ProtocolError("a node read without a Raftlock-Revision header")
+        return op.parse(answer.body), answer.revision
+
+    async def watch(self, path: str, since_revision: Optional[int] = None) -> AsyncIterator[WatchEvent]:
+        """See :meth:`raftlock.Client.watch`."""
+        if since_revision is None:
+            _, since_revision = await self.read_node("/")
+        feed = WatchFeed(since_revision)
+        drops = 0
+        while True:
+            response = await self._open_stream(_api.watch_path(path, feed.since()))
+            feed.reconnected()
+            try:
+                async for chunk in response.aiter_bytes():
+                    before = feed.events
+                    for event in feed.push(chunk):
+                        yield event
+                    if feed.done:
+                        return
+                    if feed.events > before:
+                        drops = 0
+                why = "the server closed the stream"
+            except httpx.TransportError as e:
+                why = f"{type(e).__name__}: {e}"
+            finally:
+                await response.aclose()
+            drops += 1
+            log.debug("watch %s reconnects: %s", path, why)
+            if drops >= self.settings.retry.attempts:
+                raise Unavailable(f"watch {path}: {why}")
+            await asyncio.sleep(self.settings.retry.backoff(drops))
 
     async def get_node(self, path: str, stale: bool = False) -> Node:
         """The node at ``path``; ``NotFound`` if none."""

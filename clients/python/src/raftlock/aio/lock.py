@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from types import TracebackType
-from typing import TYPE_CHECKING, Optional, Type
+from typing import TYPE_CHECKING, Callable, Optional, Tuple, Type, TypeVar
 
 from .. import _api
-from .._waiting import WaitPlan
+from .._waiting import Slice, WaitPlan
 from ..errors import LockHeld, Timeout
 from ..lock import BUSY, GuardBase
 from ..types import Grant
@@ -16,31 +16,46 @@ from ..types import Grant
 if TYPE_CHECKING:
     from .session import AsyncSession
 
+G = TypeVar("G")
 log = logging.getLogger("raftlock")
 
 
 async def acquire(session: AsyncSession, name: str, timeout: Optional[float]) -> AsyncLockGuard:
     """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`raftlock.Session.lock`)."""
-    plan = WaitPlan(
-        name, timeout, session.client.settings, keep_queued=True, lost=lambda: session.lost_reason
+    grant, turn = await take(
+        session,
+        name,
+        name,
+        timeout,
+        lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued),
+        _api.release(name, session.id),
     )
-    turn = session._turns.enter(name)
+    log.debug("locked %s with token %d", name, grant.fencing_token)
+    return AsyncLockGuard(session, grant, turn)
+
+
+async def take(
+    session: AsyncSession,
+    key: str,
+    label: str,
+    timeout: Optional[float],
+    request: Callable[[Slice], _api.Op[G]],
+    cleanup: _api.Op[None],
+) -> Tuple[G, asyncio.Lock]:
+    """The asyncio twin of :func:`raftlock.lock.take`."""
+    plan = WaitPlan(label, timeout, session.client.settings, keep_queued=True, lost=lambda: session.lost_reason)
+    turn = session._turns.enter(key)
     try:
         await _take_turn(turn, plan)
         try:
-            grant = await session._wait(
-                plan,
-                lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued),
-                cleanup=_api.release(name, session.id),
-            )
+            grant = await session._wait(plan, request, cleanup=cleanup)
         except BaseException:
             turn.release()
             raise
     except BaseException:
-        session._turns.leave(name)
+        session._turns.leave(key)
         raise
-    log.debug("locked %s with token %d", name, grant.fencing_token)
-    return AsyncLockGuard(session, grant, turn)
+    return grant, turn
 
 
 async def _take_turn(turn: asyncio.Lock, plan: WaitPlan) -> None:
@@ -61,10 +76,19 @@ class AsyncLockGuard(GuardBase):
     """Proof of holding a lock; ``async with`` releases it at the end. See
     :class:`raftlock.LockGuard`."""
 
-    def __init__(self, session: AsyncSession, grant: Grant, turn: asyncio.Lock) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        grant: Grant,
+        turn: asyncio.Lock,
+        release: Optional[_api.Op[None]] = None,
+        key: Optional[str] = None,
+    ) -> None:
         self.session = session
         self.grant = grant
         self._turn = turn
+        self._release = release or _api.release(grant.name, session.id)
+        self._key = key or grant.name
         self._released = False
 
     @property
@@ -78,10 +102,10 @@ class AsyncLockGuard(GuardBase):
             return
         self._released = True
         try:
-            await self.session._call(_api.release(self.name, self.session.id))
+            await self.session._call(self._release)
         finally:
             self._turn.release()
-            self.session._turns.leave(self.name)
+            self.session._turns.leave(self._key)
 
     async def __aenter__(self) -> AsyncLockGuard:
         return self

@@ -12,21 +12,31 @@ import asyncio
 import logging
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Awaitable, Callable, List, Optional, Type, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, List, Optional, Sequence, Type, TypeVar
 
 from .. import _api
 from .._lease import LeaseClock, LeaseHolder
 from .._turns import Turns
 from .._waiting import Slice, WaitPlan, must_release
 from ..errors import NotFound, NotOwner, RaftlockError, SessionLost, SessionNotFound
-from ..types import Grant, LostReason
+from ..shared import READ, WRITE
+from ..types import LostReason
 from .election import AsyncElection
 from .lock import AsyncLockGuard, acquire
+from .shared import (
+    AsyncMultiLockGuard,
+    AsyncRwLockGuard,
+    AsyncSemaphorePermit,
+    acquire_multi,
+    acquire_rwlock,
+    acquire_semaphore,
+)
 
 if TYPE_CHECKING:
     from .client import AsyncClient
 
 T = TypeVar("T")
+G = TypeVar("G")
 log = logging.getLogger("raftlock")
 
 
@@ -82,6 +92,38 @@ class AsyncSession(LeaseHolder):
         """Takes the lock only if it is free now, else raises ``LockHeld``."""
         return await self.lock(name, 0)
 
+    async def read_lock(self, name: str, timeout: Optional[float] = None) -> AsyncRwLockGuard:
+        """See :meth:`raftlock.Session.read_lock`."""
+        return await acquire_rwlock(self, name, READ, timeout)
+
+    async def write_lock(self, name: str, timeout: Optional[float] = None) -> AsyncRwLockGuard:
+        """See :meth:`raftlock.Session.write_lock`."""
+        return await acquire_rwlock(self, name, WRITE, timeout)
+
+    async def try_read_lock(self, name: str) -> AsyncRwLockGuard:
+        """See :meth:`raftlock.Session.try_read_lock`."""
+        return await self.read_lock(name, 0)
+
+    async def try_write_lock(self, name: str) -> AsyncRwLockGuard:
+        """See :meth:`raftlock.Session.try_write_lock`."""
+        return await self.write_lock(name, 0)
+
+    async def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> AsyncSemaphorePermit:
+        """See :meth:`raftlock.Session.semaphore`."""
+        return await acquire_semaphore(self, name, permits, timeout)
+
+    async def try_semaphore(self, name: str, permits: int) -> AsyncSemaphorePermit:
+        """See :meth:`raftlock.Session.try_semaphore`."""
+        return await self.semaphore(name, permits, 0)
+
+    async def multi_lock(self, names: Sequence[str], timeout: Optional[float] = None) -> AsyncMultiLockGuard:
+        """See :meth:`raftlock.Session.multi_lock`."""
+        return await acquire_multi(self, names, timeout)
+
+    async def try_multi_lock(self, names: Sequence[str]) -> AsyncMultiLockGuard:
+        """See :meth:`raftlock.Session.try_multi_lock`."""
+        return await self.multi_lock(names, 0)
+
     def election(self, name: str) -> AsyncElection:
         """The election ``name``, to campaign in through this session."""
         return AsyncElection(self, name)
@@ -103,9 +145,7 @@ class AsyncSession(LeaseHolder):
             self._mark_lost(LostReason.EXPIRED)
             raise
 
-    async def _wait(
-        self, plan: WaitPlan, request: Callable[[Slice], _api.Op[Grant]], cleanup: _api.Op[None]
-    ) -> Grant:
+    async def _wait(self, plan: WaitPlan, request: Callable[[Slice], _api.Op[G]], cleanup: _api.Op[None]) -> G:
         """Waits for a grant in slices, giving up as soon as the session is
         lost; on failure or cancellation sends ``cleanup`` first if a node
         may be left (shielded, so a cancelled wait still cleans up)."""
