@@ -40,6 +40,8 @@ pub(crate) struct AcquireRequest<'a> {
     pub keep_queued: bool,
     /// Node data (an election value), or why it was refused.
     pub data: Result<Vec<u8>, ApiError>,
+    /// A lock's lock-delay, if the request names one (locks only).
+    pub lock_delay_ms: Option<u64>,
 }
 
 /// Validates, queues and waits; records the outcome in the metrics.
@@ -58,6 +60,11 @@ async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError>
     req.caller.require_session(app, session).await?;
     let checked = validate_lock_name(req.name)
         .map_err(ApiError::from)
+        .and_then(|()| {
+            req.lock_delay_ms
+                .map_or(Ok(()), raftlock_core::validate_lock_delay)
+                .map_err(ApiError::from)
+        })
         .and_then(|()| app.wait(req.wait_ms))
         .and_then(|wait| req.data.map(|data| (wait, data)));
     let (wait, data) = app.session_wins(session, checked).await?;
@@ -70,7 +77,7 @@ async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError>
         keep_queued: req.keep_queued,
     };
     tokio::select! {
-        result = app.node.acquire_with(req.kind, req.name, session, data, options) => {
+        result = app.node.acquire_with_delay(req.kind, req.name, session, data, req.lock_delay_ms, options) => {
             match result {
                 Err(NodeError::Timeout) if req.keep_queued => Err(ApiError::timeout_still_queued()),
                 other => other.map_err(ApiError::from),

@@ -176,6 +176,7 @@ async fn campaign(
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
             data,
+            lock_delay_ms: None,
         },
     )
     .await?;
