@@ -152,11 +152,14 @@ async fn a_new_leader_holds_the_lock_off_for_the_rest_of_the_delay_only() {
     const DELAY: Duration = Duration::from_secs(3);
     let mut cluster = Cluster::start(3, settings()).await;
     let leader = cluster.leader().await;
-    let mut followers = cluster.running().map(|n| n.id()).filter(|id| *id != leader);
-    let (a, b) = (
-        followers.next().expect("follower"),
-        followers.next().expect("follower"),
-    );
+    let followers: Vec<u64> = cluster
+        .running()
+        .map(|n| n.id())
+        .filter(|id| *id != leader)
+        .collect();
+    let [a, b] = followers[..] else {
+        panic!("two followers: {followers:?}")
+    };
     let node = cluster.node(a).clone();
     let (holder, _) = hold(&node, "job", Duration::from_secs(30), DELAY.as_millis() as u64).await;
     let waiting = wait_behind(&node, "job").await;
@@ -184,5 +187,36 @@ async fn a_new_leader_holds_the_lock_off_for_the_rest_of_the_delay_only() {
         waited < DELAY + DELAY / 2 - Duration::from_millis(100),
         "the new leader restarted the delay: granted {waited:?} after the close"
     );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_of_a_delay_wakes_exactly_the_next_in_line() {
+    const WAITERS: usize = 50;
+    let cluster = Cluster::start(3, settings()).await;
+    let node = cluster.node(1).clone();
+    let (holder, _) = hold(&node, "herd", Duration::from_secs(30), 500).await;
+    let mut tasks = Vec::new();
+    for _ in 0..WAITERS {
+        tasks.push(wait_behind(&node, "herd").await);
+    }
+    let before = node.counters().wakeups;
+    cluster
+        .node(2)
+        .close_session(holder.id)
+        .await
+        .expect("close");
+    eventually("the successor is granted", WAIT, || {
+        tasks.iter().filter(|t| t.is_finished()).count() == 1
+    })
+    .await;
+    assert_eq!(
+        node.counters().wakeups - before,
+        1,
+        "the hold-off wakes nobody, its end exactly the next in line"
+    );
+    for t in &tasks {
+        t.abort();
+    }
     cluster.shutdown().await;
 }
