@@ -11,7 +11,8 @@
 #      read mode) must be caught (rwlock-exclusion INVALID), semaphore
 #      likewise (under `all`; bug: odd clients on a second semaphore,
 #      semaphore-limit INVALID), lock-delay (mutex with a 1 s delay under
-#      mixed faults: no grant inside a delay), multilock (transfers under
+#      client pauses and leader faults: no grant inside a delay; bug:
+#      clients that ask for no delay, lock-delay INVALID), multilock (transfers under
 #      multi-locks conserve the total; bug: transfers locking one account,
 #      multilock-conservation INVALID), the lock
 #      workloads under `isolate-leader` (sticky and embedded clients) must

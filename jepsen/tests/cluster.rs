@@ -15,8 +15,10 @@
 //! - `rwlock` under every fault (`all`) must be valid, and with its
 //!   injected client bug (write holds taken in read mode) invalid;
 //! - `semaphore` likewise, its bug: odd clients on a second semaphore;
-//! - `lock-delay` (mutex with a 1 s lock-delay) under mixed faults must
-//!   be valid, with at least one holder's loss whose delay was checked;
+//! - `lock-delay` (mutex with a 1 s lock-delay) under client pauses and
+//!   leader faults must be valid, with at least one holder's loss whose
+//!   delay was checked, and with its injected client bug (no delay asked
+//!   for) invalid;
 //! - `multilock` under `all` must be valid, and with its injected client
 //!   bug (transfers that lock only one of their two accounts) invalid;
 //! - the injected-bug build (linearizable reads without a read index,
@@ -204,17 +206,19 @@ fn semaphore_clients_on_the_wrong_name_are_caught() {
     );
 }
 
-/// Locks with a 1 s lock-delay under kills, partitions, process pauses
-/// and client pauses, 15 s: client pauses and partitions make holders
+/// Locks with a 1 s lock-delay under client pauses, leader kills and
+/// leader partitions, 20 s: client pauses and partitions make holders
 /// lose their sessions, and no one may be granted the lock within the
 /// delay after such a loss (docs/api.md, "Lock-delay").
 #[test]
 #[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
 fn lock_delay_under_mixed_faults_is_valid() {
-    let outcome = run(
+    let outcome = run_tuned(
         Workload::LockDelay,
-        "client-pause,partition,kill,pause",
+        Routing::default(),
+        "client-pause,kill-leader,partition-leader",
         18,
+        |o| o.time_limit = Duration::from_secs(20),
     );
     assert_valid(&outcome);
     let delay = outcome
@@ -226,6 +230,35 @@ fn lock_delay_under_mixed_faults_is_valid() {
     assert!(
         losses >= 1,
         "no holder lost its session, so no delay was checked:\n{}",
+        outcome.summary
+    );
+}
+
+/// The lock-delay checker's self-test on a real cluster: clients that
+/// record a 1 s delay but ask for none (the injected client bug) get the
+/// lock handed on right after a holder's loss; it must be caught.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn lock_delay_not_asked_for_is_caught() {
+    let outcome = run_tuned(
+        Workload::LockDelay,
+        Routing::default(),
+        "client-pause,kill-leader,partition-leader",
+        18,
+        |o| {
+            o.time_limit = Duration::from_secs(20);
+            o.settings.inject_no_lock_delay = true;
+        },
+    );
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Invalid,
+        "the injected no-delay bug was not caught:\n{}",
+        outcome.summary
+    );
+    assert!(
+        outcome.summary.contains("lock-delay") && outcome.summary.contains("INVALID"),
+        "{}",
         outcome.summary
     );
 }

@@ -163,7 +163,13 @@ async fn session_loop(
                     .await
             }
             None if kind == Kind::Delayed => {
-                let ask = (wait_ms, ctx.settings.lock_delay_ms);
+                // The injected bug: the delay recorded is not asked for.
+                let delay = if ctx.settings.inject_no_lock_delay {
+                    0
+                } else {
+                    ctx.settings.lock_delay_ms
+                };
+                let ask = (wait_ms, delay);
                 ctx.client_api
                     .acquire_delayed(node, lock, &session.id, ask)
                     .await

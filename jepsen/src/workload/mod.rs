@@ -71,6 +71,10 @@ pub struct Settings {
     pub inject_sem_wrong_name: bool,
     /// The `lock-delay` workload's delay (docs/api.md, "Lock-delay").
     pub lock_delay_ms: u64,
+    /// Injected client bug for the `lock-delay` workload's self-test:
+    /// clients record the delay but ask the server for none, so a lost
+    /// holder's lock is handed on at once. The checker must catch it.
+    pub inject_no_lock_delay: bool,
     /// The `multilock` workload's accounts.
     pub accounts: usize,
     /// Each account's balance before the first transfer.
@@ -97,6 +101,7 @@ impl Default for Settings {
             permits: 3,
             inject_sem_wrong_name: false,
             lock_delay_ms: 1_000,
+            inject_no_lock_delay: false,
             accounts: 4,
             initial_balance: 100,
             inject_multi_one_lock: false,
