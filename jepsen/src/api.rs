@@ -257,10 +257,8 @@ impl Api {
             .json(&json!({"session_id": session, "locks": locks, "wait_ms": wait_ms}));
         let timeout = self.timeout + Duration::from_millis(wait_ms);
         self.send(req, timeout).await.and_then(|(_, body)| {
-            let tokens: Option<Vec<u64>> = body
-                .get("locks")
-                .and_then(Json::as_array)
-                .map(|locks| {
+            let tokens: Option<Vec<u64>> =
+                body.get("locks").and_then(Json::as_array).map(|locks| {
                     locks
                         .iter()
                         .filter_map(|l| l.get("fencing_token").and_then(Json::as_u64))

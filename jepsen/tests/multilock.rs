@@ -39,7 +39,10 @@ fn a_lost_update_is_invalid() {
 #[test]
 fn two_holders_of_one_account_are_invalid() {
     // Process 2 holds "b" before 1 released it.
-    let r = run(Workload::MultiLock, &GOOD.replace("50 2 ok acquire", "35 2 ok acquire"));
+    let r = run(
+        Workload::MultiLock,
+        &GOOD.replace("50 2 ok acquire", "35 2 ok acquire"),
+    );
     assert_eq!(verdict(&r, CHECKER), Verdict::Invalid, "{r:#?}");
     assert!(explanation(&r, CHECKER).contains("at once"));
 }
@@ -48,7 +51,10 @@ fn two_holders_of_one_account_are_invalid() {
 fn a_loss_ends_a_hold() {
     // 1 loses its session at 35 (recorded by 3): 2 may hold from 50.
     let text = GOOD
-        .replace("40 1 invoke release k=m [\"a\",\"b\"]", "35 3 invoke lost k=m 1")
+        .replace(
+            "40 1 invoke release k=m [\"a\",\"b\"]",
+            "35 3 invoke lost k=m 1",
+        )
         .replace("41 1 ok release k=m [\"a\",\"b\"]", "35 3 ok lost k=m 1");
     let r = run(Workload::MultiLock, &text);
     assert_eq!(verdict(&r, CHECKER), Verdict::Valid, "{r:#?}");

@@ -220,7 +220,9 @@ impl LockClient for EmbeddedClient {
         Box::pin(async move {
             checked(name)?;
             let options = checked_poll(poll)?;
-            let lock_delay_ms = poll.lock_delay.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX));
+            let lock_delay_ms = poll
+                .lock_delay
+                .map(|d| d.as_millis().try_into().unwrap_or(u64::MAX));
             let acquire = || {
                 let kind = QueueKind::Lock;
                 self.node.acquire_with_delay(

@@ -193,14 +193,9 @@ pub(crate) async fn wait_for_grant(
         };
         first = false;
         let attempt = match kind {
-            Kind::Lock { lock_delay } => client.acquire(
-                name,
-                session.id,
-                Poll {
-                    lock_delay,
-                    ..poll
-                },
-            ),
+            Kind::Lock { lock_delay } => {
+                client.acquire(name, session.id, Poll { lock_delay, ..poll })
+            }
             Kind::Election { value } => client.campaign(name, session.id, value, poll),
         };
         let result = tokio::select! {

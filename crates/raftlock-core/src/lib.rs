@@ -56,8 +56,8 @@ mod types;
 pub use command::{
     Acquisition, Applied, Command, DeletedNode, Effects, HeldOff, MultiAcquisition, Response,
 };
-pub use lock_delay::{validate_lock_delay, MAX_LOCK_DELAY_MS};
 pub use error::CoreError;
+pub use lock_delay::{validate_lock_delay, MAX_LOCK_DELAY_MS};
 pub use multilock::{validate_lock_set, MultiStatus, MAX_MULTI_LOCKS};
 pub use query::{
     Counts, Position, QueueEntryView, QueueSummary, QueueView, SessionLease, SessionView,

@@ -88,8 +88,15 @@ impl StateMachine {
     /// held off. Only a session id reopened after it ended can meet its
     /// old node (a retried open of an ended session: ids are 128 random
     /// bits); that node is no longer its to take or release.
-    pub(crate) fn refuse_held_off(&self, queue_path: &str, session: crate::SessionId) -> Result<(), CoreError> {
-        let seq = self.queues.get(queue_path).and_then(|q| q.sequence_of(session));
+    pub(crate) fn refuse_held_off(
+        &self,
+        queue_path: &str,
+        session: crate::SessionId,
+    ) -> Result<(), CoreError> {
+        let seq = self
+            .queues
+            .get(queue_path)
+            .and_then(|q| q.sequence_of(session));
         match seq {
             Some(seq) if self.is_held_off(&node_path(queue_path, seq)) => Err(CoreError::Invalid(
                 format!("session {session} lost {queue_path} when it ended; it is held off"),
@@ -112,7 +119,10 @@ impl StateMachine {
             return false;
         };
         is_lock_queue(queue_path)
-            && self.nodes.get(path).is_some_and(|n| n.ephemeral_owner.is_none())
+            && self
+                .nodes
+                .get(path)
+                .is_some_and(|n| n.ephemeral_owner.is_none())
             && self
                 .queues
                 .get(queue_path)

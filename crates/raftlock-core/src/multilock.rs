@@ -88,9 +88,9 @@ impl StateMachine {
     /// Refuses a multi-lock command of a session with a held-off node in
     /// one of the locks (`StateMachine::refuse_held_off`).
     fn refuse_held_off_set(&self, locks: &[String], session: SessionId) -> Result<(), CoreError> {
-        locks.iter().try_for_each(|name| {
-            self.refuse_held_off(&QueueKind::Lock.queue_path(name), session)
-        })
+        locks
+            .iter()
+            .try_for_each(|name| self.refuse_held_off(&QueueKind::Lock.queue_path(name), session))
     }
 
     fn multi_held(&self, locks: &[String], seq: u64) -> bool {

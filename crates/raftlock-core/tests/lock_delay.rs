@@ -237,7 +237,11 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 // Held off: nobody holds, and the old token is refused.
                 prop_assert_eq!(sm.fencing_check(name, seq), (false, None));
                 let prefix = format!("/locks/{name}/");
-                let granted_here = applied.effects.granted.iter().any(|g| g.starts_with(&prefix));
+                let granted_here = applied
+                    .effects
+                    .granted
+                    .iter()
+                    .any(|g| g.starts_with(&prefix));
                 prop_assert!(!granted_here, "{} granted while held off", name);
             }
         }

@@ -88,7 +88,10 @@ async fn an_expired_holder_keeps_the_lock_from_everyone_for_the_delay() {
         if read.0 {
             break read.1;
         }
-        assert!(Instant::now() < deadline, "the holder's session never expired");
+        assert!(
+            Instant::now() < deadline,
+            "the holder's session never expired"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     let expired = Instant::now();
@@ -115,7 +118,13 @@ async fn a_release_hands_on_at_once_and_a_close_by_another_waits() {
     const DELAY: Duration = Duration::from_secs(5);
     let cluster = Cluster::start(3, settings()).await;
     let node = cluster.node(1).clone();
-    let (holder, _) = hold(&node, "a", Duration::from_secs(30), DELAY.as_millis() as u64).await;
+    let (holder, _) = hold(
+        &node,
+        "a",
+        Duration::from_secs(30),
+        DELAY.as_millis() as u64,
+    )
+    .await;
     let waiting = wait_behind(&node, "a").await;
     let released = Instant::now();
     node.release(QueueKind::Lock, "a", holder.id)
@@ -161,7 +170,13 @@ async fn a_new_leader_holds_the_lock_off_for_the_rest_of_the_delay_only() {
         panic!("two followers: {followers:?}")
     };
     let node = cluster.node(a).clone();
-    let (holder, _) = hold(&node, "job", Duration::from_secs(30), DELAY.as_millis() as u64).await;
+    let (holder, _) = hold(
+        &node,
+        "job",
+        Duration::from_secs(30),
+        DELAY.as_millis() as u64,
+    )
+    .await;
     let waiting = wait_behind(&node, "job").await;
     let closing = Instant::now();
     cluster

@@ -90,7 +90,11 @@ pub fn check(ops: &[Operation]) -> LockDelayReport {
     let mut shortest: Option<u64> = None;
     let mut early = Vec::new();
     for lost in ops.iter().filter(|o| o.f == F::Lost) {
-        let Some(pid) = lost.invoke_value.as_int().and_then(|p| u64::try_from(p).ok()) else {
+        let Some(pid) = lost
+            .invoke_value
+            .as_int()
+            .and_then(|p| u64::try_from(p).ok())
+        else {
             continue;
         };
         if !held_at(ops, pid, lost.call) {

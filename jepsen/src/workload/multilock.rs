@@ -275,7 +275,12 @@ async fn audit(ctx: &Ctx, idx: usize, session: &Session, rng: &mut StdRng) -> Op
 /// Reads every balance through `api`'s `node` as process `pid` and
 /// records the read (ok with the balances, or fail). True when it read
 /// them all.
-pub async fn record_audit(ctx: &Ctx, api: &Api, (pid, node): (u64, u64), token: Option<u64>) -> bool {
+pub async fn record_audit(
+    ctx: &Ctx,
+    api: &Api,
+    (pid, node): (u64, u64),
+    token: Option<u64>,
+) -> bool {
     let accounts: Vec<usize> = (0..ctx.settings.accounts).collect();
     let call = Call {
         pid,
@@ -287,8 +292,10 @@ pub async fn record_audit(ctx: &Ctx, api: &Api, (pid, node): (u64, u64), token: 
     ctx.log.invoke(&call);
     match balances(api, node, &accounts).await {
         Some(read) => {
-            ctx.log
-                .ok(&call, Value::List(read.into_iter().map(Value::Int).collect()));
+            ctx.log.ok(
+                &call,
+                Value::List(read.into_iter().map(Value::Int).collect()),
+            );
             true
         }
         None => {

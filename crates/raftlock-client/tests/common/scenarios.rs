@@ -432,9 +432,12 @@ pub async fn lock_delay(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
     b.close_session(stuck.id())
         .await
         .expect("closed by someone else");
-    let guard = within("the grant after the delay", Mutex::new(&next, "ledger").lock())
-        .await
-        .expect("b holds");
+    let guard = within(
+        "the grant after the delay",
+        Mutex::new(&next, "ledger").lock(),
+    )
+    .await
+    .expect("b holds");
     assert!(
         closing.elapsed() >= delay,
         "granted {:?} after the close, inside the delay",
