@@ -10,7 +10,11 @@
 #      valid, rwlock with its injected client bug (write holds taken in
 #      read mode) must be caught (rwlock-exclusion INVALID), semaphore
 #      likewise (under `all`; bug: odd clients on a second semaphore,
-#      semaphore-limit INVALID), the lock
+#      semaphore-limit INVALID), lock-delay (mutex with a 1 s delay under
+#      client pauses and leader faults: no grant inside a delay; bug:
+#      clients that ask for no delay, lock-delay INVALID), multilock (transfers under
+#      multi-locks conserve the total; bug: transfers locking one account,
+#      multilock-conservation INVALID), the lock
 #      workloads under `isolate-leader` (sticky and embedded clients) must
 #      be valid, and the register workload with the leader-isolating
 #      partition must catch the injected bug (exit code 1, linearizability

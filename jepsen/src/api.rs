@@ -221,6 +221,91 @@ impl Api {
 
     /// `POST /v1/rwlocks/{name}/acquire` in mode `read` or `write`: the
     /// fencing token when granted.
+    /// `POST /v1/locks/{lock}/acquire` with a lock-delay: the token.
+    pub async fn acquire_delayed(
+        &self,
+        node: u64,
+        lock: &str,
+        session: &str,
+        (wait_ms, lock_delay_ms): (u64, u64),
+    ) -> Reply<u64> {
+        let req = self
+            .http
+            .post(self.url(node, &format!("/v1/locks/{lock}/acquire")))
+            .json(&json!({
+                "session_id": session, "wait_ms": wait_ms, "lock_delay_ms": lock_delay_ms
+            }));
+        let timeout = self.timeout + Duration::from_millis(wait_ms);
+        self.send(req, timeout).await.and_then(|(_, body)| {
+            body.get("fencing_token")
+                .and_then(Json::as_u64)
+                .ok_or_else(|| ApiError::new("bad_response", format!("no fencing_token in {body}")))
+        })
+    }
+    /// `POST /v1/multilocks/acquire`: one fencing token per lock, in the
+    /// order named.
+    pub async fn multi_acquire(
+        &self,
+        node: u64,
+        locks: &[String],
+        session: &str,
+        wait_ms: u64,
+    ) -> Reply<Vec<u64>> {
+        let req = self
+            .http
+            .post(self.url(node, "/v1/multilocks/acquire"))
+            .json(&json!({"session_id": session, "locks": locks, "wait_ms": wait_ms}));
+        let timeout = self.timeout + Duration::from_millis(wait_ms);
+        self.send(req, timeout).await.and_then(|(_, body)| {
+            let tokens: Option<Vec<u64>> =
+                body.get("locks").and_then(Json::as_array).map(|locks| {
+                    locks
+                        .iter()
+                        .filter_map(|l| l.get("fencing_token").and_then(Json::as_u64))
+                        .collect()
+                });
+            tokens
+                .filter(|t| t.len() == locks.len())
+                .ok_or_else(|| ApiError::new("bad_response", format!("no tokens in {body}")))
+        })
+    }
+    /// `POST /v1/multilocks/release`.
+    pub async fn multi_release(&self, node: u64, locks: &[String], session: &str) -> Reply<()> {
+        let req = self
+            .http
+            .post(self.url(node, "/v1/multilocks/release"))
+            .json(&json!({"session_id": session, "locks": locks}));
+        self.send(req, self.timeout).await.map(|_| ())
+    }
+    /// `POST /v1/txn` that writes `puts` (path, data) only while every
+    /// `(lock, token)` in `holders` still holds: whether it ran.
+    pub async fn guarded_puts(
+        &self,
+        node: u64,
+        holders: &[(String, u64)],
+        puts: &[(String, Vec<u8>)],
+    ) -> Reply<bool> {
+        let compare: Vec<Json> = holders
+            .iter()
+            .map(|(lock, token)| json!({"lock": lock, "fencing_token": token}))
+            .collect();
+        let success: Vec<Json> = puts
+            .iter()
+            .map(|(path, data)| {
+                let data = base64::engine::general_purpose::STANDARD.encode(data);
+                json!({"put": {"path": path, "data": data}})
+            })
+            .collect();
+        let req = self
+            .http
+            .post(self.url(node, "/v1/txn"))
+            .json(&json!({"compare": compare, "success": success, "failure": []}));
+        self.send(req, self.timeout).await.and_then(|(_, body)| {
+            body.get("succeeded")
+                .and_then(Json::as_bool)
+                .ok_or_else(|| ApiError::new("bad_response", format!("no succeeded in {body}")))
+        })
+    }
     pub async fn rw_acquire(
         &self,
         node: u64,

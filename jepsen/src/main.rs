@@ -32,7 +32,8 @@ enum Command {
     Check {
         /// The history file (`history.jsonl`).
         file: PathBuf,
-        /// Workload the history comes from: register, mutex, fenced, rwlock or semaphore.
+        /// Workload the history comes from: register, mutex, fenced, rwlock, semaphore,
+        /// lock-delay or multilock.
         /// Detected from the functions in the history when omitted.
         #[arg(long)]
         workload: Option<Workload>,

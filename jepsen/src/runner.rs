@@ -122,6 +122,8 @@ pub fn workload_name(w: Workload) -> &'static str {
         Workload::Fenced => "fenced",
         Workload::RwLock => "rwlock",
         Workload::Semaphore => "semaphore",
+        Workload::LockDelay => "lock-delay",
+        Workload::MultiLock => "multilock",
     }
 }
 

@@ -39,7 +39,8 @@ pub const EXIT_LOCK_LOST: u8 = 74;
 command ran (the command was stopped); 1 for other errors.\n\n\
 Example: raftlock lock nightly-report --wait 600s -- ./report.sh --date today\n\
          raftlock lock --read reports -- ./read-report.sh\n\
-         raftlock lock --permits 4 gpu -- ./train.sh"
+         raftlock lock --permits 4 gpu -- ./train.sh\n\
+         raftlock lock --lock-delay 5s ledger -- ./post-entries.sh"
 )]
 pub struct LockArgs {
     /// Lock name, e.g. `orders/42` ([A-Za-z0-9._:-] and '/').
@@ -73,7 +74,7 @@ pub struct LockArgs {
 
 /// Parses `250ms`, `30s`, `10m`, `1h30m` (humantime's syntax), or bare
 /// milliseconds (`1500`, `0`) as earlier versions accepted.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return text
             .parse()

@@ -22,6 +22,13 @@ pub struct KindArgs {
     /// holder must name the same N).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     permits: Option<u64>,
+    /// Lock-delay of lock NAME (e.g. 5s; at most 60s): if this process
+    /// loses its session while holding the lock, nobody gets the lock for
+    /// this long, so a command still writing cannot overlap the next
+    /// holder. A release (the command exiting) skips it. Every user of
+    /// the lock must name the same delay, or none.
+    #[arg(long, value_name = "DELAY", value_parser = crate::lock::parse_duration)]
+    lock_delay: Option<Duration>,
 }
 
 /// A held lock, read-write lock or semaphore place.
@@ -73,7 +80,10 @@ impl KindArgs {
             };
             return permit.map(Held::Permit);
         }
-        let mutex = Mutex::new(session, name);
+        let mut mutex = Mutex::new(session, name);
+        if let Some(delay) = self.lock_delay {
+            mutex = mutex.with_lock_delay(delay);
+        }
         let guard = if try_once {
             mutex.try_lock().await
         } else {

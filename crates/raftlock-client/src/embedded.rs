@@ -223,10 +223,19 @@ impl LockClient for EmbeddedClient {
         Box::pin(async move {
             checked(name)?;
             let options = checked_poll(poll)?;
+            let lock_delay_ms = poll
+                .lock_delay
+                .map(|d| d.as_millis().try_into().unwrap_or(u64::MAX));
             let acquire = || {
                 let kind = QueueKind::Lock;
-                self.node
-                    .acquire_with(kind, name, session, Vec::new(), options)
+                self.node.acquire_with_delay(
+                    kind,
+                    name,
+                    session,
+                    Vec::new(),
+                    lock_delay_ms,
+                    options,
+                )
             };
             Ok(grant_of(name, self.retrying(None, acquire).await?))
         })

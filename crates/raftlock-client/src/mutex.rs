@@ -26,6 +26,8 @@ pub struct Mutex {
     name: String,
     /// Serializes this handle's acquires and (background) releases.
     local: Arc<tokio::sync::Mutex<()>>,
+    /// The lock-delay this handle asks for, if any.
+    lock_delay: Option<Duration>,
 }
 
 impl Mutex {
@@ -35,7 +37,19 @@ impl Mutex {
             session: session.shared().clone(),
             name: name.into(),
             local: Arc::default(),
+            lock_delay: None,
         }
+    }
+
+    /// Asks for a lock-delay (docs/api.md, "Lock-delay"): after a holder's
+    /// session expires or is closed, the cluster grants the lock to nobody
+    /// for `delay` (a release skips it), so a holder that lost its session
+    /// but still writes does not overlap the next. The acquire that creates
+    /// the lock's queue fixes the delay; while anyone is queued, another
+    /// value is refused (`BadRequest`). At most 60 s.
+    pub fn with_lock_delay(mut self, delay: Duration) -> Mutex {
+        self.lock_delay = Some(delay);
+        self
     }
 
     /// The lock's name.
@@ -71,8 +85,11 @@ impl Mutex {
     async fn acquire(&self, wait: Wait) -> Result<MutexGuard> {
         let local = queue::local_turn(&self.local, wait).await?;
         let mut pending = Pending::new(self.session.clone(), &self.name, false, local);
+        let kind = Kind::Lock {
+            lock_delay: self.lock_delay,
+        };
         let result =
-            queue::wait_for_grant(&self.session, &self.name, Kind::Lock, wait, &mut pending).await;
+            queue::wait_for_grant(&self.session, &self.name, kind, wait, &mut pending).await;
         let local = pending.finish(&result);
         let grant = result?;
         tracing::debug!(lock = self.name, token = grant.fencing_token, "locked");

@@ -121,6 +121,7 @@ where
             Wait::Forever => Poll {
                 wait: LONG_POLL,
                 keep_queued: true,
+                lock_delay: None,
             },
             Wait::Try => Poll::from(Duration::ZERO),
             Wait::Until(deadline) => {
@@ -134,6 +135,7 @@ where
                 Poll {
                     wait: left.min(LONG_POLL),
                     keep_queued: left > LONG_POLL,
+                    lock_delay: None,
                 }
             }
         };

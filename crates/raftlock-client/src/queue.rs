@@ -30,7 +30,7 @@ pub(crate) const LONG_POLL: Duration = Duration::from_secs(60);
 /// Which queue, and what to queue with.
 #[derive(Clone, Copy)]
 pub(crate) enum Kind<'a> {
-    Lock,
+    Lock { lock_delay: Option<Duration> },
     Election { value: &'a str },
 }
 
@@ -175,6 +175,7 @@ pub(crate) async fn wait_for_grant(
             Wait::Forever => Poll {
                 wait: LONG_POLL,
                 keep_queued: true,
+                lock_delay: None,
             },
             Wait::Try => Poll::from(Duration::ZERO),
             Wait::Until(deadline) => {
@@ -186,12 +187,15 @@ pub(crate) async fn wait_for_grant(
                     wait: left.min(LONG_POLL),
                     // The last poll withdraws the node when it times out.
                     keep_queued: left > LONG_POLL,
+                    lock_delay: None,
                 }
             }
         };
         first = false;
         let attempt = match kind {
-            Kind::Lock => client.acquire(name, session.id, poll),
+            Kind::Lock { lock_delay } => {
+                client.acquire(name, session.id, Poll { lock_delay, ..poll })
+            }
             Kind::Election { value } => client.campaign(name, session.id, value, poll),
         };
         let result = tokio::select! {

@@ -33,6 +33,10 @@ pub struct Poll {
     /// poll waits in the same place in line. Whoever sets it must release
     /// the lock when it gives up waiting.
     pub keep_queued: bool,
+    /// Locks only: the lock's lock-delay (docs/api.md, "Lock-delay"). The
+    /// acquire that creates the lock's queue fixes it; `None` takes the
+    /// lock's.
+    pub lock_delay: Option<Duration>,
 }
 
 impl From<Duration> for Poll {
@@ -41,6 +45,7 @@ impl From<Duration> for Poll {
         Poll {
             wait,
             keep_queued: false,
+            lock_delay: None,
         }
     }
 }

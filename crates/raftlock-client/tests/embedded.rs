@@ -27,6 +27,12 @@ async fn guarded_writes_and_transactions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_delay_holds_off_after_a_close() {
+    let cluster = Cluster::start(false).await;
+    scenarios::lock_delay(client(&cluster, 1), client(&cluster, 2)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutex_excludes_and_tokens_increase() {
     let cluster = Cluster::start(false).await;
     scenarios::mutual_exclusion(client(&cluster, 1), client(&cluster, 2)).await;

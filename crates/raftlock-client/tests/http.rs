@@ -82,6 +82,13 @@ async fn guarded_writes_and_transactions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_delay_holds_off_after_a_close() {
+    let cluster = Cluster::start(true).await;
+    let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);
+    scenarios::lock_delay(a, b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutex_excludes_and_tokens_increase() {
     let cluster = Cluster::start(true).await;
     let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);

@@ -208,6 +208,29 @@ pub enum Command {
         /// Writes otherwise.
         failure: Vec<TxnOp>,
     },
+    /// Queues the session in a mutex with a lock-delay (`lock_delay.rs`):
+    /// as `Acquire` of a lock with empty data, and the acquire that
+    /// creates the lock's queue fixes its delay; a different one is
+    /// refused while anyone is queued. Appended last, so older logs
+    /// still decode.
+    AcquireWithDelay {
+        /// The lock's name.
+        name: String,
+        /// The session that queues.
+        session: SessionId,
+        /// False for try-lock.
+        wait: bool,
+        /// After the holder's session ends, nobody is granted the lock
+        /// for this long (0: no delay); at most `MAX_LOCK_DELAY_MS`.
+        lock_delay_ms: u64,
+    },
+    /// The leader measured these held-off nodes' delays out: delete each
+    /// that is still held off and grant the next in line. Others are
+    /// skipped, so a retry or a late proposal is harmless.
+    EndLockDelays {
+        /// Full paths of the held-off nodes.
+        nodes: Vec<String>,
+    },
 }
 
 impl Command {
@@ -224,6 +247,8 @@ impl Command {
                 | Command::AcquireRwLock { .. }
                 | Command::AcquireSemaphore { .. }
                 | Command::AcquireMulti { .. }
+                | Command::AcquireWithDelay { .. }
+                | Command::EndLockDelays { .. }
                 | Command::CheckpointSessions { .. }
                 | Command::RenewSessions { .. }
         )
@@ -304,6 +329,11 @@ pub enum Response {
         /// One answer per operation of the branch that ran, in order.
         responses: Vec<Response>,
     },
+    /// Held-off locks were handed on (`Command::EndLockDelays`).
+    LockDelaysEnded {
+        /// The held-off nodes deleted (those still held off).
+        nodes: Vec<String>,
+    },
 }
 
 /// A multi-lock's place after an acquire.
@@ -354,6 +384,19 @@ pub struct Effects {
     pub written: Vec<String>,
     /// Sessions that ended (closed or expired).
     pub ended_sessions: Vec<SessionId>,
+    /// Lock nodes held off by their session's end (`lock_delay.rs`): the
+    /// leader times each and then proposes `EndLockDelays`.
+    pub held_off: Vec<HeldOff>,
+}
+
+/// A lock held off after its holder's session ended: nobody is granted
+/// it until the leader ends the delay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldOff {
+    /// The held-off node's full path (the former holder's node).
+    pub node: String,
+    /// The lock's delay in milliseconds.
+    pub delay_ms: u64,
 }
 
 /// The outcome of applying one command.

@@ -28,7 +28,11 @@ impl StateMachine {
             if is_reserved(path) {
                 let queued = parse_node_path(path).and_then(|(q, seq)| {
                     let entry = self.queues.get(q)?.get(seq)?;
-                    Some(Some(entry.session) == node.ephemeral_owner)
+                    // A held-off node has no owner (`lock_delay.rs`).
+                    Some(
+                        Some(entry.session) == node.ephemeral_owner
+                            || (node.ephemeral_owner.is_none() && self.valid_held_off(path)),
+                    )
                 });
                 if queued != Some(true) {
                     return Err(format!("{path} is in a reserved prefix but not queued"));
@@ -48,6 +52,7 @@ impl StateMachine {
                 }
             }
         }
+        self.check_lock_delays()?;
         for (queue_path, queue) in &self.queues {
             if queue.is_empty() {
                 return Err(format!("queue {queue_path} is empty but kept"));

@@ -38,6 +38,7 @@
 mod command;
 mod error;
 mod invariants;
+mod lock_delay;
 mod locks;
 mod multilock;
 mod node_set;
@@ -53,9 +54,10 @@ mod txn;
 mod types;
 
 pub use command::{
-    Acquisition, Applied, Command, DeletedNode, Effects, MultiAcquisition, Response,
+    Acquisition, Applied, Command, DeletedNode, Effects, HeldOff, MultiAcquisition, Response,
 };
 pub use error::CoreError;
+pub use lock_delay::{validate_lock_delay, MAX_LOCK_DELAY_MS};
 pub use multilock::{validate_lock_set, MultiStatus, MAX_MULTI_LOCKS};
 pub use query::{
     Counts, Position, QueueEntryView, QueueSummary, QueueView, SessionLease, SessionView,

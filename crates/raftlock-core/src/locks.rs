@@ -19,13 +19,15 @@ impl StateMachine {
         name: &str,
         session: SessionId,
         data: &[u8],
-        wait: bool,
+        (wait, lock_delay_ms): (bool, Option<u64>),
         revision: u64,
         effects: &mut Effects,
     ) -> Result<Outcome, CoreError> {
         self.require_session(session)?;
         validate_lock_name(name)?;
         let queue_path = kind.queue_path(name);
+        self.check_lock_delay(name, &queue_path, lock_delay_ms)?;
+        self.refuse_held_off(&queue_path, session)?;
         if let Some(queue) = self.queues.get(queue_path.as_str()) {
             if let Some(seq) = queue.sequence_of(session) {
                 // Idempotent: a retried acquire finds its own node.
@@ -48,6 +50,9 @@ impl StateMachine {
                     holder: head.session,
                 });
             }
+        }
+        if !self.queues.contains_key(queue_path.as_str()) {
+            self.set_lock_delay(&queue_path, lock_delay_ms);
         }
         let (seq, held) = self
             .queues
@@ -79,6 +84,7 @@ impl StateMachine {
         self.require_session(session)?;
         validate_lock_name(name)?;
         let queue_path = kind.queue_path(name);
+        self.refuse_held_off(&queue_path, session)?;
         let queue = self.queues.get(queue_path.as_str());
         let Some(seq) = queue.and_then(|q| q.sequence_of(session)) else {
             return Err(match queue {

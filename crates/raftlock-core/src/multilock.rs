@@ -70,16 +70,27 @@ pub enum MultiStatus {
 }
 
 impl StateMachine {
-    /// The session's node sequence in each lock, if it is queued there.
+    /// The session's node sequence in each lock, if it is queued there
+    /// (a held-off node, `lock_delay.rs`, is not the session's any more).
     fn multi_places(&self, locks: &[String], session: SessionId) -> Vec<Option<u64>> {
         locks
             .iter()
             .map(|name| {
+                let queue_path = QueueKind::Lock.queue_path(name);
                 self.queues
-                    .get(QueueKind::Lock.queue_path(name).as_str())
+                    .get(queue_path.as_str())
                     .and_then(|q| q.sequence_of(session))
+                    .filter(|seq| !self.is_held_off(&node_path(&queue_path, *seq)))
             })
             .collect()
+    }
+
+    /// Refuses a multi-lock command of a session with a held-off node in
+    /// one of the locks (`StateMachine::refuse_held_off`).
+    fn refuse_held_off_set(&self, locks: &[String], session: SessionId) -> Result<(), CoreError> {
+        locks
+            .iter()
+            .try_for_each(|name| self.refuse_held_off(&QueueKind::Lock.queue_path(name), session))
     }
 
     fn multi_held(&self, locks: &[String], seq: u64) -> bool {
@@ -122,6 +133,7 @@ impl StateMachine {
     ) -> Result<Outcome, CoreError> {
         self.require_session(session)?;
         validate_lock_set(locks)?;
+        self.refuse_held_off_set(locks, session)?;
         let places = self.multi_places(locks, session);
         if let Some(Some(first)) = places.first() {
             // A retry finds the set its first attempt queued: the same
@@ -195,6 +207,7 @@ impl StateMachine {
     ) -> Result<Outcome, CoreError> {
         self.require_session(session)?;
         validate_lock_set(locks)?;
+        self.refuse_held_off_set(locks, session)?;
         let places = self.multi_places(locks, session);
         if let Some(seq) = withdraw {
             if places.iter().any(|p| *p != Some(seq)) {

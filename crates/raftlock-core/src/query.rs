@@ -191,8 +191,11 @@ impl StateMachine {
         let mut entries = queue
             .iter()
             .map(|(seq, e)| self.entry_view(&queue_path, seq, e));
+        // A held-off head (`lock_delay.rs`) holds nothing: no holder while
+        // the delay runs, and it is not waiting either.
+        let holder = entries.next().filter(|h| !self.is_held_off(&h.node));
         QueueView {
-            holder: entries.next(),
+            holder,
             waiters: entries.collect(),
         }
     }
@@ -203,7 +206,8 @@ impl StateMachine {
         let queue_path = kind.queue_path(name);
         let queue = self.queues.get(queue_path.as_str())?;
         let (seq, entry) = queue.head()?;
-        Some(self.entry_view(&queue_path, seq, entry))
+        let view = self.entry_view(&queue_path, seq, entry);
+        (!self.is_held_off(&view.node)).then_some(view)
     }
 
     /// Queues whose name starts with `prefix`, in name order.
@@ -215,7 +219,10 @@ impl StateMachine {
             .take_while(|(path, _)| path.starts_with(&start))
             .map(|(path, queue)| QueueSummary {
                 name: path.strip_prefix(&strip).unwrap_or(path).to_string(),
-                holder: queue.head().map(|(seq, e)| self.entry_view(path, seq, e)),
+                holder: queue
+                    .head()
+                    .map(|(seq, e)| self.entry_view(path, seq, e))
+                    .filter(|h| !self.is_held_off(&h.node)),
                 waiters: queue.len().saturating_sub(1),
             })
             .collect()

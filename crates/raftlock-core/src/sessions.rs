@@ -42,7 +42,8 @@ impl StateMachine {
     }
 
     /// Close and expire end a session the same way: every node it owns is
-    /// deleted (in path order, so replicas agree), then the session.
+    /// deleted (in path order, so replicas agree), then the session. A
+    /// held lock with a lock-delay is held off instead (`lock_delay.rs`).
     pub(crate) fn end_session(
         &mut self,
         id: SessionId,
@@ -55,15 +56,16 @@ impl StateMachine {
             .iter()
             .map(|p| p.to_string())
             .collect();
-        for path in &owned {
-            self.remove_node(path, revision, effects);
+        let mut deleted = Vec::with_capacity(owned.len());
+        for path in owned {
+            if !self.hold_off(&path, revision, effects) {
+                self.remove_node(&path, revision, effects);
+                deleted.push(path);
+            }
         }
         self.sessions.remove(&id);
         effects.ended_sessions.push(id);
-        Ok(Outcome::changed(Response::SessionEnded {
-            id,
-            deleted: owned,
-        }))
+        Ok(Outcome::changed(Response::SessionEnded { id, deleted }))
     }
 
     /// Sets (`Some`) or clears (`None`) lease checkpoints. Ids that no

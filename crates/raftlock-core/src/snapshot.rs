@@ -3,10 +3,12 @@
 //! function of the state alone, so equal states give equal snapshots.
 //!
 //! Formats: 1, the first; 2 adds each session's `principal` (the bearer
-//! token that opened it, docs/security.md). This build writes 2 and reads
-//! both, so a member upgraded in place restarts from its old snapshot and
+//! token that opened it, docs/security.md); 3 appends the locks'
+//! lock-delays (`lock_delay.rs`). This build writes 3 and reads all
+//! three, so a member upgraded in place restarts from its old snapshot and
 //! a backup taken before the upgrade still restores; a format-1 session
-//! has no principal.
+//! has no principal, and a format-1 or 2 state has no lock-delays (and so
+//! no held-off lock).
 
 use std::collections::BTreeMap;
 
@@ -20,7 +22,29 @@ use crate::types::{Node, Session, SessionId};
 const MAGIC: &[u8; 4] = b"RLSM";
 /// Format written by this build. Bump it (and keep a reader for the old
 /// one) whenever the encoded state changes shape.
-pub const SNAPSHOT_FORMAT: u32 = 2;
+pub const SNAPSHOT_FORMAT: u32 = 3;
+
+/// The state as format 2 encoded it: no lock-delays.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct StateV2 {
+    revision: u64,
+    nodes: BTreeMap<Box<str>, Node>,
+    sessions: BTreeMap<SessionId, Session>,
+    queues: BTreeMap<Box<str>, LockQueue>,
+}
+
+impl From<StateV2> for StateMachine {
+    fn from(old: StateV2) -> Self {
+        StateMachine {
+            revision: old.revision,
+            nodes: old.nodes,
+            sessions: old.sessions,
+            queues: old.queues,
+            lock_delays: BTreeMap::new(),
+        }
+    }
+}
 
 /// The state as format 1 encoded it: sessions without a principal.
 /// Field order is the encoding (bincode), so it mirrors `StateMachine`.
@@ -64,6 +88,7 @@ impl From<StateV1> for StateMachine {
             nodes: old.nodes,
             sessions,
             queues: old.queues,
+            lock_delays: BTreeMap::new(),
         }
     }
 }
@@ -112,6 +137,9 @@ impl StateMachine {
         let decode_error = |e: bincode::Error| SnapshotError::Decode(e.to_string());
         let state: StateMachine = match u32::from_le_bytes(*version) {
             1 => bincode::deserialize::<StateV1>(body)
+                .map_err(decode_error)?
+                .into(),
+            2 => bincode::deserialize::<StateV2>(body)
                 .map_err(decode_error)?
                 .into(),
             SNAPSHOT_FORMAT => bincode::deserialize(body).map_err(decode_error)?,
@@ -187,11 +215,64 @@ mod tests {
         bytes
     }
 
+    /// Encodes `sm` as format 2 did (it must have no lock-delays).
+    fn format_2(sm: &StateMachine) -> Vec<u8> {
+        assert!(sm.lock_delays.is_empty());
+        let old = StateV2 {
+            revision: sm.revision,
+            nodes: sm.nodes.clone(),
+            sessions: sm.sessions.clone(),
+            queues: sm.queues.clone(),
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&2u32.to_le_bytes());
+        bytes.extend(bincode::serialize(&old).expect("encode v2"));
+        bytes
+    }
+
     #[test]
-    fn format_2_round_trips_principals() {
+    fn format_2_still_decodes_without_lock_delays() {
+        let sm = state(Some("billing-jobs"));
+        let old = format_2(&sm);
+        // The old encoding really is shorter: the empty map's length.
+        assert_eq!(old.len() + 8, sm.to_snapshot().expect("encode").len());
+        let back = StateMachine::from_snapshot(&old).expect("decode v2");
+        assert_eq!(back, sm);
+    }
+
+    #[test]
+    fn format_3_round_trips_a_held_off_lock() {
+        let mut sm = state(None);
+        for id in [SessionId(7), SessionId(8)] {
+            let open = Command::OpenSession {
+                id,
+                owner: "d".into(),
+                ttl_ms: 5_000,
+            };
+            assert!(sm.apply(&open).result.is_ok());
+            let acquire = Command::AcquireWithDelay {
+                name: "delayed".into(),
+                session: id,
+                wait: true,
+                lock_delay_ms: 2_500,
+            };
+            assert!(sm.apply(&acquire).result.is_ok());
+        }
+        let expired = sm.apply(&Command::ExpireSession { id: SessionId(7) });
+        assert_eq!(expired.effects.held_off.len(), 1);
+        let bytes = sm.to_snapshot().expect("encode");
+        assert_eq!(bytes[4..8], 3u32.to_le_bytes());
+        let back = StateMachine::from_snapshot(&bytes).expect("decode");
+        assert_eq!(back, sm);
+        assert_eq!(back.held_off(), sm.held_off());
+        assert_eq!(back.lock_delay("delayed"), 2_500);
+    }
+
+    #[test]
+    fn format_3_round_trips_principals() {
         let sm = state(Some("billing-jobs"));
         let bytes = sm.to_snapshot().expect("encode");
-        assert_eq!(bytes[4..8], 2u32.to_le_bytes());
+        assert_eq!(bytes[4..8], 3u32.to_le_bytes());
         let back = StateMachine::from_snapshot(&bytes).expect("decode");
         assert_eq!(back, sm);
         assert_eq!(
@@ -204,8 +285,9 @@ mod tests {
     fn format_1_still_decodes_without_principals() {
         let sm = state(None);
         let old = format_1(&sm);
-        // The old encoding really is shorter: one `None` per session less.
-        assert_eq!(old.len() + 2, sm.to_snapshot().expect("encode").len());
+        // The old encoding really is shorter: one `None` per session less,
+        // and no lock-delay map (its 8-byte length).
+        assert_eq!(old.len() + 2 + 8, sm.to_snapshot().expect("encode").len());
         let back = StateMachine::from_snapshot(&old).expect("decode v1");
         assert_eq!(back, sm);
         assert_eq!(back.session_principal(SessionId(2)), Some(None));
@@ -214,10 +296,10 @@ mod tests {
     #[test]
     fn unknown_formats_are_refused() {
         let mut bytes = state(None).to_snapshot().expect("encode");
-        bytes[4..8].copy_from_slice(&3u32.to_le_bytes());
+        bytes[4..8].copy_from_slice(&4u32.to_le_bytes());
         assert!(matches!(
             StateMachine::from_snapshot(&bytes),
-            Err(SnapshotError::UnsupportedFormat(3))
+            Err(SnapshotError::UnsupportedFormat(4))
         ));
     }
 }

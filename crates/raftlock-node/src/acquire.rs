@@ -73,15 +73,50 @@ impl Node {
         data: Vec<u8>,
         options: AcquireOptions,
     ) -> Result<Grant, NodeError> {
+        self.acquire_with_delay(kind, name, session, data, None, options)
+            .await
+    }
+
+    /// [`Node::acquire_with`], naming the lock's lock-delay (docs/api.md,
+    /// "Lock-delay"): after a holder's session ends, nobody is granted the
+    /// lock for this long. The acquire that creates the lock's queue fixes
+    /// it; another value is refused while anyone is queued. Locks only
+    /// (`kind` must be `Lock` when `lock_delay_ms` is given), and without
+    /// data.
+    pub async fn acquire_with_delay(
+        &self,
+        kind: QueueKind,
+        name: &str,
+        session: SessionId,
+        data: Vec<u8>,
+        lock_delay_ms: Option<u64>,
+        options: AcquireOptions,
+    ) -> Result<Grant, NodeError> {
         let replica = &self.replica;
         let deadline = Instant::now() + options.wait;
         let try_only = options.wait.is_zero();
-        let command = Command::Acquire {
-            kind,
-            name: name.to_string(),
-            session,
-            data,
-            wait: !try_only,
+        let command = match lock_delay_ms {
+            Some(lock_delay_ms) if kind == QueueKind::Lock && data.is_empty() => {
+                Command::AcquireWithDelay {
+                    name: name.to_string(),
+                    session,
+                    wait: !try_only,
+                    lock_delay_ms,
+                }
+            }
+            Some(_) => {
+                return Err(CoreError::Invalid(
+                    "a lock-delay is for locks without data only".into(),
+                )
+                .into())
+            }
+            None => Command::Acquire {
+                kind,
+                name: name.to_string(),
+                session,
+                data,
+                wait: !try_only,
+            },
         };
         let (index, applied) = replica.write(command).await?;
         let acquisition = match applied.result? {

@@ -67,12 +67,16 @@ async fn take_over_sessions(replica: &Replica) -> Result<(), String> {
         // Under the read lock, so no session opens between reading the
         // leases and the tracker starting to track new ones.
         let state = replica.shared.read();
-        replica.shared.tracker.become_leader(state.session_leases())
+        let tracker = &replica.shared.tracker;
+        let to_checkpoint = tracker.become_leader(state.session_leases());
+        tracker.take_over_hold_offs(&state.held_off());
+        to_checkpoint
     };
     tracing::info!(
         sessions = replica.shared.tracker.tracked(),
         checkpoints = to_checkpoint.len(),
-        "became leader; tracking session deadlines"
+        held_off = replica.shared.tracker.hold_offs_scheduled(),
+        "became leader; tracking session deadlines and lock-delays"
     );
     for chunk in to_checkpoint.chunks(CHECKPOINT_CHUNK) {
         replica
@@ -85,21 +89,29 @@ async fn take_over_sessions(replica: &Replica) -> Result<(), String> {
     Ok(())
 }
 
-/// Proposes the expiry of every session past its deadline. Each proposal
-/// is bounded (`write_here`), so one write that cannot commit delays the
-/// others by at most the leader wait; a failed one is retried while this
-/// node leads.
+/// Proposes the expiry of every session past its deadline, and the end of
+/// every lock-delay that is over (`hold_offs`). Each proposal is bounded
+/// (`write_here`), so one write that cannot commit delays the others by at
+/// most the leader wait; a failed one is retried while this node leads.
 pub(crate) async fn expire_sessions(replica: Arc<Replica>) {
     let tracker = replica.shared.tracker.clone();
     loop {
-        let (due, next) = tracker.take_due();
+        let (due, next_expiry) = tracker.take_due();
         // Sessions due together expire in one log entry.
         for chunk in due.chunks(EXPIRE_CHUNK) {
             expire(&replica, chunk).await;
         }
-        if !due.is_empty() {
+        let (ended, next_end) = tracker.take_due_hold_offs();
+        for chunk in ended.chunks(EXPIRE_CHUNK) {
+            end_lock_delays(&replica, chunk).await;
+        }
+        if !due.is_empty() || !ended.is_empty() {
             continue;
         }
+        let next = match (next_expiry, next_end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let sleep = match next {
             Some(at) => tokio::time::sleep_until(at),
             None => tokio::time::sleep(Duration::from_secs(3600)),
@@ -108,6 +120,24 @@ pub(crate) async fn expire_sessions(replica: Arc<Replica>) {
             _ = sleep => {}
             _ = tracker.changed() => {}
             _ = replica.shutdown.stopped() => return,
+        }
+    }
+}
+
+/// Hands on held-off locks whose delay is over: each lock's next in line
+/// is granted and woken, as after a release.
+async fn end_lock_delays(replica: &Replica, nodes: &[String]) {
+    let proposal = Proposal(vec![Command::EndLockDelays {
+        nodes: nodes.to_vec(),
+    }]);
+    match replica.write_here(proposal).await {
+        Ok(_) => tracing::info!(locks = nodes.len(), "lock-delays over; locks handed on"),
+        Err(e) => {
+            tracing::warn!(
+                locks = nodes.len(),
+                "could not end lock-delays (retried while this node leads): {e}"
+            );
+            replica.shared.tracker.retry_hold_offs(nodes, EXPIRE_RETRY);
         }
     }
 }

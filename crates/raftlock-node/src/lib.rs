@@ -23,6 +23,7 @@ mod founding;
 #[doc(hidden)]
 pub mod fuzzing;
 mod history;
+mod hold_offs;
 mod identity;
 mod leader;
 mod local;

@@ -100,6 +100,7 @@ impl Shared {
             .start(meta.as_ref().and_then(|m| m.last_log_id).map(|l| l.index))
             .map_err(|e| e.to_string())?;
         tracker.on_checkpointed(checkpointed(&state));
+        tracker.resync_hold_offs(&state.held_off());
         let index = applied.last_applied.map_or(0, |l| l.index);
         let history = ChangeHistory::new(state.revision());
         Ok(Arc::new(Shared {
@@ -218,6 +219,14 @@ impl Shared {
         }
         self.tracker
             .on_ended(effects.ended_sessions.iter().copied());
+        self.tracker.on_held_off(&effects.held_off);
+        self.tracker.on_unowned_deleted(
+            effects
+                .deleted
+                .iter()
+                .filter(|d| d.owner.is_none())
+                .map(|d| d.path.as_str()),
+        );
         self.waiters
             .wake_deleted(effects.deleted.iter().map(|d| d.path.as_str()));
         let granted: Vec<String> = effects
@@ -406,6 +415,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         .map_err(storage_error)?
         .map_err(|e| snapshot_error(Some(meta), e))?;
         let checkpointed = checkpointed(&state);
+        let held_off = state.held_off();
         let revision = state.revision();
         *self.shared.state.write().unwrap_or_else(|e| e.into_inner()) = state;
         self.shared.history.reset(revision);
@@ -417,6 +427,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             .snapshots_installed
             .fetch_add(1, Ordering::Relaxed);
         self.shared.tracker.on_checkpointed(checkpointed);
+        self.shared.tracker.resync_hold_offs(&held_off);
         // The whole state changed: every waiter re-checks its place.
         self.shared.waiters.wake_all();
         let index = meta.last_log_id.map_or(0, |l| l.index);

@@ -40,9 +40,11 @@ use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use raftlock_core::{SessionId, SessionLease};
+use raftlock_core::{HeldOff, SessionId, SessionLease};
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::hold_offs::HoldOffs;
 
 /// The clock deadlines are measured on. A seam for simulated time.
 pub trait Clock: Send + Sync + 'static {
@@ -76,6 +78,8 @@ struct Deadlines {
     /// When this replica applied each session's current checkpoint (on
     /// every node, leader or not).
     checkpoint_applied: HashMap<SessionId, Instant>,
+    /// Lock-delays: when each held-off lock is handed on (`hold_offs`).
+    hold_offs: HoldOffs,
 }
 
 impl Deadlines {
@@ -220,10 +224,81 @@ impl SessionTracker {
         to_checkpoint
     }
 
+    /// Apply hook: locks were held off by their holder's session end.
+    pub fn on_held_off(&self, held: &[HeldOff]) {
+        if held.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let mut d = self.lock();
+        let leading = d.leading;
+        d.hold_offs.on_held_off(held, now, leading);
+        drop(d);
+        if leading {
+            self.changed.notify_one();
+        }
+    }
+
+    /// Apply hook: nodes without an owner were deleted (a held-off one's
+    /// delay is over).
+    pub fn on_unowned_deleted<'a>(&self, paths: impl Iterator<Item = &'a str>) {
+        self.lock().hold_offs.on_deleted(paths);
+    }
+
+    /// The state was loaded or replaced by a snapshot and holds exactly
+    /// these hold-offs.
+    pub fn resync_hold_offs(&self, held: &[HeldOff]) {
+        let now = self.now();
+        self.lock().hold_offs.resync(held, now);
+    }
+
+    /// Right after `become_leader`, under the same read of the state:
+    /// time every hold-off the state has.
+    pub fn take_over_hold_offs(&self, held: &[HeldOff]) {
+        let now = self.now();
+        let mut d = self.lock();
+        if !d.leading {
+            return;
+        }
+        d.hold_offs.become_leader(held, now);
+        drop(d);
+        self.changed.notify_one();
+    }
+
+    /// Held-off locks whose delay is over (the caller proposes their
+    /// end), and the next end after them. Leader only.
+    pub fn take_due_hold_offs(&self) -> (Vec<String>, Option<Instant>) {
+        let now = self.now();
+        let mut d = self.lock();
+        if !d.leading {
+            return (Vec::new(), None);
+        }
+        d.hold_offs.take_due(now)
+    }
+
+    /// Ending these hold-offs failed: try again after `pause`, while
+    /// this node leads.
+    pub fn retry_hold_offs(&self, nodes: &[String], pause: Duration) {
+        let at = self.now() + pause;
+        let mut d = self.lock();
+        if !d.leading {
+            return;
+        }
+        d.hold_offs.retry(nodes, at);
+        drop(d);
+        self.changed.notify_one();
+    }
+
+    /// Hold-offs being timed (leader only).
+    pub fn hold_offs_scheduled(&self) -> usize {
+        self.lock().hold_offs.scheduled()
+    }
+
     /// Leadership lost: deadlines belong to the next leader now.
     pub fn step_down(&self) {
         let mut d = self.lock();
         d.leading = false;
+        d.hold_offs.step_down();
         d.queue.clear();
         // Not `clear()`, which would keep the table's capacity.
         d.by_session = HashMap::new();

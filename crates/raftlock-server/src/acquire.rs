@@ -94,6 +94,8 @@ pub(crate) struct AcquireRequest<'a> {
     /// On timeout, keep the session's waiting node queued (long polls that
     /// keep their place in line) instead of withdrawing it.
     pub keep_queued: bool,
+    /// A lock's lock-delay, if the request names one (locks only).
+    pub lock_delay_ms: Option<u64>,
 }
 
 /// Validates, queues and waits; records the outcome in the metrics.
@@ -107,6 +109,11 @@ async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError>
     let queue = req.target.queue();
     let checked = validate_lock_name(req.name)
         .map_err(ApiError::from)
+        .and_then(|()| {
+            req.lock_delay_ms
+                .map_or(Ok(()), raftlock_core::validate_lock_delay)
+                .map_err(ApiError::from)
+        })
         .and_then(|()| app.wait(req.wait_ms));
     let (wait, target) = match req.target {
         Target::Plain(kind, data) => {
@@ -132,7 +139,7 @@ async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError>
             poll(
                 app,
                 req.keep_queued,
-                node.acquire_with(kind, name, session, data, options),
+                node.acquire_with_delay(kind, name, session, data, req.lock_delay_ms, options),
             )
             .await
         }

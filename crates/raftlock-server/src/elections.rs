@@ -175,6 +175,7 @@ async fn campaign(
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
+            lock_delay_ms: None,
         },
     )
     .await?;

@@ -49,6 +49,12 @@ struct AcquireBody {
     wait_ms: Option<u64>,
     #[serde(default)]
     keep_queued: bool,
+    /// Lock-delay: after a holder's session expires or is closed, nobody
+    /// is granted the lock for this long (a release skips it). The
+    /// acquire that creates the lock's queue fixes it (0 to 60000);
+    /// another value is refused while anyone is queued.
+    #[schema(maximum = 60000)]
+    lock_delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -171,6 +177,7 @@ impl QueueRoute for Locks {
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
+            lock_delay_ms: body.lock_delay_ms,
         }
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct Asked<'a> {
     pub session_id: &'a str,
     pub wait_ms: Option<u64>,
     pub keep_queued: bool,
+    /// A lock's lock-delay (locks only; `None` elsewhere).
+    pub lock_delay_ms: Option<u64>,
 }
 
 /// One kind of queue behind `/v1/{kind}/{name}/acquire|release`.
@@ -85,6 +87,7 @@ pub(crate) async fn acquire<Q: QueueRoute>(
             session_id: asked.session_id,
             wait_ms: asked.wait_ms,
             keep_queued: asked.keep_queued,
+            lock_delay_ms: asked.lock_delay_ms,
         },
     )
     .await?;

@@ -105,6 +105,7 @@ impl QueueRoute for RwLocks {
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
+            lock_delay_ms: None,
         }
     }
 

@@ -100,6 +100,7 @@ impl QueueRoute for Semaphores {
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
+            lock_delay_ms: None,
         }
     }
 

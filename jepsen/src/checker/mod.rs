@@ -5,14 +5,20 @@
 //!   token accepted, grant tokens increase);
 //! - [`lost_write`]: every acknowledged register write survives;
 //! - [`rwlock`]: never a writer together with another holder;
-//! - [`semaphore`]: never more than N holders.
+//! - [`semaphore`]: never more than N holders;
+//! - [`lock_delay`]: nobody granted a lock inside its delay after the
+//!   holder's session was lost;
+//! - [`multilock`]: transfers under multi-locks conserve the total, and
+//!   no account's lock has two holders at once.
 //!
 //! [`check_history`] runs the right set for a workload; the run driver and
 //! the `check` subcommand both go through it.
 
 pub mod fenced;
 pub mod linear;
+pub mod lock_delay;
 pub mod lost_write;
+pub mod multilock;
 pub mod rwlock;
 pub mod semaphore;
 
@@ -92,14 +98,30 @@ pub enum Workload {
     RwLock,
     /// semaphores: at most N holders and grant token order.
     Semaphore,
+    /// locks with a lock-delay: mutex linearizability + no grant inside a
+    /// delay.
+    #[serde(rename = "lock-delay")]
+    LockDelay,
+    /// transfers under multi-locks: conservation + per-lock exclusion.
+    #[serde(rename = "multilock")]
+    MultiLock,
 }
 
 impl Workload {
     /// Guesses the workload from the functions present: any `incr` means
     /// fenced, else any lock op means mutex, else register.
     pub fn detect(ops: &[Operation]) -> Workload {
+        use crate::history::Value;
+        let acquire_value = |pick: fn(&Value) -> bool| {
+            ops.iter()
+                .any(|o| o.f == F::Acquire && pick(&o.invoke_value))
+        };
         if ops.iter().any(|o| o.f == F::Incr) {
             Workload::Fenced
+        } else if acquire_value(|v| matches!(v, Value::List(_))) {
+            Workload::MultiLock
+        } else if acquire_value(|v| matches!(v, Value::Map(m) if m.contains_key("lock_delay_ms"))) {
+            Workload::LockDelay
         } else if ops
             .iter()
             .any(|o| o.f == F::Acquire && matches!(o.invoke_value, crate::history::Value::Int(_)))
@@ -130,8 +152,11 @@ impl FromStr for Workload {
             "fenced" => Ok(Workload::Fenced),
             "rwlock" => Ok(Workload::RwLock),
             "semaphore" => Ok(Workload::Semaphore),
+            "lock-delay" => Ok(Workload::LockDelay),
+            "multilock" => Ok(Workload::MultiLock),
             other => Err(format!(
-                "unknown workload {other:?} (register, mutex, fenced, rwlock, semaphore)"
+                "unknown workload {other:?} \
+                 (register, mutex, fenced, rwlock, semaphore, lock-delay, multilock)"
             )),
         }
     }
@@ -168,6 +193,11 @@ pub fn check_history(
         ],
         Workload::RwLock => vec![rwlock::check(&ops).into_result()],
         Workload::Semaphore => vec![semaphore::check(&ops).into_result()],
+        Workload::LockDelay => vec![
+            linear_result(&MutexModel, &ops, &opts.linear),
+            lock_delay::check(&ops).into_result(),
+        ],
+        Workload::MultiLock => vec![multilock::check(&ops).into_result()],
     };
     Ok(results)
 }

@@ -59,11 +59,15 @@ pub async fn phase(
             }
             notes.push(format!("final reads {ok}/{}", keys.len()));
         }
+        Workload::MultiLock => match final_audit(cluster, ctx).await {
+            Ok(()) => notes.push("final read of every balance".into()),
+            Err(p) => problems.push(p),
+        },
         Workload::RwLock | Workload::Semaphore => {
             // The mutex's lock-free probe reads /v1/locks, which this
             // workload never touches: recovery alone is checked here.
         }
-        Workload::Fenced | Workload::Mutex => {
+        Workload::Fenced | Workload::Mutex | Workload::LockDelay => {
             if workload == Workload::Fenced {
                 let call = Call {
                     pid: ctx.next_pid(),
@@ -118,6 +122,23 @@ async fn final_read(cluster: &Cluster, ctx: &Ctx, key: &str) -> bool {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     false
+}
+
+/// The `multilock` workload's final read of every balance, under a
+/// multi-lock of every account, tried on each member in turn.
+async fn final_audit(cluster: &Cluster, ctx: &Ctx) -> Result<(), String> {
+    let mut last = String::from("no member");
+    for attempt in 0..READ_ATTEMPTS {
+        let Some(node) = cluster.roster.nth(attempt) else {
+            break;
+        };
+        match crate::workload::multilock::final_audit(ctx, node).await {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(format!("the final read of every balance failed: {last}"))
 }
 
 /// Waits until the lock has neither holder nor waiters.

@@ -1,4 +1,8 @@
-//! The `mutex`, `fenced` and `rwlock` clients.
+//! The `mutex`, `fenced`, `rwlock`, `semaphore` and `lock-delay` clients.
+//!
+//! `lock-delay` is `mutex` with a lock-delay on every acquire; its
+//! clients' lost sessions (kills, partitions, client pauses) hold the lock
+//! off, and [`crate::checker::lock_delay`] checks nobody got it sooner.
 //!
 //! `rwlock` is `mutex` on `/v1/rwlocks`: each acquire picks a mode (a
 //! third are writes), recorded as the acquire's value (`"read"` /
@@ -66,6 +70,10 @@ pub enum Kind {
     RwLock,
     /// A semaphore of `Settings::permits`, held briefly.
     Semaphore,
+    /// A mutex with `Settings::lock_delay_ms` (docs/api.md, "Lock-delay"),
+    /// held briefly; the delay is recorded as the acquire's value
+    /// (`{"lock_delay_ms": D}`) for [`crate::checker::lock_delay`].
+    Delayed,
 }
 
 /// The name a client's semaphore requests go to: the shared one, or with
@@ -132,6 +140,13 @@ async fn session_loop(
                 (Kind::Semaphore, None) => {
                     Value::Int(i64::try_from(ctx.settings.permits).unwrap_or(i64::MAX))
                 }
+                (Kind::Delayed, None) => Value::Map(
+                    [(
+                        "lock_delay_ms".to_string(),
+                        Value::Int(i64::try_from(ctx.settings.lock_delay_ms).unwrap_or(i64::MAX)),
+                    )]
+                    .into(),
+                ),
                 _ => Value::Nil,
             },
             token: None,
@@ -145,6 +160,18 @@ async fn session_loop(
                 let ask = (ctx.settings.permits, wait_ms);
                 ctx.client_api
                     .sem_acquire(node, &name, &session.id, ask)
+                    .await
+            }
+            None if kind == Kind::Delayed => {
+                // The injected bug: the delay recorded is not asked for.
+                let delay = if ctx.settings.inject_no_lock_delay {
+                    0
+                } else {
+                    ctx.settings.lock_delay_ms
+                };
+                let ask = (wait_ms, delay);
+                ctx.client_api
+                    .acquire_delayed(node, lock, &session.id, ask)
                     .await
             }
             None => {

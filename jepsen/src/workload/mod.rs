@@ -3,6 +3,8 @@
 //!
 //! - [`lock`]: the `mutex`, `fenced`, `rwlock` and `semaphore` clients (sessions, acquire,
 //!   release, and for `fenced` an increment in [`store::FencedStore`]);
+//! - [`multilock`]: transfers between accounts under multi-locks, with
+//!   guarded writes, and audits of every account under one multi-lock;
 //! - [`register`]: get/set/cas on a few keys through the nodes API;
 //! - [`session`]: a session with its keepalive task, the Rust client's
 //!   loss rule, and the bookkeeping that turns a lost session into a
@@ -14,6 +16,7 @@
 //! session is gone, continues under a fresh id ([`Ctx::next_pid`]).
 
 pub mod lock;
+pub mod multilock;
 pub mod register;
 pub mod route;
 pub mod session;
@@ -66,6 +69,21 @@ pub struct Settings {
     /// clients acquire a second semaphore (the wrong name) while recording
     /// the shared one, so up to 2N hold at once. The checker must catch it.
     pub inject_sem_wrong_name: bool,
+    /// The `lock-delay` workload's delay (docs/api.md, "Lock-delay").
+    pub lock_delay_ms: u64,
+    /// Injected client bug for the `lock-delay` workload's self-test:
+    /// clients record the delay but ask the server for none, so a lost
+    /// holder's lock is handed on at once. The checker must catch it.
+    pub inject_no_lock_delay: bool,
+    /// The `multilock` workload's accounts.
+    pub accounts: usize,
+    /// Each account's balance before the first transfer.
+    pub initial_balance: i64,
+    /// Injected client bug for the `multilock` workload's self-test: odd
+    /// clients lock only the account they take from, while recording both,
+    /// and write the other without its guard. Transfers then race on the
+    /// unlocked account; the checker must catch it.
+    pub inject_multi_one_lock: bool,
 }
 
 impl Default for Settings {
@@ -82,6 +100,11 @@ impl Default for Settings {
             inject_rw_read_for_write: false,
             permits: 3,
             inject_sem_wrong_name: false,
+            lock_delay_ms: 1_000,
+            inject_no_lock_delay: false,
+            accounts: 4,
+            initial_balance: 100,
+            inject_multi_one_lock: false,
         }
     }
 }
@@ -240,6 +263,10 @@ pub fn spawn_clients(workload: Workload, ctx: &Arc<Ctx>, seed: u64) -> Vec<JoinH
                 Workload::Semaphore => {
                     tokio::spawn(lock::client(ctx, idx, lock::Kind::Semaphore, rng))
                 }
+                Workload::LockDelay => {
+                    tokio::spawn(lock::client(ctx, idx, lock::Kind::Delayed, rng))
+                }
+                Workload::MultiLock => tokio::spawn(multilock::client(ctx, idx, rng)),
                 Workload::Register => tokio::spawn(register::client(ctx, idx, rng)),
             }
         })

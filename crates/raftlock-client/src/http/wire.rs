@@ -70,6 +70,9 @@ pub(crate) struct Acquire {
     /// Sent only when set, so older servers keep accepting plain acquires.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub keep_queued: bool,
+    /// Sent only when set, as `keep_queued`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_delay_ms: Option<u64>,
 }
 
 impl Acquire {
@@ -78,6 +81,7 @@ impl Acquire {
             session_id: session.to_string(),
             wait_ms: millis(poll.wait),
             keep_queued: poll.keep_queued,
+            lock_delay_ms: poll.lock_delay.map(millis),
         }
     }
 }

@@ -493,3 +493,42 @@ pub async fn watch_after_read(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
         }
     }
 }
+
+/// Lock-delay through the `Mutex` builder: another delay is refused
+/// while the lock is queued, and a holder's session closed by someone
+/// else keeps the lock from the next in line for the delay.
+pub async fn lock_delay(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
+    let delay = Duration::from_millis(1_500);
+    let stuck = Session::open(a, "stuck", TTL).await.expect("open a");
+    let next = Session::open(b.clone(), "next", TTL).await.expect("open b");
+    let held = Mutex::new(&stuck, "ledger")
+        .with_lock_delay(delay)
+        .lock()
+        .await
+        .expect("a holds");
+    let other = Mutex::new(&next, "ledger")
+        .with_lock_delay(Duration::from_millis(500))
+        .try_lock()
+        .await;
+    assert!(
+        matches!(other, Err(ClientError::BadRequest(_))),
+        "another delay must be refused: {other:?}"
+    );
+    let closing = Instant::now();
+    b.close_session(stuck.id())
+        .await
+        .expect("closed by someone else");
+    let guard = within(
+        "the grant after the delay",
+        Mutex::new(&next, "ledger").lock(),
+    )
+    .await
+    .expect("b holds");
+    assert!(
+        closing.elapsed() >= delay,
+        "granted {:?} after the close, inside the delay",
+        closing.elapsed()
+    );
+    guard.unlock().await.expect("unlock");
+    drop(held);
+}
