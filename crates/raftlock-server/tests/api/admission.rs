@@ -98,27 +98,32 @@ async fn past_the_in_flight_limit_requests_wait_then_get_503_but_a_holder_keepal
         "an idle session's keepalive past the limit",
     );
     // The limit is per member.
-    c.get(other, "/v1/health")
+    // (A route that does not exist: answered 404 whatever the member's
+    // state, so only a refusal could be 503.)
+    c.get(other, "/v1/no-such-route")
         .await
-        .expect(200, "another member");
+        .expect_error(404, "not_found", "another member");
     // The long polls end (408 at their wait); the slots are free again.
     for poll in polls {
         assert_eq!(poll.await.expect("poll"), 408, "the long poll timed out");
     }
-    c.get(l, "/v1/health")
-        .await
-        .expect(200, "served again once the long polls ended");
+    c.get(l, "/v1/no-such-route").await.expect_error(
+        404,
+        "not_found",
+        "served again once the long polls ended",
+    );
     c.shutdown().await;
 }
 
-/// Sends `GET /v1/health` on a new keep-alive connection to member `i`
-/// and reads the status line: the connection is kept by the caller when
-/// it was served (it holds one of the member's connection slots).
+/// Sends a request for a route that does not exist (answered `404` by any
+/// member, whatever its state) on a new keep-alive connection to member
+/// `i` and reads the status line: the caller keeps the connection when it
+/// was served (it holds one of the member's connection slots).
 async fn hold_a_connection(c: &TestCluster, i: usize) -> (u16, TcpStream) {
     let addr = c.urls[i].trim_start_matches("http://").to_string();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream
-        .write_all(b"GET /v1/health HTTP/1.1\r\nhost: raftlock\r\n\r\n")
+        .write_all(b"GET /v1/no-such-route HTTP/1.1\r\nhost: raftlock\r\n\r\n")
         .await
         .expect("write");
     let mut head = [0u8; 12];
@@ -153,13 +158,14 @@ async fn past_the_connection_cap_a_holder_keepalive_is_still_served() {
     let mut kept = Vec::new();
     loop {
         let (status, stream) = hold_a_connection(&c, l).await;
-        if status != 200 {
+        if status != 404 {
             assert_eq!(status, 503, "refused past the cap");
             break;
         }
         kept.push(stream);
         assert!(kept.len() <= 3, "more connections served than the cap");
     }
+    assert_eq!(kept.len(), 3, "the cap's slots are taken");
     let keepalive = |s: &str| {
         format!(
             "POST /v1/sessions/{s}/keepalive HTTP/1.1\r\nhost: raftlock\r\n\
@@ -176,7 +182,7 @@ async fn past_the_connection_cap_a_holder_keepalive_is_still_served() {
     );
     drop(kept);
     eventually("the slots are free again", || async {
-        hold_a_connection(&c, l).await.0 == 200
+        hold_a_connection(&c, l).await.0 == 404
     })
     .await;
     c.shutdown().await;
