@@ -55,7 +55,9 @@ pub fn sched_secs(pid: u32) -> Option<(f64, f64)> {
         let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) else {
             continue;
         };
-        let mut fields = text.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
+        let mut fields = text
+            .split_whitespace()
+            .map(|v| v.parse::<u64>().unwrap_or(0));
         run += fields.next().unwrap_or(0);
         wait += fields.next().unwrap_or(0);
     }
@@ -434,11 +436,7 @@ async fn keep_alive(
     urls: Vec<(u64, String)>,
     ttl_ms: u64,
     started: Instant,
-    (stop, record, ok): (
-        Arc<AtomicBool>,
-        Arc<Mutex<KeepaliveRecord>>,
-        Arc<AtomicU64>,
-    ),
+    (stop, record, ok): (Arc<AtomicBool>, Arc<Mutex<KeepaliveRecord>>, Arc<AtomicU64>),
 ) {
     // Built on the runtime that uses it: its connections live there.
     let http = reqwest::Client::builder()
@@ -567,7 +565,11 @@ pub async fn route_timing(
     Some(format!(
         "n{id} {method} {route}: {count} answered, mean {:.0} ms, within 0.1 s {}, within 1 s {}, \
          over 1 s {}, over 10 s {}",
-        if count > 0.0 { 1000.0 * sum / count } else { 0.0 },
+        if count > 0.0 {
+            1000.0 * sum / count
+        } else {
+            0.0
+        },
         within("0.1"),
         within("1.0"),
         count - within("1.0"),

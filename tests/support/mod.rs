@@ -174,7 +174,8 @@ impl ProcessCluster {
             .expect("log file");
         // Another build of `raftlock` for a before/after measurement
         // (tests/overload.rs, docs/overload.md); this build's by default.
-        let binary = std::env::var("RAFTLOCK_SERVE_BINARY").unwrap_or_else(|_| RAFTLOCK.to_string());
+        let binary =
+            std::env::var("RAFTLOCK_SERVE_BINARY").unwrap_or_else(|_| RAFTLOCK.to_string());
         let child = Command::new(binary)
             .args(["serve", "--config"])
             .arg(&config)
