@@ -42,9 +42,41 @@ pub fn cpu_secs(pid: u32) -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
-/// What one member used during a phase.
+/// Time running on a CPU and time runnable but waiting for one, summed
+/// over a process's threads, in seconds (`/proc/<pid>/task/*/schedstat`,
+/// nanoseconds). The second is what the rest of the machine took from the
+/// process: a member that uses little CPU while its threads wait long for
+/// one is starved, not idle.
+pub fn sched_secs(pid: u32) -> Option<(f64, f64)> {
+    let mut run = 0u64;
+    let mut wait = 0u64;
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let Ok(entry) = entry else { continue };
+        let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) else {
+            continue;
+        };
+        let mut fields = text
+            .split_whitespace()
+            .map(|v| v.parse::<u64>().unwrap_or(0));
+        run += fields.next().unwrap_or(0);
+        wait += fields.next().unwrap_or(0);
+    }
+    Some((run as f64 / 1e9, wait as f64 / 1e9))
+}
+
+/// The load average over the last minute (`/proc/loadavg`).
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// What one member (or, with id 0, this test process: the load
+/// generator) used during a phase.
 #[derive(Debug, Clone)]
 pub struct Usage {
+    /// The member; 0 for the test process itself.
     pub id: u64,
     /// Highest RSS sampled during the phase (KiB).
     pub peak_rss_kib: u64,
@@ -52,19 +84,26 @@ pub struct Usage {
     pub start_rss_kib: u64,
     /// CPU seconds used during the phase.
     pub cpu_secs: f64,
+    /// Seconds its threads were runnable but waited for a CPU (summed
+    /// over threads alive at both ends of the phase).
+    pub cpu_wait_secs: f64,
     /// The process still ran at the end.
     pub alive: bool,
 }
 
 impl std::fmt::Display for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let who = match self.id {
+            0 => "load generator (the test process)".to_string(),
+            id => format!("n{id}"),
+        };
         write!(
             f,
-            "n{}: RSS {:.1} -> peak {:.1} MiB, CPU {:.1} s{}",
-            self.id,
+            "{who}: RSS {:.1} -> peak {:.1} MiB, CPU {:.1} s, waited for a CPU {:.1} s{}",
             self.start_rss_kib as f64 / 1024.0,
             self.peak_rss_kib as f64 / 1024.0,
             self.cpu_secs,
+            self.cpu_wait_secs,
             if self.alive { "" } else { ", EXITED" }
         )
     }
@@ -76,23 +115,31 @@ pub struct Sampler {
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<BTreeMap<u64, u64>>,
     pids: Vec<(u64, u32)>,
-    start: BTreeMap<u64, (u64, f64)>,
+    start: BTreeMap<u64, (u64, f64, f64)>,
     started: Instant,
+    load_start: f64,
 }
 
 impl Sampler {
-    /// Starts sampling members `ids` of `cluster`.
+    /// Starts sampling members `ids` of `cluster`, and this process (the
+    /// load generator, reported with id 0).
     pub fn start(cluster: &ProcessCluster, ids: &[u64]) -> Sampler {
-        let pids: Vec<(u64, u32)> = ids
+        let mut pids: Vec<(u64, u32)> = ids
             .iter()
             .map(|&id| (id, cluster.pid(id).expect("member runs")))
             .collect();
+        pids.push((0, std::process::id()));
         let start = pids
             .iter()
             .map(|&(id, pid)| {
+                let waited = sched_secs(pid).map_or(0.0, |(_, w)| w);
                 (
                     id,
-                    (rss_kib(pid).unwrap_or(0), cpu_secs(pid).unwrap_or(0.0)),
+                    (
+                        rss_kib(pid).unwrap_or(0),
+                        cpu_secs(pid).unwrap_or(0.0),
+                        waited,
+                    ),
                 )
             })
             .collect();
@@ -119,10 +166,12 @@ impl Sampler {
             pids,
             start,
             started: Instant::now(),
+            load_start: load_average(),
         }
     }
 
-    /// Stops sampling; what each member used since [`Sampler::start`].
+    /// Stops sampling; what each member (and, last, with id 0, this
+    /// process) used since [`Sampler::start`].
     pub fn finish(self) -> (Vec<Usage>, Duration) {
         self.stop.store(true, Ordering::Relaxed);
         let peak = self.thread.join().expect("sampler thread");
@@ -130,17 +179,25 @@ impl Sampler {
             .pids
             .iter()
             .map(|&(id, pid)| {
-                let (start_rss, start_cpu) = self.start[&id];
+                let (start_rss, start_cpu, start_wait) = self.start[&id];
                 let alive = process_alive(pid);
+                let waited = sched_secs(pid).map_or(0.0, |(_, w)| w);
                 Usage {
                     id,
                     peak_rss_kib: peak.get(&id).copied().unwrap_or(0).max(start_rss),
                     start_rss_kib: start_rss,
                     cpu_secs: cpu_secs(pid).map_or(0.0, |c| c - start_cpu),
+                    cpu_wait_secs: (waited - start_wait).max(0.0),
                     alive,
                 }
             })
             .collect();
+        println!(
+            "OVERLOAD machine: {} cores, load average {:.1} at the start, {:.1} at the end",
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            self.load_start,
+            load_average()
+        );
         (usage, self.started.elapsed())
     }
 }
@@ -171,15 +228,42 @@ pub fn open_files_limit() -> u64 {
 
 /// A session holding a lock, kept alive every TTL/3 through its member
 /// (moving to the others when that one does not answer 200, as a client
-/// does), with a record of how its keepalives fared.
+/// does), with a record of every keepalive: when it was sent, to which
+/// member, how long the answer took and what it was.
+///
+/// The keepalives run on a thread of their own with its own runtime, as a
+/// holder in another process would: on the test's runtime they would
+/// queue behind the load generator's tens of thousands of tasks, and a
+/// late keepalive would then say more about the generator than about the
+/// cluster. `OVERLOAD_HOLDER_ON_LOAD_RUNTIME=1` puts them back on the
+/// test's runtime, to measure that difference (docs/overload.md).
 pub struct Holder {
     pub session: String,
     pub lock: String,
     pub token: u64,
+    /// When the keepalives started: the origin of [`Attempt::at_ms`].
+    pub started: Instant,
     stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<()>,
+    runner: Runner,
     record: Arc<Mutex<KeepaliveRecord>>,
     ok: Arc<AtomicU64>,
+}
+
+enum Runner {
+    Thread(std::thread::JoinHandle<()>),
+    Task(tokio::task::JoinHandle<()>),
+}
+
+/// One keepalive request of the holder.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// Sent this long after [`Holder::started`], ms.
+    pub at_ms: u64,
+    pub member: u64,
+    /// Until the answer (or the failure), ms.
+    pub took_ms: u64,
+    /// `200`, another status with its body, or the client error.
+    pub outcome: String,
 }
 
 /// How a holder's keepalives went.
@@ -191,6 +275,54 @@ pub struct KeepaliveRecord {
     pub refused: Vec<String>,
     /// The session was reported gone.
     pub lost: bool,
+    /// Every request, in order.
+    pub attempts: Vec<Attempt>,
+}
+
+impl KeepaliveRecord {
+    /// The longest a keepalive that succeeded waited for its answer, ms.
+    pub fn slowest_ok_ms(&self) -> u64 {
+        self.attempts
+            .iter()
+            .filter(|a| a.outcome == "200")
+            .map(|a| a.took_ms)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl std::fmt::Display for KeepaliveRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ok = self.attempts.iter().filter(|a| a.outcome == "200").count();
+        write!(
+            f,
+            "{} requests, {ok} answered 200 (slowest {} ms), longest gap between successes {} ms{}",
+            self.attempts.len(),
+            self.slowest_ok_ms(),
+            self.max_gap_ms,
+            if self.lost { ", SESSION LOST" } else { "" }
+        )?;
+        // The timeline of whatever went wrong or was slow.
+        let notable: Vec<&Attempt> = self
+            .attempts
+            .iter()
+            .filter(|a| a.outcome != "200" || a.took_ms >= 200)
+            .collect();
+        if !notable.is_empty() {
+            write!(f, "; failed or slow (t = ms since the first):")?;
+        }
+        for a in notable.iter().take(40) {
+            write!(
+                f,
+                " [t={} n{} {} ms: {}]",
+                a.at_ms, a.member, a.took_ms, a.outcome
+            )?;
+        }
+        if notable.len() > 40 {
+            write!(f, " … {} more", notable.len() - 40)?;
+        }
+        Ok(())
+    }
 }
 
 impl Holder {
@@ -224,64 +356,38 @@ impl Holder {
                 )
             })
             .collect();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_millis(ttl_ms / 3))
-            .build()
-            .expect("http client");
         let stop = Arc::new(AtomicBool::new(false));
         let record = Arc::new(Mutex::new(KeepaliveRecord::default()));
         let ok = Arc::new(AtomicU64::new(0));
-        let task = {
-            let (stop, record, ok) = (Arc::clone(&stop), Arc::clone(&record), Arc::clone(&ok));
-            tokio::spawn(async move {
-                let mut last_ok = Instant::now();
-                let period = Duration::from_millis(ttl_ms / 3);
-                let mut next = tokio::time::Instant::now();
-                while !stop.load(Ordering::Relaxed) {
-                    next += period;
-                    let sent = Instant::now();
-                    let mut done = false;
-                    for (member, url) in &urls {
-                        match http.post(url).send().await {
-                            Ok(r) if r.status().as_u16() == 200 => {
-                                done = true;
-                                break;
-                            }
-                            Ok(r) => {
-                                let status = r.status().as_u16();
-                                let body = r.text().await.unwrap_or_default();
-                                let mut rec = record.lock().expect("record");
-                                if status == 404 {
-                                    rec.lost = true;
-                                }
-                                rec.refused.push(format!("n{member}: {status} {body}"));
-                            }
-                            Err(e) => record
-                                .lock()
-                                .expect("record")
-                                .refused
-                                .push(format!("n{member}: {e}")),
-                        }
-                    }
-                    if done {
-                        let gap = sent.duration_since(last_ok).as_millis() as u64;
-                        let mut rec = record.lock().expect("record");
-                        rec.max_gap_ms = rec.max_gap_ms.max(gap);
-                        last_ok = sent;
-                        ok.fetch_add(1, Ordering::Relaxed);
-                    }
-                    // The keepalive schedule of a client (TTL/3), not a wait
-                    // for some event.
-                    tokio::time::sleep_until(next.max(tokio::time::Instant::now())).await;
-                }
-            })
+        let started = Instant::now();
+        let keeping = keep_alive(
+            urls,
+            ttl_ms,
+            started,
+            (Arc::clone(&stop), Arc::clone(&record), Arc::clone(&ok)),
+        );
+        let runner = if std::env::var_os("OVERLOAD_HOLDER_ON_LOAD_RUNTIME").is_some() {
+            Runner::Task(tokio::spawn(keeping))
+        } else {
+            let thread = std::thread::Builder::new()
+                .name("holder".into())
+                .spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("holder runtime");
+                    runtime.block_on(keeping);
+                })
+                .expect("holder thread");
+            Runner::Thread(thread)
         };
         Holder {
             session,
             lock: lock.to_string(),
             token,
+            started,
             stop,
-            task,
+            runner,
             record,
             ok,
         }
@@ -291,7 +397,14 @@ impl Holder {
     /// this session's, with its token. Returns the record.
     pub async fn finish(self, cluster: &ProcessCluster, ask: u64) -> (KeepaliveRecord, Value) {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.task.await;
+        match self.runner {
+            Runner::Task(task) => {
+                let _ = task.await;
+            }
+            Runner::Thread(thread) => {
+                let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+            }
+        }
         let url = cluster.url(ask, &format!("/v1/locks/{}", self.lock));
         // A client honouring Retry-After: the load's idle keep-alive
         // connections may still fill the member's cap for a moment.
@@ -311,10 +424,157 @@ impl Holder {
         let record = self.record.lock().expect("record").clone();
         assert!(
             self.ok.load(Ordering::Relaxed) > 0,
-            "no keepalive of the holder succeeded: {record:?}"
+            "no keepalive of the holder succeeded: {record}"
         );
         (record, lock)
     }
+}
+
+/// The holder's keepalive loop: every TTL/3, through the members in
+/// order until one answers 200, each with a TTL/3 client timeout.
+async fn keep_alive(
+    urls: Vec<(u64, String)>,
+    ttl_ms: u64,
+    started: Instant,
+    (stop, record, ok): (Arc<AtomicBool>, Arc<Mutex<KeepaliveRecord>>, Arc<AtomicU64>),
+) {
+    // Built on the runtime that uses it: its connections live there.
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(ttl_ms / 3))
+        .build()
+        .expect("http client");
+    let mut last_ok = Instant::now();
+    let period = Duration::from_millis(ttl_ms / 3);
+    let mut next = tokio::time::Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        next += period;
+        let sent = Instant::now();
+        let mut done = false;
+        for (member, url) in &urls {
+            let at = Instant::now();
+            let answer = http.post(url).send().await;
+            let (outcome, is_ok) = match answer {
+                Ok(r) if r.status().as_u16() == 200 => ("200".to_string(), true),
+                Ok(r) => {
+                    let status = r.status().as_u16();
+                    let body = r.text().await.unwrap_or_default();
+                    let mut rec = record.lock().expect("record");
+                    if status == 404 {
+                        rec.lost = true;
+                    }
+                    rec.refused.push(format!("n{member}: {status} {body}"));
+                    (format!("{status} {body}"), false)
+                }
+                Err(e) => {
+                    let kind = if e.is_timeout() {
+                        "timeout"
+                    } else if e.is_connect() {
+                        "connect failed"
+                    } else {
+                        "error"
+                    };
+                    let why = format!("{kind}: {e}");
+                    record
+                        .lock()
+                        .expect("record")
+                        .refused
+                        .push(format!("n{member}: {why}"));
+                    (why, false)
+                }
+            };
+            record.lock().expect("record").attempts.push(Attempt {
+                at_ms: at.duration_since(started).as_millis() as u64,
+                member: *member,
+                took_ms: at.elapsed().as_millis() as u64,
+                outcome,
+            });
+            if is_ok {
+                done = true;
+                break;
+            }
+        }
+        if done {
+            let gap = sent.duration_since(last_ok).as_millis() as u64;
+            let mut rec = record.lock().expect("record");
+            rec.max_gap_ms = rec.max_gap_ms.max(gap);
+            last_ok = sent;
+            ok.fetch_add(1, Ordering::Relaxed);
+        }
+        // The keepalive schedule of a client (TTL/3), not a wait for some
+        // event.
+        tokio::time::sleep_until(next.max(tokio::time::Instant::now())).await;
+    }
+}
+
+/// A member's own timing of one route, from its `/metrics`
+/// (`raftlock_http_request_duration_seconds`, measured from routing to
+/// the answer: the time a request waited for a connection slot, in the
+/// accept queue or for hyper to read it is not in it). `None` when the
+/// member did not answer.
+pub async fn route_timing(
+    cluster: &ProcessCluster,
+    id: u64,
+    method: &str,
+    route: &str,
+) -> Option<String> {
+    let url = cluster.url(id, "/metrics");
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .ok()?;
+    let mut text = None;
+    for _ in 0..10 {
+        match http.get(&url).send().await {
+            Ok(r) if r.status().is_success() => {
+                text = r.text().await.ok();
+                break;
+            }
+            // Retry-After: 1 (a full member).
+            _ => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+    let text = text?;
+    let labels = [format!("method=\"{method}\""), format!("route=\"{route}\"")];
+    let mine = |line: &&str| labels.iter().all(|l| line.contains(l.as_str()));
+    let value = |line: &str| -> f64 {
+        line.rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let mut count = 0.0;
+    let mut sum = 0.0;
+    let mut buckets = Vec::new();
+    for line in text.lines().filter(mine) {
+        if line.starts_with("raftlock_http_request_duration_seconds_count") {
+            count = value(line);
+        } else if line.starts_with("raftlock_http_request_duration_seconds_sum") {
+            sum = value(line);
+        } else if line.starts_with("raftlock_http_request_duration_seconds_bucket") {
+            if let Some(le) = line.split("le=\"").nth(1).and_then(|r| r.split('"').next()) {
+                buckets.push((le.to_string(), value(line)));
+            }
+        }
+    }
+    let within = |le: &str| {
+        buckets
+            .iter()
+            .find(|(b, _)| b == le)
+            .map_or(0.0, |(_, v)| *v)
+    };
+    Some(format!(
+        "n{id} {method} {route}: {count} answered, mean {:.0} ms, within 0.1 s {}, within 1 s {}, \
+         over 1 s {}, over 10 s {}",
+        if count > 0.0 {
+            1000.0 * sum / count
+        } else {
+            0.0
+        },
+        within("0.1"),
+        within("1.0"),
+        count - within("1.0"),
+        count - within("10.0")
+    ))
 }
 
 /// An HTTP/1 answer read off a raw connection.

@@ -172,7 +172,11 @@ impl ProcessCluster {
             .append(true)
             .open(self.dir.path().join(format!("node-{id}.log")))
             .expect("log file");
-        let child = Command::new(RAFTLOCK)
+        // Another build of `raftlock` for a before/after measurement
+        // (tests/overload.rs, docs/overload.md); this build's by default.
+        let binary =
+            std::env::var("RAFTLOCK_SERVE_BINARY").unwrap_or_else(|_| RAFTLOCK.to_string());
+        let child = Command::new(binary)
             .args(["serve", "--config"])
             .arg(&config)
             .args(["--id", &id.to_string()])

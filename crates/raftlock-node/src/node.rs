@@ -185,6 +185,7 @@ impl Node {
             source,
         })?;
         let (proposer, proposals) = Proposer::new();
+        let (keepalives, keepalive_queue) = crate::replica::keepalives::Keepalives::new();
         let node = Node {
             replica: Arc::new(Replica {
                 id: config.id,
@@ -193,6 +194,7 @@ impl Node {
                 shared,
                 peers,
                 proposer,
+                keepalives,
                 quorum,
                 durable,
                 membership_change: tokio::sync::Mutex::new(()),
@@ -213,6 +215,10 @@ impl Node {
         node.spawn(crate::leader::expire_sessions(replica.clone()));
         node.spawn(crate::storage_watch::watch_log_storage(replica.clone()));
         node.spawn(proposer::run(replica.clone(), proposals));
+        node.spawn(crate::replica::keepalives::run(
+            replica.clone(),
+            keepalive_queue,
+        ));
         node.spawn(crate::replica::membership::follow_membership(
             replica.clone(),
         ));

@@ -61,6 +61,12 @@ pub struct NodeCounters {
     pub proposals: u64,
     /// Commands carried by those proposals.
     pub proposed_commands: u64,
+    /// Requests that carried this node's keepalives to the leader (or to
+    /// its own leader role), and the keepalives they carried:
+    /// `keepalives_sent / keepalive_requests` is the grouping factor.
+    pub keepalive_requests: u64,
+    /// See `keepalive_requests`.
+    pub keepalives_sent: u64,
     /// Sessions this node expired as leader (no keepalive within the TTL).
     pub sessions_expired: u64,
     /// Times this node saw a new leader (the first one it learns included).
@@ -244,6 +250,8 @@ impl Node {
             tracked_sessions: shared.tracker.tracked(),
             proposals: self.replica.proposer.proposals(),
             proposed_commands: self.replica.proposer.commands(),
+            keepalive_requests: self.replica.keepalives.requests(),
+            keepalives_sent: self.replica.keepalives.keepalives(),
             snapshots_installed: shared.snapshots_installed(),
             sessions_expired,
             leader_changes,

@@ -65,6 +65,14 @@ pub struct ApiConfig {
     /// descriptor limit (`ulimit -n`, `LimitNOFILE=`) above it. Default
     /// 8 192.
     pub max_connections: usize,
+    /// Requests this member works on at once (a long-poll counts for its
+    /// whole wait); one more waits for a slot, first come first served
+    /// (`admission.rs`). Keepalives of sessions that own nodes take no
+    /// slot and never wait: held locks outlive an overload. Default 1 024.
+    pub max_requests_in_flight: usize,
+    /// How long a request waits for a slot before it is answered `503
+    /// overloaded` with `Retry-After: 1` (nothing done). Default 1 000.
+    pub max_queue_wait_ms: u64,
     /// A request's body must arrive completely within this many ms of its
     /// headers, or the answer is `408 request_timeout` and the connection
     /// is closed. Default 10 000.
@@ -91,6 +99,8 @@ impl Default for ApiConfig {
             max_waiters_per_lock: 10_000,
             header_read_timeout_ms: 10_000,
             max_connections: 8_192,
+            max_requests_in_flight: 1_024,
+            max_queue_wait_ms: 1_000,
             body_read_timeout_ms: 10_000,
             auth: AuthConfig::default(),
         }
@@ -183,6 +193,8 @@ impl ApiConfig {
             ("max_waiters_per_lock", self.max_waiters_per_lock as u64),
             ("header_read_timeout_ms", self.header_read_timeout_ms),
             ("max_connections", self.max_connections as u64),
+            ("max_requests_in_flight", self.max_requests_in_flight as u64),
+            ("max_queue_wait_ms", self.max_queue_wait_ms),
             ("body_read_timeout_ms", self.body_read_timeout_ms),
         ];
         for (key, value) in positive {
@@ -237,6 +249,8 @@ mod tests {
             max_waiters_per_lock = 3
             header_read_timeout_ms = 1500
             max_connections = 40
+            max_requests_in_flight = 12
+            max_queue_wait_ms = 250
             body_read_timeout_ms = 2500
         "#;
         let c = ApiConfig::from_cluster_toml(text).expect("valid");
@@ -254,6 +268,8 @@ mod tests {
                 max_waiters_per_lock: 3,
                 header_read_timeout_ms: 1500,
                 max_connections: 40,
+                max_requests_in_flight: 12,
+                max_queue_wait_ms: 250,
                 body_read_timeout_ms: 2500,
                 auth: AuthConfig::default(),
             }
@@ -313,6 +329,8 @@ mod tests {
             ("max_waiters_per_lock = 0", "api.max_waiters_per_lock"),
             ("header_read_timeout_ms = 0", "api.header_read_timeout_ms"),
             ("body_read_timeout_ms = 0", "api.body_read_timeout_ms"),
+            ("max_requests_in_flight = 0", "api.max_requests_in_flight"),
+            ("max_queue_wait_ms = 0", "api.max_queue_wait_ms"),
             ("max_data_bytes = 4194304", "api.max_data_bytes"),
             ("default_wait_ms = 400000", "api.default_wait_ms"),
             ("max_sesions = 5", "max_sesions"),

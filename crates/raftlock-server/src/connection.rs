@@ -54,6 +54,10 @@ pub(crate) async fn serve(
         None => Incoming::Plain(listener),
         Some(tls) => Incoming::Tls(TlsIncoming::new(listener, tls, header_read_timeout, "api")?),
     };
+    // A holder's keepalive past the cap (overflow.rs): one request, then
+    // the connection closes and gives its place back.
+    let mut lane = http.clone();
+    lane.keep_alive(false);
     let refusal = Arc::new(overflow::answer(slots.max()));
     let mut warned = false;
     tokio::pin!(shutdown);
@@ -73,12 +77,13 @@ pub(crate) async fn serve(
                          connections get 503 overloaded until some close"
                     );
                 }
+                let past_cap = (&lane, &slots, &refusal);
                 match (accepted, admit) {
                     (Accepted::Plain(stream, peer), Some(admit)) => {
-                        admitted(&http, &graceful, &app, stream, peer, admit, &refusal);
+                        admitted(&http, &graceful, &app, stream, peer, admit, past_cap);
                     }
                     (Accepted::Tls(stream, peer), Some(admit)) => {
-                        admitted(&http, &graceful, &app, stream, peer, admit, &refusal);
+                        admitted(&http, &graceful, &app, stream, peer, admit, past_cap);
                     }
                     (Accepted::Failed(e), _) => accept_failed(e).await,
                     (_, None) => {}
@@ -119,6 +124,14 @@ impl Incoming {
     }
 }
 
+/// What a connection past the cap needs: the builder of the holders'
+/// lane, the slots (which know whose keepalive it is) and the 503.
+type PastCap<'a> = (
+    &'a hyper::server::conn::http1::Builder,
+    &'a Slots,
+    &'a Arc<Vec<u8>>,
+);
+
 /// Serves, refuses or drops a new connection, as its admission says.
 fn admitted<S>(
     http: &hyper::server::conn::http1::Builder,
@@ -127,14 +140,28 @@ fn admitted<S>(
     stream: S,
     peer: SocketAddr,
     admit: Admit,
-    refusal: &Arc<Vec<u8>>,
+    (lane, slots, refusal): PastCap<'_>,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     match admit {
         Admit::Serve(slot) => spawn_connection(http, graceful, app, stream, peer, slot),
         Admit::Refuse(permit) => {
-            tokio::spawn(overflow::refuse(stream, Arc::clone(refusal), permit));
+            let (lane, app) = (lane.clone(), app.clone());
+            let serve = move |stream: overflow::Prefixed<S>| async move {
+                let connection =
+                    lane.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+                if let Err(e) = connection.await {
+                    tracing::debug!(%peer, "connection past the cap ended: {e}");
+                }
+            };
+            tokio::spawn(overflow::refuse(
+                stream,
+                Arc::clone(refusal),
+                permit,
+                slots.clone(),
+                serve,
+            ));
         }
         Admit::Drop => drop(stream),
     }

@@ -218,6 +218,17 @@ impl ApiError {
         )
     }
 
+    /// 503: this member has as many requests in flight as it may, and
+    /// this one waited its time for a slot (`admission.rs`); nothing was
+    /// done. Answered with `Retry-After`.
+    pub(crate) fn overloaded(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Overloaded,
+            message,
+        )
+    }
+
     /// 503: the server is shutting down; retry on another node.
     pub fn shutting_down() -> Self {
         Self::from(NodeError::ShuttingDown)
@@ -362,6 +373,7 @@ impl IntoResponse for ApiError {
                 | ErrorCode::ShuttingDown
                 | ErrorCode::MembershipChanging
                 | ErrorCode::NotCaughtUp
+                | ErrorCode::Overloaded
         ) {
             // All are safe to retry; a short pause lets an election settle
             // (or a loaded member apply its log).

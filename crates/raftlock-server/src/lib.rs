@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod acquire;
+mod admission;
 mod auth;
 mod backup;
 mod cluster;
@@ -127,7 +128,7 @@ pub async fn serve(
         None => None,
     };
     let header_timeout = std::time::Duration::from_millis(config.header_read_timeout_ms);
-    let slots = overflow::Slots::new(config.max_connections);
+    let slots = overflow::Slots::new(config.max_connections).with_holders(node.clone());
     let stopping = Arc::new(watch::channel(false).0);
     let tokens = config.auth.tokens.len();
     let app = build(node, config, stopping.clone());
@@ -159,12 +160,15 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         .enabled()
         .then(|| auth::Tokens::new(&config.auth));
     let metrics_handle = metrics.clone();
+    let max_in_flight = config.max_requests_in_flight;
+    let max_queue_wait = std::time::Duration::from_millis(config.max_queue_wait_ms);
     let state = AppState {
         node,
         config: Arc::new(config),
         metrics,
         shutdown,
     };
+    let admission = admission::Admission::new(max_in_flight, max_queue_wait, state.clone());
     routes()
         // After the routes, before the fallbacks: times matched routes
         // only, labelled by their template.
@@ -183,6 +187,9 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         // Outside the body limits: a request without a valid token is
         // refused before its body is read.
         .layer(middleware::from_fn_with_state(tokens, auth::authenticate))
+        // Outermost but for the error shape: a request waits for a slot
+        // before anything of it is read or checked (admission.rs).
+        .layer(middleware::from_fn_with_state(admission, admission::admit))
         .layer(middleware::map_response(json_errors))
         .with_state(state)
 }

@@ -13,11 +13,24 @@
 //! Refusing costs little too: at most [`REFUSING`] refusals are in flight,
 //! each for at most [`REFUSE_WITHIN`]; past that, extra connections are
 //! closed without an answer.
+//!
+//! One request is not refused: a keepalive of a session that owns nodes
+//! (holds or waits for a lock; `admission.rs` has the same lane for
+//! requests in flight). Its client may have lost its connection to a
+//! timeout and come back while the member is full; refusing it would let
+//! the session expire and its locks go to others because of load alone.
+//! It is served on a connection of its own that closes after the answer,
+//! and counts among the refusals in flight while it lasts.
 
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use raftlock_core::SessionId;
+use raftlock_node::{Consistency, Node};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Refusals (503 answers) in flight at most.
@@ -33,6 +46,8 @@ pub(crate) struct Slots {
     open: Arc<Semaphore>,
     refusing: Arc<Semaphore>,
     max: usize,
+    /// Whose sessions own nodes (the holders' keepalives are served).
+    node: Option<Node>,
 }
 
 /// What to do with a connection just accepted.
@@ -53,7 +68,27 @@ impl Slots {
             open: Arc::new(Semaphore::new(max)),
             refusing: Arc::new(Semaphore::new(REFUSING)),
             max,
+            node: None,
         }
+    }
+
+    /// Serves keepalives of sessions that own nodes in `node`'s replica
+    /// past the cap.
+    pub(crate) fn with_holders(mut self, node: Node) -> Slots {
+        self.node = Some(node);
+        self
+    }
+
+    /// True when `head` is a keepalive of a session that owns nodes.
+    async fn is_holders_keepalive(&self, head: &[u8]) -> bool {
+        let (Some(node), Some(id)) = (&self.node, keepalive_in(head)) else {
+            return false;
+        };
+        node.read(Consistency::Stale, |s| {
+            s.session(id).is_some_and(|v| !v.nodes.is_empty())
+        })
+        .await
+        .unwrap_or(false)
     }
 
     /// Takes a slot for a new connection, if one is free.
@@ -93,29 +128,69 @@ pub(crate) fn answer(max: usize) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Reads the request's head (or as much of it as comes within the time),
-/// writes `answer`, stops writing, and reads (and drops) what the client
-/// sends until it closes, all within [`REFUSE_WITHIN`]; then the connection
-/// is closed. Runs in its own task.
+/// The session of a request head `POST /v1/sessions/{id}/keepalive …`.
+fn keepalive_in(head: &[u8]) -> Option<SessionId> {
+    let line = head.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut parts = line.split_ascii_whitespace();
+    if parts.next()? != "POST" {
+        return None;
+    }
+    let id = parts
+        .next()?
+        .strip_prefix("/v1/sessions/")?
+        .strip_suffix("/keepalive")?;
+    id.parse().ok()
+}
+
+/// Reads the request's head (or as much of it as comes within the time);
+/// a holder's keepalive is handed to `serve` (with the bytes already
+/// read), anything else is answered `answer`: it writes it, stops
+/// writing, and reads (and drops) what the client sends until it closes,
+/// all within [`REFUSE_WITHIN`]; then the connection is closed. Runs in
+/// its own task.
 ///
 /// The answer waits for the request because an HTTP/1 client that gets an
 /// answer before it sent anything takes it for a broken connection
 /// (hyper's `UnexpectedMessage`) instead of a 503 it can act on.
-pub(crate) async fn refuse<S>(mut stream: S, answer: Arc<Vec<u8>>, _permit: OwnedSemaphorePermit)
-where
+pub(crate) async fn refuse<S, F, Fut>(
+    mut stream: S,
+    answer: Arc<Vec<u8>>,
+    permit: OwnedSemaphorePermit,
+    slots: Slots,
+    serve: F,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
+    F: FnOnce(Prefixed<S>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
 {
-    let refusal = async {
-        let mut head = Vec::with_capacity(1024);
+    let mut head = Vec::with_capacity(1024);
+    let read_head = async {
         let mut chunk = [0u8; 1024];
         // At most 16 KiB: a head longer than that is answered anyway.
         while head.len() < 16 * 1024 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
             let n = stream.read(&mut chunk).await?;
             if n == 0 {
-                return Ok(());
+                return Ok(false);
             }
             head.extend_from_slice(&chunk[..n]);
         }
+        Ok::<bool, io::Error>(true)
+    };
+    let deadline = tokio::time::Instant::now() + REFUSE_WITHIN;
+    match tokio::time::timeout_at(deadline, read_head).await {
+        Ok(Ok(true)) => {}
+        // Closed, failed or too slow: nothing to answer.
+        _ => return,
+    }
+    if slots.is_holders_keepalive(&head).await {
+        // Served with the refusal's permit: the lane is bounded with the
+        // refusals.
+        serve(Prefixed::new(head, stream)).await;
+        drop(permit);
+        return;
+    }
+    let refusal = async {
         stream.write_all(&answer).await?;
         stream.shutdown().await?;
         let mut sink = [0u8; 1024];
@@ -128,7 +203,62 @@ where
         Ok::<(), std::io::Error>(())
     };
     // A client that does not read its answer in time loses it: fine.
-    let _ = tokio::time::timeout(REFUSE_WITHIN, refusal).await;
+    let _ = tokio::time::timeout_at(deadline, refusal).await;
+    drop(permit);
+}
+
+/// A stream whose first bytes were already read: they are read again
+/// first (hyper parses the request head the refusal path looked at).
+pub(crate) struct Prefixed<S> {
+    prefix: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    fn new(prefix: Vec<u8>, inner: S) -> Prefixed<S> {
+        Prefixed {
+            prefix,
+            at: 0,
+            inner,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.at < this.prefix.len() {
+            let rest = &this.prefix[this.at..];
+            let n = rest.len().min(buf.remaining());
+            buf.put_slice(&rest[..n]);
+            this.at += n;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
 }
 
 #[cfg(test)]
@@ -146,6 +276,29 @@ mod tests {
         assert!(matches!(slots.admit(), Admit::Drop));
         drop(a);
         assert!(matches!(slots.admit(), Admit::Serve(_)));
+    }
+
+    #[test]
+    fn a_keepalive_head_names_its_session() {
+        let id = "0123456789abcdef0123456789abcdef";
+        let head = format!("POST /v1/sessions/{id}/keepalive HTTP/1.1\r\nhost: x\r\n\r\n");
+        assert!(keepalive_in(head.as_bytes()).is_some());
+        let get = head.replacen("POST", "GET", 1);
+        assert!(keepalive_in(get.as_bytes()).is_none());
+        assert!(keepalive_in(b"POST /v1/sessions HTTP/1.1\r\n\r\n").is_none());
+        assert!(keepalive_in(b"POST /v1/sessions/zz/keepalive HTTP/1.1\r\n\r\n").is_none());
+        assert!(keepalive_in(b"\xff\xfe").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_prefixed_stream_reads_its_prefix_first() {
+        let (mut client, server) = tokio::io::duplex(64);
+        client.write_all(b" world").await.expect("write");
+        drop(client);
+        let mut stream = Prefixed::new(b"hello".to_vec(), server);
+        let mut all = String::new();
+        stream.read_to_string(&mut all).await.expect("read");
+        assert_eq!(all, "hello world");
     }
 
     #[test]

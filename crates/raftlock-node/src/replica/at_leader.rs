@@ -37,6 +37,10 @@ pub(crate) enum LeaderRequest {
     AddMember { id: NodeId, member: Member },
     /// Remove this member.
     RemoveMember { id: NodeId },
+    /// Renew these sessions (keepalives that queued together on a
+    /// follower, `keepalives.rs`). Last, so the variants before it keep
+    /// their encoding: a lone keepalive still travels as `Keepalive`.
+    Keepalives(Vec<SessionId>),
 }
 
 impl LeaderRequest {
@@ -64,6 +68,8 @@ pub(crate) enum LeaderAnswer {
     ReadIndex(u64),
     /// The membership after a change.
     Membership(MembershipView),
+    /// One result (the TTL) per session of a `Keepalives`, in order.
+    KeptAliveEach(Vec<Result<u64, NodeError>>),
 }
 
 fn mismatch(answer: LeaderAnswer) -> NodeError {
@@ -128,6 +134,9 @@ impl Replica {
                 let ttl_ms = self.keepalive_here(id).await?;
                 Ok(LeaderAnswer::KeptAlive { ttl_ms })
             }
+            LeaderRequest::Keepalives(ids) => Ok(LeaderAnswer::KeptAliveEach(
+                self.keepalive_many_here(&ids).await,
+            )),
             LeaderRequest::ReadIndex => self.read_index_here().await.map(LeaderAnswer::ReadIndex),
             LeaderRequest::AddMember { id, member } => self
                 .add_member_here(id, member)
@@ -149,15 +158,35 @@ impl Replica {
             .await
     }
 
-    /// Renews a session at the leader; returns its TTL.
+    /// Renews a session at the leader (together with the keepalives
+    /// queued with it on this node, `keepalives.rs`); returns its TTL.
     pub async fn keepalive(&self, id: SessionId) -> Result<u64, NodeError> {
         // A keepalive is idempotent: an unknown outcome is retried too.
-        let answer = self
-            .at_leader(true, || self.once(LeaderRequest::Keepalive(id)))
-            .await?;
-        match answer {
+        self.at_leader(true, || self.keepalives.renew(self, id))
+            .await
+    }
+
+    /// One attempt to renew one session, by itself.
+    pub(crate) async fn keepalive_once(&self, id: SessionId) -> Result<u64, NodeError> {
+        match self.once(LeaderRequest::Keepalive(id)).await? {
             LeaderAnswer::KeptAlive { ttl_ms } => Ok(ttl_ms),
             other => Err(mismatch(other)),
+        }
+    }
+
+    /// One attempt to renew `ids` together: one result per id, in order.
+    pub(crate) async fn keepalive_many_once(
+        &self,
+        ids: Vec<SessionId>,
+    ) -> Vec<Result<u64, NodeError>> {
+        let count = ids.len();
+        let all = |e: NodeError| -> Vec<Result<u64, NodeError>> {
+            (0..count).map(|_| Err(e.clone())).collect()
+        };
+        match self.once(LeaderRequest::Keepalives(ids)).await {
+            Ok(LeaderAnswer::KeptAliveEach(results)) if results.len() == count => results,
+            Ok(other) => all(mismatch(other)),
+            Err(e) => all(e),
         }
     }
 

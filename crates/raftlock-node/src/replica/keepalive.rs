@@ -29,8 +29,16 @@
 //! 3. **The tracker still has the session live**: not ended and no expiry
 //!    in flight. A keepalive racing the expiry it came too late for is
 //!    refused with `session_not_found` rather than acknowledged.
+//!
+//! Keepalives that arrive together are answered together
+//! ([`Replica::keepalive_many_here`]): one leadership confirmation and at
+//! most one `RenewSessions` entry for the whole group. Each keepalive's
+//! promise still rests on a confirmation that started after it arrived:
+//! the group's clock starts when the leader takes it up, after every one
+//! of them arrived. Followers send such groups in one request
+//! (`keepalives.rs`).
 
-use raftlock_core::{Command, CoreError, SessionId};
+use raftlock_core::{Command, CoreError, SessionId, SessionLease};
 use tokio::time::Instant;
 
 use super::Replica;
@@ -40,27 +48,80 @@ use crate::tracker::KeepaliveRefused;
 impl Replica {
     /// A keepalive at the leader; returns the session's TTL.
     pub(super) async fn keepalive_here(&self, id: SessionId) -> Result<u64, NodeError> {
+        self.keepalive_many_here(&[id])
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(NodeError::internal("a keepalive had no result")))
+    }
+
+    /// Keepalives at the leader, one result (the TTL) per id, in order.
+    pub(super) async fn keepalive_many_here(
+        &self,
+        ids: &[SessionId],
+    ) -> Vec<Result<u64, NodeError>> {
         let arrived = Instant::now();
+        let all = |e: NodeError| -> Vec<Result<u64, NodeError>> {
+            ids.iter().map(|_| Err(e.clone())).collect()
+        };
         if self.shutdown.is_stopping() {
-            return Err(NodeError::ShuttingDown);
+            return all(NodeError::ShuttingDown);
         }
         let tracker = &self.shared.tracker;
         if !tracker.is_leading() {
             // Not leader, or elected but still taking over deadlines.
-            return Err(NodeError::NoLeader);
+            return all(NodeError::NoLeader);
         }
-        let not_found = || NodeError::Core(CoreError::SessionNotFound(id));
-        let lease = self.shared.read().session_lease(id).ok_or_else(not_found)?;
-        if lease.checkpoint_remaining_ms.is_some() {
-            self.write_one_here(Command::RenewSessions { ids: vec![id] })
-                .await?
-                .result?;
+        let not_found = |id: SessionId| NodeError::Core(CoreError::SessionNotFound(id));
+        let leases: Vec<Option<SessionLease>> = {
+            let state = self.shared.read();
+            ids.iter().map(|id| state.session_lease(*id)).collect()
+        };
+        let mut results: Vec<Result<u64, NodeError>> = ids
+            .iter()
+            .zip(&leases)
+            .map(|(id, lease)| lease.map(|l| l.ttl_ms).ok_or_else(|| not_found(*id)))
+            .collect();
+        let checkpointed: Vec<bool> = leases
+            .iter()
+            .map(|lease| lease.is_some_and(|l| l.checkpoint_remaining_ms.is_some()))
+            .collect();
+        let to_renew: Vec<SessionId> = ids
+            .iter()
+            .zip(&checkpointed)
+            .filter(|(_, c)| **c)
+            .map(|(id, _)| *id)
+            .collect();
+        if !to_renew.is_empty() {
+            let renewed = match self
+                .write_one_here(Command::RenewSessions { ids: to_renew })
+                .await
+            {
+                Ok(applied) => applied.result.map(drop).map_err(NodeError::from),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = renewed {
+                // Only the checkpointed ones depend on that entry.
+                for (result, c) in results.iter_mut().zip(&checkpointed) {
+                    if *c && result.is_ok() {
+                        *result = Err(e.clone());
+                    }
+                }
+            }
         }
-        self.confirm_leadership(arrived).await?;
-        match tracker.keepalive(id, lease.ttl_ms) {
-            Ok(()) => Ok(lease.ttl_ms),
-            Err(KeepaliveRefused::NotLeading) => Err(NodeError::NoLeader),
-            Err(KeepaliveRefused::Ending) => Err(not_found()),
+        if let Err(e) = self.confirm_leadership(arrived).await {
+            return all(e);
         }
+        for (id, result) in ids.iter().zip(results.iter_mut()) {
+            let ttl_ms = match result {
+                Ok(ttl_ms) => *ttl_ms,
+                Err(_) => continue,
+            };
+            *result = match tracker.keepalive(*id, ttl_ms) {
+                Ok(()) => Ok(ttl_ms),
+                Err(KeepaliveRefused::NotLeading) => Err(NodeError::NoLeader),
+                Err(KeepaliveRefused::Ending) => Err(not_found(*id)),
+            };
+        }
+        results
     }
 }

@@ -1,7 +1,7 @@
 //! This member's part in the cluster: the Raft handle, the one path by
 //! which anything reaches the leader ([`at_leader`]), the proposer that
-//! batches writes onto that path, and what the leader answers itself
-//! ([`keepalive`]).
+//! batches writes onto that path (and [`keepalives`], which groups
+//! keepalives), and what the leader answers itself ([`keepalive`]).
 //!
 //! Every operation of the node reaches the leader through here, bounded in
 //! time: it ends with an answer, `NoLeader` (certainly not applied) or
@@ -9,6 +9,7 @@
 
 pub(crate) mod at_leader;
 pub(crate) mod keepalive;
+pub(crate) mod keepalives;
 pub(crate) mod membership;
 pub(crate) mod proposer;
 
@@ -46,6 +47,8 @@ pub(crate) struct Replica {
     pub peers: PeerClient,
     /// Coalesces this node's writes into proposals.
     pub proposer: Proposer,
+    /// Coalesces this node's keepalives into requests to the leader.
+    pub keepalives: keepalives::Keepalives,
     /// When peers last accepted this node's leadership (fed by the
     /// transport); what a leader's answers from memory rest on.
     pub quorum: Arc<QuorumClock>,

@@ -2,6 +2,7 @@
 //! (one link) for all of it; the clusters run one at a time (see
 //! `common::SERIAL`).
 
+mod admission;
 mod auth;
 mod bad_input;
 mod common;
