@@ -156,9 +156,7 @@ impl RaftFactory {
         self.shared
             .attach_log(log_store.snapshot_floor(), last)
             .map_err(ReopenError::Damaged)?;
-        self.start_raft(log_store)
-            .await
-            .map_err(ReopenError::Retry)
+        self.start_raft(log_store).await.map_err(ReopenError::Retry)
     }
 }
 

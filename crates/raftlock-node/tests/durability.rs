@@ -255,14 +255,24 @@ async fn leader_disk_fault(fault: fn(&Node), refusal: fn(&NodeError) -> bool) {
             .expect("a write after the rejoin");
         every_member_applies_what_the_leader_wrote(&cluster, &new_leader).await;
         failed
-            .acquire(QueueKind::Lock, "through-the-rejoined", session.id, vec![], WAIT)
+            .acquire(
+                QueueKind::Lock,
+                "through-the-rejoined",
+                session.id,
+                vec![],
+                WAIT,
+            )
             .await
             .expect("the rejoined member takes writes again");
     } else {
         // Any other failure is final: long after the others moved on, the
         // member is still out and says why.
         assert!(failed.check_storage().as_ref().is_err_and(refusal));
-        assert_eq!(failed.storage_recoveries(), 0, "a failed fsync must not be retried");
+        assert_eq!(
+            failed.storage_recoveries(),
+            0,
+            "a failed fsync must not be retried"
+        );
     }
     cluster.shutdown().await;
 }

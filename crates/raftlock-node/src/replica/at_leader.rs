@@ -263,7 +263,12 @@ impl Replica {
     /// round to a quorum (failing fast without one), then waits for this
     /// replica to apply up to the index: bounded by the leader wait.
     async fn read_index_here(&self) -> Result<u64, NodeError> {
-        match tokio::time::timeout(self.leader_wait(), self.raft.current().ensure_linearizable()).await {
+        match tokio::time::timeout(
+            self.leader_wait(),
+            self.raft.current().ensure_linearizable(),
+        )
+        .await
+        {
             Ok(Ok(log_id)) => Ok(log_id.map_or(0, |l| l.index)),
             Ok(Err(RaftError::APIError(_))) | Err(_) => Err(NodeError::NoLeader),
             Ok(Err(RaftError::Fatal(e))) => Err(NodeError::internal(e)),

@@ -222,7 +222,7 @@ impl Replica {
         tracing::info!(id, "new member caught up; promoting it to voter");
         let voters = BTreeSet::from([id]);
         self.bounded_change(raft.change_membership(ChangeMembers::AddVoterIds(voters), false))
-        .await?;
+            .await?;
         Ok(self.membership_view())
     }
 

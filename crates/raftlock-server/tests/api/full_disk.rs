@@ -76,7 +76,9 @@ async fn full_disk_round(role: Role) {
     let mut acked = Vec::new();
     for i in 0..5 {
         let path = format!("acked/before-{i}");
-        put(&cluster, leader, &path).await.expect(201, "a write before");
+        put(&cluster, leader, &path)
+            .await
+            .expect(201, "a write before");
         acked.push(path);
     }
 
@@ -115,7 +117,14 @@ async fn full_disk_round(role: Role) {
         acked.push(path);
     }
     for i in &healthy {
-        assert_holder(&cluster, *i, &session, token, "a member with room, while full").await;
+        assert_holder(
+            &cluster,
+            *i,
+            &session,
+            token,
+            "a member with room, while full",
+        )
+        .await;
     }
 
     // The full member refuses writes, saying why; it still answers stale
@@ -127,10 +136,11 @@ async fn full_disk_round(role: Role) {
         .acquire(full, "another", &session, 0)
         .await
         .expect_error(503, "disk_full", "an acquire on the full member");
-    cluster
-        .get(full, "/v1/health")
-        .await
-        .expect_error(503, "disk_full", "health of the full member");
+    cluster.get(full, "/v1/health").await.expect_error(
+        503,
+        "disk_full",
+        "health of the full member",
+    );
     cluster
         .get(full, "/v1/nodes/acked/before-0?consistency=stale")
         .await
@@ -161,15 +171,18 @@ async fn full_disk_round(role: Role) {
 
     // Nothing lost: every acknowledged write is on the member (its own
     // state, stale read) and readable through it (linearizable).
-    eventually("every acknowledged write in the member's own state", || async {
-        for path in &acked {
-            let url = format!("/v1/nodes/{path}?consistency=stale");
-            if cluster.get(full, &url).await.status.as_u16() != 200 {
-                return false;
+    eventually(
+        "every acknowledged write in the member's own state",
+        || async {
+            for path in &acked {
+                let url = format!("/v1/nodes/{path}?consistency=stale");
+                if cluster.get(full, &url).await.status.as_u16() != 200 {
+                    return false;
+                }
             }
-        }
-        true
-    })
+            true
+        },
+    )
     .await;
     for path in &acked {
         cluster
@@ -225,11 +238,7 @@ async fn assert_holder(cluster: &TestCluster, i: usize, session: &str, token: u6
 /// Keeps `session` alive through the members in `via`, in turn, every
 /// 300 ms (a tenth of its TTL) until aborted. Failures are left to show
 /// as a lost lock.
-fn keep_alive(
-    cluster: &TestCluster,
-    via: &[usize],
-    session: &str,
-) -> tokio::task::JoinHandle<()> {
+fn keep_alive(cluster: &TestCluster, via: &[usize], session: &str) -> tokio::task::JoinHandle<()> {
     let http = cluster.http.clone();
     let urls: Vec<String> = via
         .iter()
