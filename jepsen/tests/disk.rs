@@ -1,8 +1,9 @@
 //! End to end: the disk nemeses (issue 14). `disk-full` makes the next log
-//! sync of the leader or a random member fail with `ENOSPC` (a clean stop:
-//! the member leaves Raft and answers `503 disk_full`) and restarts it when
-//! the fault ends; `slow-fsync` makes every log sync of a member 100–300 ms
-//! slower. Both go through the fault hooks of `raftlock-jepsen member`
+//! sync of the leader or a random member fail with `ENOSPC` and its disk
+//! count as full (the member leaves Raft and answers `503 disk_full`);
+//! when the fault ends the disk has room again and the member reopens its
+//! log and rejoins by itself, in the same process (no restart); `slow-fsync`
+//! makes every log sync of a member 100–300 ms slower. Both go through the fault hooks of `raftlock-jepsen member`
 //! processes (`jepsen/src/member/fault.rs`). Every run must be valid
 //! (history and recovery), and the faults must have reached the disk path:
 //! a stopped member logs why it left Raft, so a run cannot pass by
@@ -27,6 +28,9 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// What a member logs when a failed barrier takes it out of Raft
 /// (`crates/raftlock-node/src/storage_watch.rs`).
 const STOPPED: &str = "the log disk failed";
+/// What a member logs when it rejoined in place after a full disk
+/// (`crates/raftlock-node/src/storage_watch.rs`).
+const REJOINED: &str = "reopened the log and restarted Raft in place";
 /// What a member logs when it takes the slow-fsync fault.
 const SLOWED: &str = "fault injected: slow log syncs";
 
@@ -90,15 +94,28 @@ fn logged(outcome: &TestOutcome, needle: &str) -> usize {
 }
 
 /// Disk-full and slow fsync on the lock workload: members that stop
-/// cleanly and come back after a restart, with no lock granted twice.
+/// cleanly and come back by themselves, without a process restart, with
+/// no lock granted twice.
 #[test]
 #[ignore = "needs target/debug/raftlock and raftlock-jepsen: run jepsen/ci.sh"]
 fn mutex_under_disk_faults_is_valid() {
     let outcome = run(Workload::Mutex, "disk", 51);
     assert_valid(&outcome);
+    let stopped = logged(&outcome, STOPPED);
     assert!(
-        logged(&outcome, STOPPED) > 0,
+        stopped > 0,
         "no member stopped on a full disk (no {STOPPED:?} in the node logs):\n{}",
+        outcome.summary
+    );
+    assert!(
+        logged(&outcome, REJOINED) > 0,
+        "no member rejoined in place after its full disk (no {REJOINED:?}):\n{}",
+        outcome.summary
+    );
+    // Only disk faults here: no member process was ever restarted.
+    assert!(
+        outcome.summary.contains("node restarts: 0"),
+        "a member process was restarted:\n{}",
         outcome.summary
     );
     assert!(

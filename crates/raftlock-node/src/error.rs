@@ -42,8 +42,9 @@ pub enum NodeError {
     StorageFailed(String),
     /// This member's log disk is full (`ENOSPC`): like `StorageFailed`,
     /// the member left the Raft group and refuses requests that need the
-    /// log; free space, then restart it. Nothing was applied.
-    #[error("this member's disk is full ({0}); it accepts no writes until space is freed and it is restarted: use another member")]
+    /// log, until its disk has room again; then it reopens its log and
+    /// rejoins by itself, without a restart. Nothing was applied.
+    #[error("this member's disk is full ({0}); it accepts no writes until space is freed (it then rejoins by itself): use another member")]
     DiskFull(String),
 }
 

@@ -103,7 +103,7 @@ async fn found(replica: &Replica, incarnations: BTreeMap<u64, u64>) {
     for (id, member) in members.iter_mut() {
         member.incarnation = incarnations.get(id).copied().unwrap_or(0);
     }
-    match replica.raft.initialize(members).await {
+    match replica.raft.current().initialize(members).await {
         Ok(()) => tracing::info!(cluster = %hex(cluster_id), "founded a new cluster"),
         Err(e) => tracing::info!("cluster already initialized: {e}"),
     }

@@ -59,10 +59,13 @@ pub(crate) async fn watch_leadership(replica: Arc<Replica>) {
 async fn take_over_sessions(replica: &Replica) -> Result<(), String> {
     // Applied everything committed before this term, so the session list is
     // complete. Bounded: this task must stay free to notice a step-down.
-    tokio::time::timeout(replica.leader_wait(), replica.raft.ensure_linearizable())
-        .await
-        .map_err(|_| "no quorum confirmed the new leadership in time".to_string())?
-        .map_err(|e| e.to_string())?;
+    tokio::time::timeout(
+        replica.leader_wait(),
+        replica.raft.current().ensure_linearizable(),
+    )
+    .await
+    .map_err(|_| "no quorum confirmed the new leadership in time".to_string())?
+    .map_err(|e| e.to_string())?;
     let to_checkpoint = {
         // Under the read lock, so no session opens between reading the
         // leases and the tracker starting to track new ones.

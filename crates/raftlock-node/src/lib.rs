@@ -17,6 +17,7 @@
 mod acquire;
 mod backup;
 mod config;
+mod disk_space;
 mod embed;
 mod error;
 mod founding;

@@ -3,21 +3,24 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use raftlock_storage::{Durability, SledLogConfig, SledLogStore, SyncMeter, SyncStall};
+use openraft::storage::RaftLogStorage;
+use raftlock_storage::{Durability, SledLogConfig, SledLogStore};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::config::{ConfigError, NodeConfig};
+use crate::disk_space::DiskSpace;
 use crate::identity::IdentityFile;
 use crate::network::{Network, PeerClient};
 use crate::peer_guard::PeerGuard;
 use crate::quorum::QuorumClock;
 use crate::replica::proposer::{self, Proposer};
+use crate::replica::raft_slot::{Incarnation, RaftSlot};
 use crate::replica::Replica;
 use crate::shutdown::Shutdown;
 use crate::state_machine::{Shared, StateMachineStore};
 use crate::tracker::{SessionTracker, TokioClock};
-use crate::typ::{NodeId, Raft};
+use crate::typ::{NodeId, Raft, TypeConfig};
 use crate::waiters::WaiterRegistry;
 
 /// A running raftlock replica inside the caller's tokio runtime. Cheap to
@@ -34,12 +37,137 @@ pub struct Node {
 struct Lifecycle {
     /// Where the internal routes are served.
     raft_addr: SocketAddr,
-    /// Fault injection: holds this node's log syncs (a stalled disk).
-    sync_stall: SyncStall,
-    /// The log store's durability barrier counters (fsync latency).
-    sync_meter: SyncMeter,
+    /// The data directory's free space (and the full-disk fault hook).
+    disk_space: DiskSpace,
     /// Background tasks, aborted on shutdown.
-    tasks: Mutex<Vec<JoinHandle<()>>>,
+    tasks: Tasks,
+}
+
+/// Background tasks of the node, aborted on shutdown. Cheap to clone: the
+/// storage supervisor adds the tasks of each Raft it rebuilds.
+#[derive(Clone, Default)]
+pub(crate) struct Tasks(Arc<Mutex<Vec<JoinHandle<()>>>>);
+
+impl Tasks {
+    pub(crate) fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task);
+        let mut tasks = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // Drop the handles of tasks that ended (those of a Raft instance
+        // replaced after a full disk), so the list does not grow.
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+    }
+
+    async fn abort_all(&self) {
+        let tasks: Vec<_> = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for task in tasks {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+/// The tasks that follow one Raft instance's metrics; they end with it,
+/// and the storage supervisor starts them again for the next one.
+pub(crate) fn spawn_raft_tasks(replica: &Arc<Replica>, tasks: &Tasks) {
+    tasks.spawn(crate::leader::watch_leadership(replica.clone()));
+    tasks.spawn(crate::replica::membership::follow_membership(
+        replica.clone(),
+    ));
+}
+
+/// Opens the member's sled log store in its data directory.
+fn open_log_store(config: &NodeConfig) -> Result<SledLogStore<TypeConfig>, String> {
+    let log_config = SledLogConfig::new(config.data_dir.join("log"))
+        .with_cache_capacity_bytes(config.settings.sled_cache_mb * 1024 * 1024)
+        .with_durability(if config.settings.fsync {
+            Durability::Fsync
+        } else {
+            Durability::FlushOnly
+        })
+        // The node gates apply, append acknowledgements and the commit
+        // index it sends on `durable` (state_machine.rs, routes.rs,
+        // network.rs), so the Raft core need not wait for each sync.
+        .with_deferred_durability(true)
+        // Purge only what a durable snapshot covers: the state machine
+        // raises the floor (state_machine.rs, raftlock_storage::SnapshotFloor).
+        .with_snapshot_gated_purge(true);
+    SledLogStore::open(&log_config).map_err(|e| e.to_string())
+}
+
+/// What building a Raft instance over the member's state machine takes:
+/// once at start, and again after a full disk (`storage_watch.rs`).
+pub(crate) struct RaftFactory {
+    config: Arc<NodeConfig>,
+    raft_config: Arc<openraft::Config>,
+    peers: PeerClient,
+    quorum: Arc<QuorumClock>,
+    shared: Arc<Shared>,
+}
+
+impl RaftFactory {
+    /// A Raft instance over `log_store` and the member's state machine.
+    async fn start_raft(&self, log_store: SledLogStore<TypeConfig>) -> Result<Incarnation, String> {
+        let durable = log_store.durable_index();
+        let sync_stall = log_store.sync_stall();
+        let sync_meter = log_store.sync_meter();
+        let raft = Raft::new(
+            self.config.id,
+            self.raft_config.clone(),
+            Network {
+                client: self.peers.clone(),
+                durable: durable.clone(),
+                quorum: self.quorum.clone(),
+            },
+            log_store,
+            StateMachineStore::new(self.shared.clone(), durable.clone()),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(Incarnation {
+            raft,
+            durable,
+            sync_stall,
+            sync_meter,
+        })
+    }
+
+    /// Opens the log store again from disk (a fresh sled handle reads what
+    /// was durably written; the failed one is gone with its Raft) and
+    /// builds a new Raft over it and the state machine in memory.
+    pub(crate) async fn reopen(&self) -> Result<Incarnation, ReopenError> {
+        let config = self.config.clone();
+        // sled's open reads the whole log: off the async workers.
+        let mut log_store = tokio::task::spawn_blocking(move || open_log_store(&config))
+            .await
+            .map_err(|e| ReopenError::Retry(e.to_string()))?
+            .map_err(ReopenError::Retry)?;
+        let last = log_store
+            .get_log_state()
+            .await
+            .map_err(|e| ReopenError::Retry(e.to_string()))?
+            .last_log_id
+            .map(|l| l.index);
+        self.shared
+            .attach_log(log_store.snapshot_floor(), last)
+            .map_err(ReopenError::Damaged)?;
+        self.start_raft(log_store).await.map_err(ReopenError::Retry)
+    }
+}
+
+/// Why [`RaftFactory::reopen`] failed.
+#[derive(Debug)]
+pub(crate) enum ReopenError {
+    /// Worth another try later (the disk filled up again, the old handle's
+    /// file lock is not released yet, ...).
+    Retry(String),
+    /// The log on disk cannot continue the state in memory: never retried.
+    Damaged(String),
 }
 
 /// Why a node could not start.
@@ -126,24 +254,7 @@ impl Node {
         let identity = IdentityFile::open(&config.data_dir, config.id, has_log)
             .map_err(|e| StartError::Identity(e.to_string()))?;
         let guard = Arc::new(PeerGuard::new(identity));
-        let log_config = SledLogConfig::new(config.data_dir.join("log"))
-            .with_cache_capacity_bytes(config.settings.sled_cache_mb * 1024 * 1024)
-            .with_durability(if config.settings.fsync {
-                Durability::Fsync
-            } else {
-                Durability::FlushOnly
-            })
-            // The node gates apply, append acknowledgements and the commit
-            // index it sends on `durable` (state_machine.rs, routes.rs,
-            // network.rs), so the Raft core need not wait for each sync.
-            .with_deferred_durability(true)
-            // Purge only what a durable snapshot covers: the state machine
-            // raises the floor (state_machine.rs, raftlock_storage::SnapshotFloor).
-            .with_snapshot_gated_purge(true);
-        let log_store = SledLogStore::open(&log_config).map_err(|e| storage_err(e.to_string()))?;
-        let durable = log_store.durable_index();
-        let sync_stall = log_store.sync_stall();
-        let sync_meter = log_store.sync_meter();
+        let log_store = open_log_store(&config).map_err(storage_err)?;
         let snapshot_floor = log_store.snapshot_floor();
         let waiters = Arc::new(WaiterRegistry::default());
         let tracker = Arc::new(SessionTracker::new(Box::new(TokioClock)));
@@ -165,20 +276,17 @@ impl Node {
         .map_err(|e| StartError::Raft(e.to_string()))?;
         let peers = PeerClient::new(config.clone(), tls.as_ref().map(|t| t.client.clone()))
             .with_guard(guard.clone());
-        let quorum = Arc::new(QuorumClock::default());
-        let raft = Raft::new(
-            config.id,
-            Arc::new(raft_config),
-            Network {
-                client: peers.clone(),
-                durable: durable.clone(),
-                quorum: quorum.clone(),
-            },
-            log_store,
-            StateMachineStore::new(shared.clone(), durable.clone()),
-        )
-        .await
-        .map_err(|e| StartError::Raft(e.to_string()))?;
+        let factory = RaftFactory {
+            config: config.clone(),
+            raft_config: Arc::new(raft_config),
+            peers: peers.clone(),
+            quorum: Arc::new(QuorumClock::default()),
+            shared: shared.clone(),
+        };
+        let incarnation = factory
+            .start_raft(log_store)
+            .await
+            .map_err(StartError::Raft)?;
 
         let raft_addr = listener.local_addr().map_err(|source| StartError::Listen {
             addr: config.me().raft_addr.clone(),
@@ -190,37 +298,39 @@ impl Node {
             replica: Arc::new(Replica {
                 id: config.id,
                 config: config.clone(),
-                raft,
+                raft: RaftSlot::new(incarnation),
                 shared,
                 peers,
                 proposer,
                 keepalives,
-                quorum,
-                durable,
+                quorum: factory.quorum.clone(),
                 membership_change: tokio::sync::Mutex::new(()),
                 guard,
                 shutdown: Shutdown::new(),
             }),
             lifecycle: Arc::new(Lifecycle {
                 raft_addr,
-                sync_stall,
-                sync_meter,
-                tasks: Mutex::new(Vec::new()),
+                disk_space: DiskSpace::new(&config.data_dir),
+                tasks: Tasks::default(),
             }),
         };
         let replica = &node.replica;
         let tls_server = tls.map(|t| t.server);
         node.spawn(crate::routes::serve(replica.clone(), listener, tls_server));
-        node.spawn(crate::leader::watch_leadership(replica.clone()));
         node.spawn(crate::leader::expire_sessions(replica.clone()));
-        node.spawn(crate::storage_watch::watch_log_storage(replica.clone()));
         node.spawn(proposer::run(replica.clone(), proposals));
         node.spawn(crate::replica::keepalives::run(
             replica.clone(),
             keepalive_queue,
         ));
-        node.spawn(crate::replica::membership::follow_membership(
+        spawn_raft_tasks(replica, &node.lifecycle.tasks);
+        node.spawn(crate::storage_watch::watch_log_storage(
             replica.clone(),
+            crate::storage_watch::Recovery {
+                factory,
+                disk_space: node.lifecycle.disk_space.clone(),
+                tasks: node.lifecycle.tasks.clone(),
+            },
         ));
         if bootstrap {
             // In the background: the founder waits for every seed to answer.
@@ -231,12 +341,7 @@ impl Node {
     }
 
     fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
-        let handle = tokio::spawn(task);
-        self.lifecycle
-            .tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(handle);
+        self.lifecycle.tasks.spawn(task);
     }
 
     /// This node's id.
@@ -246,7 +351,7 @@ impl Node {
 
     /// The log store's durability barrier counters now.
     pub(crate) fn sync_stats(&self) -> raftlock_storage::SyncStats {
-        self.lifecycle.sync_meter.stats()
+        self.replica.raft.get().sync_meter.stats()
     }
 
     /// Fault injection for tests and harnesses: while `stalled`, this
@@ -254,7 +359,7 @@ impl Node {
     /// still accepted into the log; nothing becomes durable). Its Raft
     /// state is otherwise untouched.
     pub fn stall_log_sync(&self, stalled: bool) {
-        self.lifecycle.sync_stall.set(stalled);
+        self.replica.raft.get().sync_stall.set(stalled);
     }
 
     /// Fault injection for tests and harnesses: every log sync of this
@@ -262,7 +367,7 @@ impl Node {
     /// `fdatasync` is slow. Nothing fails; commits that need this member's
     /// acknowledgement are late by as much.
     pub fn slow_log_sync(&self, delay: std::time::Duration) {
-        self.lifecycle.sync_stall.set_delay(delay);
+        self.replica.raft.get().sync_stall.set_delay(delay);
     }
 
     /// Fault injection for tests and harnesses: this node's next log sync
@@ -270,19 +375,35 @@ impl Node {
     /// permanent: the member leaves the Raft group and answers
     /// `StorageFailed` until it is restarted (see `storage_watch.rs`).
     pub fn fail_log_sync(&self) {
-        self.lifecycle.sync_stall.fail_next();
+        self.replica.raft.get().sync_stall.fail_next();
     }
 
     /// Fault injection for tests and harnesses: this node's next log sync
-    /// fails with `ENOSPC`, as on a full disk. Permanent like
-    /// [`Node::fail_log_sync`]; requests get `DiskFull`.
+    /// fails with `ENOSPC`, and its disk counts as full until
+    /// [`Node::restore_disk_space`]. Like a real full disk: the member
+    /// leaves Raft and answers `DiskFull` meanwhile, then rebuilds its Raft
+    /// in place once there is room (see `storage_watch.rs`).
     pub fn fail_log_sync_out_of_space(&self) {
-        self.lifecycle.sync_stall.fail_next_out_of_space();
+        self.lifecycle.disk_space.set_injected_full(true);
+        self.replica.raft.get().sync_stall.fail_next_out_of_space();
     }
 
-    /// `Err(StorageFailed)` (or `Err(DiskFull)`) once this node's log disk failed a durability
-    /// barrier (for health checks: such a member serves nothing that needs
-    /// the log until it is restarted).
+    /// Ends [`Node::fail_log_sync_out_of_space`]: the disk has room again
+    /// (if the real one does), so the member reopens its log and rejoins.
+    pub fn restore_disk_space(&self) {
+        self.lifecycle.disk_space.set_injected_full(false);
+    }
+
+    /// How many times this member rebuilt its Raft in place after a full
+    /// disk (`storage_watch.rs`), since it started.
+    pub fn storage_recoveries(&self) -> u64 {
+        self.replica.raft.recoveries()
+    }
+
+    /// `Err(StorageFailed)` (or `Err(DiskFull)`) once this node's log disk
+    /// failed a durability barrier (for health checks: such a member serves
+    /// nothing that needs the log until it is restarted, or, for a full
+    /// disk, until it has room again and has reopened its log).
     pub fn check_storage(&self) -> Result<(), crate::NodeError> {
         self.replica.refuse_if_storage_failed()
     }
@@ -310,20 +431,14 @@ impl Node {
         self.replica.shutdown.trigger();
         // A stopped node must not acknowledge keepalives as a leader.
         self.replica.shared.tracker.step_down();
-        if let Err(e) = self.replica.raft.shutdown().await {
+        if let Err(e) = self.replica.raft.current().shutdown().await {
             tracing::warn!("raft shutdown: {e}");
         }
-        let tasks: Vec<_> = self
-            .lifecycle
-            .tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-            .collect();
-        for task in tasks {
-            task.abort();
-            let _ = task.await;
-        }
+        self.lifecycle.tasks.abort_all().await;
+        // The storage supervisor may have swapped in a new Raft between the
+        // shutdown above and its abort: stop whatever is current now (a
+        // second shutdown of the same instance only reports an error).
+        let _ = self.replica.raft.current().shutdown().await;
         tracing::info!(id = self.replica.id, "node stopped");
     }
 }

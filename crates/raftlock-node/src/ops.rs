@@ -263,8 +263,8 @@ impl Node {
     }
 
     /// The openraft handle, for tests and tools (e.g. forcing an election).
-    pub fn raft(&self) -> &crate::typ::Raft {
-        &self.replica.raft
+    pub fn raft(&self) -> crate::typ::Raft {
+        self.replica.raft.current()
     }
 
     /// Adds member `id` at `member`'s addresses, through the leader: as a

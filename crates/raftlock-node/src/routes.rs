@@ -52,7 +52,10 @@ async fn append(State(replica): Shared, body: Bytes) -> Response {
         .last()
         .map(|e| e.log_id.index)
         .max(request.prev_log_id.map(|l| l.index));
-    let answer = replica.raft.append_entries(request).await;
+    // The append and its durability wait concern one log store: after a
+    // full disk the member swaps in a new one (storage_watch.rs).
+    let incarnation = replica.raft.get();
+    let answer = incarnation.raft.append_entries(request).await;
     // The leader counts a success as these entries being on our disk, but
     // openraft here saw them only written (deferred durability): answer
     // once they are durable. A failure or a conflict claims nothing.
@@ -62,7 +65,7 @@ async fn append(State(replica): Shared, body: Bytes) -> Response {
         _ => None,
     };
     if let Some(index) = acknowledged {
-        match tokio::time::timeout(ACK_DURABLE_WAIT, replica.durable.wait_for(index)).await {
+        match tokio::time::timeout(ACK_DURABLE_WAIT, incarnation.durable.wait_for(index)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return (StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
             Err(_) => {
@@ -82,14 +85,14 @@ const ACK_DURABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 async fn vote(State(replica): Shared, body: Bytes) -> Response {
     match decode::<VoteRequest<u64>>(&body) {
-        Ok(request) => encode(&replica.raft.vote(request).await),
+        Ok(request) => encode(&replica.raft.current().vote(request).await),
         Err(message) => bad_request(message),
     }
 }
 
 async fn snapshot(State(replica): Shared, body: Bytes) -> Response {
     match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {
-        Ok(request) => encode(&replica.raft.install_snapshot(request).await),
+        Ok(request) => encode(&replica.raft.current().install_snapshot(request).await),
         Err(message) => bad_request(message),
     }
 }

@@ -59,8 +59,9 @@ pub struct Shared {
     /// was replaced without effects, so watchers of effects resync.
     snapshots_installed: AtomicU64,
     /// Tells the log store how far a durable snapshot covers the log: it
-    /// purges no further.
-    floor: SnapshotFloor,
+    /// purges no further. Replaced when the member reopens its log store
+    /// after a full disk ([`Shared::attach_log`]).
+    floor: Mutex<SnapshotFloor>,
 }
 
 #[derive(Default, Clone)]
@@ -115,8 +116,39 @@ impl Shared {
             snapshot_dir,
             snapshot: Mutex::new(meta),
             snapshots_installed: AtomicU64::new(0),
-            floor,
+            floor: Mutex::new(floor),
         }))
+    }
+
+    /// Hands this state machine to a reopened log store (after a full
+    /// disk, `storage_watch.rs`): sets the new store's floor to the snapshot
+    /// on disk, checking that its log continues from it, and checks that the
+    /// store holds every entry applied here. Applying waits for durability
+    /// (see `StateMachineStore::apply`), so a store reopened from the same
+    /// disk always does; if it does not, the disk lost acknowledged entries
+    /// and the member must not go on.
+    pub(crate) fn attach_log(
+        &self,
+        floor: SnapshotFloor,
+        log_last: Option<u64>,
+    ) -> Result<(), String> {
+        let snapshot = self.snapshot_meta().as_ref().and_then(|m| m.last_log_id);
+        floor
+            .start(snapshot.map(|l| l.index))
+            .map_err(|e| e.to_string())?;
+        let applied = self.applied().last_applied.map(|l| l.index);
+        if applied > log_last.max(snapshot.map(|l| l.index)) {
+            return Err(format!(
+                "the reopened log ends at {log_last:?} but this member applied \
+                 entries up to {applied:?}: entries that were on disk are gone"
+            ));
+        }
+        *self.floor.lock().unwrap_or_else(|e| e.into_inner()) = floor;
+        Ok(())
+    }
+
+    fn floor(&self) -> SnapshotFloor {
+        self.floor.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Read access to the state.
@@ -188,7 +220,7 @@ impl Shared {
     /// may purge what it covers (now, on this blocking thread).
     fn snapshot_durable(&self, meta: &SnapshotMeta) -> Result<(), StoreError> {
         match meta.last_log_id {
-            Some(last) => self.floor.advance(last.index),
+            Some(last) => self.floor().advance(last.index),
             None => Ok(()),
         }
     }

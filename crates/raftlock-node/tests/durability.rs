@@ -238,6 +238,42 @@ async fn leader_disk_fault(fault: fn(&Node), refusal: fn(&NodeError) -> bool) {
         Err(NodeError::Core(CoreError::LockHeld { holder, .. })) => assert_eq!(holder, session.id),
         other => panic!("the lock granted before the failure was lost: {other:?}"),
     }
+
+    if refusal(&NodeError::DiskFull(String::new())) {
+        // A full disk: once there is room the member rebuilds its Raft in
+        // place and catches up, without a restart.
+        failed.restore_disk_space();
+        eventually("the member to rejoin after its full disk", WAIT, || {
+            failed.check_storage().is_ok()
+        })
+        .await;
+        assert_eq!(failed.storage_recoveries(), 1);
+        every_member_applies_what_the_leader_wrote(&cluster, &new_leader).await;
+        new_leader
+            .acquire(QueueKind::Lock, "after-rejoin", fresh.id, vec![], WAIT)
+            .await
+            .expect("a write after the rejoin");
+        every_member_applies_what_the_leader_wrote(&cluster, &new_leader).await;
+        failed
+            .acquire(
+                QueueKind::Lock,
+                "through-the-rejoined",
+                session.id,
+                vec![],
+                WAIT,
+            )
+            .await
+            .expect("the rejoined member takes writes again");
+    } else {
+        // Any other failure is final: long after the others moved on, the
+        // member is still out and says why.
+        assert!(failed.check_storage().as_ref().is_err_and(refusal));
+        assert_eq!(
+            failed.storage_recoveries(),
+            0,
+            "a failed fsync must not be retried"
+        );
+    }
     cluster.shutdown().await;
 }
 
@@ -302,5 +338,28 @@ async fn a_follower_whose_disk_fills_up_refuses_writes_and_the_cluster_serves_on
         Err(NodeError::Core(CoreError::LockHeld { holder, .. })) => assert_eq!(holder, session.id),
         other => panic!("the lock held across the fault was lost: {other:?}"),
     }
+
+    // Room again: the member rejoins in place and catches up with what was
+    // written while it was out.
+    assert_eq!(full.storage_recoveries(), 0, "rejoined while still full");
+    full.restore_disk_space();
+    eventually("the follower to rejoin after its full disk", WAIT, || {
+        full.check_storage().is_ok()
+    })
+    .await;
+    assert_eq!(full.storage_recoveries(), 1);
+    every_member_applies_what_the_leader_wrote(&cluster, &leader).await;
+    let on_the_rejoined = full
+        .read(Consistency::Stale, |s| s.clone())
+        .await
+        .expect("a read on the rejoined member");
+    let on_the_leader = leader
+        .read(Consistency::Stale, |s| s.clone())
+        .await
+        .expect("a read on the leader");
+    assert!(
+        on_the_rejoined == on_the_leader,
+        "the rejoined member's state differs from the leader's"
+    );
     cluster.shutdown().await;
 }

@@ -206,7 +206,16 @@ impl StoreError {
     pub fn is_out_of_space(&self) -> bool {
         const ENOSPC: i32 = 28;
         const EDQUOT: i32 = 122;
-        let full = |e: &io::Error| matches!(e.raw_os_error(), Some(ENOSPC | EDQUOT));
+        // sled 0.34 hands out its sticky error as a copy that keeps only
+        // the kind and the text (`io::Error::new(kind, format!("{e:?}"))`),
+        // not the errno: the kind says it too.
+        let full = |e: &io::Error| {
+            matches!(e.raw_os_error(), Some(ENOSPC | EDQUOT))
+                || matches!(
+                    e.kind(),
+                    io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+                )
+        };
         match self {
             StoreError::Io(e) => full(e),
             StoreError::Engine(EngineError(sled::Error::Io(e))) => full(e),
@@ -232,6 +241,22 @@ impl StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_disk_is_recognised_also_in_sleds_copy_of_the_error() {
+        let enospc = io::Error::from_raw_os_error(28);
+        // What sled 0.34 returns after its first failed write (its `Clone`).
+        let copied = io::Error::new(enospc.kind(), format!("{enospc:?}"));
+        assert_eq!(copied.raw_os_error(), None);
+        for e in [enospc, copied] {
+            let engine = StoreError::from(sled::Error::Io(e));
+            assert!(engine.is_out_of_space(), "{engine}");
+            let barrier = StoreError::Barrier(std::sync::Arc::new(engine));
+            assert!(barrier.is_out_of_space(), "{barrier}");
+        }
+        let eio = StoreError::from(sled::Error::Io(io::Error::from_raw_os_error(5)));
+        assert!(!eio.is_out_of_space());
+    }
 
     #[test]
     fn maps_into_openraft_io_error_with_subject() {

@@ -5,9 +5,12 @@
 //! node crate's `durability.rs` tests use; see docs/design.md on fsync
 //! failure and a full disk).
 //!
-//! - `POST /fault/disk-full` → `204`: the next log sync fails with
-//!   `ENOSPC`. Like a real full disk this is a clean stop: the member
-//!   leaves the Raft group and answers `503 disk_full` until restarted.
+//! - `POST /fault/disk-full` `{}` or `{"full": true}` → `204`: the next
+//!   log sync fails with `ENOSPC` and the disk counts as full. Like a real
+//!   full disk: the member leaves the Raft group and answers
+//!   `503 disk_full`. `{"full": false}` → `204`: the disk has room again;
+//!   the member reopens its log and rejoins by itself, in the same process
+//!   (`crates/raftlock-node/src/storage_watch.rs`).
 //! - `POST /fault/slow-fsync` `{"delay_ms": N}` → `204`: every log sync
 //!   takes `N` ms longer (0: back to normal).
 
@@ -29,13 +32,29 @@ pub fn router(node: Node) -> Router {
 }
 
 #[derive(Deserialize)]
+struct FullBody {
+    /// `false`: the fault ends (room again).
+    #[serde(default = "full_by_default")]
+    full: bool,
+}
+
+fn full_by_default() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
 struct SlowBody {
     delay_ms: u64,
 }
 
-async fn disk_full(State(node): State<Node>) -> StatusCode {
-    tracing::warn!("fault injected: the next log sync fails with ENOSPC");
-    node.fail_log_sync_out_of_space();
+async fn disk_full(State(node): State<Node>, Json(body): Json<FullBody>) -> StatusCode {
+    if body.full {
+        tracing::warn!("fault injected: the next log sync fails with ENOSPC (disk full)");
+        node.fail_log_sync_out_of_space();
+    } else {
+        tracing::warn!("fault ended: the disk has room again");
+        node.restore_disk_space();
+    }
     StatusCode::NO_CONTENT
 }
 

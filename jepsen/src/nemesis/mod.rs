@@ -45,8 +45,9 @@ enum Undo {
     Retire(u64),
     /// Nothing (a member was added).
     Nothing,
-    /// Restart the member whose disk "filled up" (SIGTERM, start).
-    Reboot(u64),
+    /// Give the member whose disk "filled up" room again: it rejoins by
+    /// itself, in the same process.
+    FreeSpace(u64),
     /// Make the member's log syncs quick again.
     QuickSync(u64),
 }
@@ -269,7 +270,7 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<Applied> {
             disk_fault(cluster, target, "/fault/disk-full", serde_json::json!({})).await?;
             (
                 format!("{fault} n{target}"),
-                Undo::Reboot(target),
+                Undo::FreeSpace(target),
                 step.hold,
             )
         }
@@ -322,9 +323,17 @@ async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
             }
         }
         Undo::Nothing => {}
-        Undo::Reboot(id) => {
-            if let Err(e) = cluster.reboot(id).await {
-                eprintln!("nemesis: restarting n{id} failed: {e}");
+        Undo::FreeSpace(id) => {
+            let body = serde_json::json!({ "full": false });
+            if disk_fault(cluster, id, "/fault/disk-full", body)
+                .await
+                .is_none()
+            {
+                // Not answered: the member may stay out of Raft, so restart
+                // it (a new process opens its log afresh).
+                if let Err(e) = cluster.reboot(id).await {
+                    eprintln!("nemesis: restarting n{id} failed: {e}");
+                }
             }
         }
         Undo::QuickSync(id) => {

@@ -240,7 +240,8 @@ impl Replica {
             return Err(NodeError::NoLeader);
         }
         let started = std::time::Instant::now();
-        let write = self.raft.client_write(proposal);
+        let raft = self.raft.current();
+        let write = raft.client_write(proposal);
         let outcome = match tokio::time::timeout(self.leader_wait(), write).await {
             Ok(outcome) => outcome,
             Err(_) => {
@@ -291,7 +292,12 @@ impl Replica {
     /// round to a quorum (failing fast without one), then waits for this
     /// replica to apply up to the index: bounded by the leader wait.
     async fn read_index_here(&self) -> Result<u64, NodeError> {
-        match tokio::time::timeout(self.leader_wait(), self.raft.ensure_linearizable()).await {
+        match tokio::time::timeout(
+            self.leader_wait(),
+            self.raft.current().ensure_linearizable(),
+        )
+        .await
+        {
             Ok(Ok(log_id)) => Ok(log_id.map_or(0, |l| l.index)),
             Ok(Err(RaftError::APIError(_))) | Err(_) => Err(NodeError::NoLeader),
             Ok(Err(RaftError::Fatal(e))) => Err(NodeError::internal(e)),

@@ -214,17 +214,15 @@ impl Replica {
             _ => {}
         }
         tracing::info!(id, %member, "adding a member: as a learner first");
+        let raft = self.raft.current();
         let added = self
-            .bounded_change(self.raft.add_learner(id, member, false))
+            .bounded_change(raft.add_learner(id, member, false))
             .await?;
         self.await_caught_up(id, added).await?;
         tracing::info!(id, "new member caught up; promoting it to voter");
         let voters = BTreeSet::from([id]);
-        self.bounded_change(
-            self.raft
-                .change_membership(ChangeMembers::AddVoterIds(voters), false),
-        )
-        .await?;
+        self.bounded_change(raft.change_membership(ChangeMembers::AddVoterIds(voters), false))
+            .await?;
         Ok(self.membership_view())
     }
 
@@ -287,7 +285,8 @@ impl Replica {
         tracing::info!(id, "removing a member");
         // `retain: false`: a removed voter leaves the membership entirely
         // rather than staying on as a learner.
-        self.bounded_change(self.raft.change_membership(change, false))
+        let raft = self.raft.current();
+        self.bounded_change(raft.change_membership(change, false))
             .await?;
         Ok(self.membership_view())
     }

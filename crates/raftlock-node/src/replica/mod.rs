@@ -12,12 +12,12 @@ pub(crate) mod keepalive;
 pub(crate) mod keepalives;
 pub(crate) mod membership;
 pub(crate) mod proposer;
+pub(crate) mod raft_slot;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::ServerState;
-use raftlock_storage::DurableIndex;
 use tokio::time::Instant;
 
 use crate::config::NodeConfig;
@@ -28,8 +28,9 @@ use crate::peer_guard::PeerGuard;
 use crate::quorum::{Leadership, QuorumClock};
 use crate::shutdown::Shutdown;
 use crate::state_machine::Shared;
-use crate::typ::{NodeId, Raft};
+use crate::typ::NodeId;
 use proposer::Proposer;
+use raft_slot::RaftSlot;
 
 /// Pause between attempts while a known leader cannot be reached, so a
 /// dead leader is not hammered until the election settles.
@@ -40,7 +41,9 @@ const RETRY_PAUSE: Duration = Duration::from_millis(20);
 pub(crate) struct Replica {
     pub id: NodeId,
     pub config: Arc<NodeConfig>,
-    pub raft: Raft,
+    /// The current Raft instance and its log store's durability (rebuilt
+    /// in place after a full disk, see `storage_watch.rs`).
+    pub raft: RaftSlot,
     /// The applied state, waiters and session tracker.
     pub shared: Arc<Shared>,
     /// Forwards operations to the leader.
@@ -52,8 +55,6 @@ pub(crate) struct Replica {
     /// When peers last accepted this node's leadership (fed by the
     /// transport); what a leader's answers from memory rest on.
     pub quorum: Arc<QuorumClock>,
-    /// How far this node's log is on disk (gates append acknowledgements).
-    pub durable: DurableIndex,
     /// Serialises membership changes on this leader: openraft refuses a
     /// change while another is uncommitted, so queue rather than refuse.
     pub membership_change: tokio::sync::Mutex<()>,
@@ -204,7 +205,7 @@ impl Replica {
     /// any more (the failure is sticky, see `raftlock_storage::DurableIndex`),
     /// so it takes part in no write, read index or keepalive.
     pub(crate) fn refuse_if_storage_failed(&self) -> Result<(), NodeError> {
-        self.durable.current().map(|_| ()).map_err(|e| {
+        self.raft.durable().current().map(|_| ()).map_err(|e| {
             if e.is_out_of_space() {
                 NodeError::DiskFull(e.to_string())
             } else {

@@ -17,6 +17,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::tmpfs::{MountError, Tmpfs};
+
 /// Upper bound for anything that should happen "soon".
 pub const WAIT: Duration = Duration::from_secs(10);
 
@@ -36,6 +38,9 @@ pub struct TestCluster {
     pub urls: Vec<String>,
     servers: Vec<Option<Server>>,
     pub http: reqwest::Client,
+    /// Each member's data directory on its own tmpfs (`start_on_tmpfs`);
+    /// empty otherwise. Unmounted before `_dir` is removed (field order).
+    pub tmpfs: Vec<Tmpfs>,
     _dir: tempfile::TempDir,
 }
 
@@ -90,6 +95,44 @@ impl TestCluster {
     pub async fn start_with(api: ApiConfig) -> TestCluster {
         let serial = SERIAL.lock().await;
         let dir = tempfile::tempdir().expect("tempdir");
+        Self::start_in(serial, dir, Vec::new(), api, settings()).await
+    }
+
+    /// A cluster whose members' data directories each sit on a tmpfs of
+    /// `size_mb` MiB (`self.tmpfs[i]`), with real fsyncs. `None`, said
+    /// loudly on stderr, when not running as root (mounting needs it; CI
+    /// runs as root); a failed mount as root panics.
+    pub async fn start_on_tmpfs(size_mb: u64) -> Option<TestCluster> {
+        let serial = SERIAL.lock().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut mounts = Vec::new();
+        for id in 1..=3u64 {
+            match Tmpfs::mount(&dir.path().join(format!("node-{id}")), size_mb) {
+                Ok(mount) => mounts.push(mount),
+                Err(MountError::NotRoot) => {
+                    eprintln!(
+                        "SKIPPED: this test mounts a tmpfs for a real full disk and needs \
+                         root; run it as root (CI does)"
+                    );
+                    return None;
+                }
+                Err(MountError::Failed(e)) => panic!("running as root, yet: {e}"),
+            }
+        }
+        let settings = ClusterSettings {
+            fsync: true,
+            ..settings()
+        };
+        Some(Self::start_in(serial, dir, mounts, ApiConfig::default(), settings).await)
+    }
+
+    async fn start_in(
+        serial: tokio::sync::MutexGuard<'static, ()>,
+        dir: tempfile::TempDir,
+        tmpfs: Vec<Tmpfs>,
+        api: ApiConfig,
+        settings: ClusterSettings,
+    ) -> TestCluster {
         let mut raft_listeners = Vec::new();
         let mut api_listeners = Vec::new();
         let mut members = BTreeMap::new();
@@ -116,7 +159,7 @@ impl TestCluster {
                     id,
                     members: members.clone(),
                     data_dir: PathBuf::from(dir.path()).join(format!("node-{id}")),
-                    settings: settings(),
+                    settings: settings.clone(),
                     peer_overrides: BTreeMap::new(),
                     tls: None,
                 };
@@ -150,6 +193,7 @@ impl TestCluster {
             urls,
             servers,
             http,
+            tmpfs,
             _dir: dir,
         };
         cluster.leader().await;
