@@ -326,6 +326,14 @@ async fn rwlock_and_semaphore_holders_are_shown() {
         text.contains("permits: 2") && text.contains("holders: 1") && text.contains(&r1),
         "{text}"
     );
+    let listed = ok(&cluster, &["locks", "--rwlocks"]);
+    assert!(
+        listed.contains("reports") && listed.contains("read") && listed.contains("reader-2"),
+        "{listed}"
+    );
+    let listed = json_of(&cluster, &["locks", "--semaphores", "gp"]);
+    assert_eq!(listed["semaphores"][0]["permits"], 2, "{listed}");
+    assert!(ok(&cluster, &["locks", "--semaphores", "x"]).contains("no semaphores"));
     // The lock of the same name is another queue: nobody holds it.
     assert!(ok(&cluster, &["lock-info", "reports"]).contains("holder: none"));
     let both = run(&cluster, &["lock-info", "--rwlock", "--semaphore", "x"]);

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"example.invalid/raftlock/clients/go/internal/testcluster"
 )
 
 // nextChange receives one watch event within patience.
@@ -120,4 +122,58 @@ func TestWatchFromACompactedRevision(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// The member a watch streams from is killed: the watch reconnects to
+// another member from the last change it delivered, and every change is
+// delivered once, in order.
+func TestWatchResumesOnAnotherMemberWhenItsMemberDies(t *testing.T) {
+	cluster, err := testcluster.StartMembers(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(cluster.Logs())
+		}
+		cluster.Stop()
+	})
+	ctx := testCtx(t)
+	e := cluster.Endpoints
+	watcher := newClient(t, []string{e[0], e[1], e[2]}, nil)
+	writer := newClient(t, []string{e[1], e[2], e[0]}, nil)
+	dir := "/watched"
+	if _, _, err := writer.PutNode(ctx, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, revision, err := watcher.ReadNode(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if watcher.preferred != 0 {
+		t.Fatalf("the watcher uses member %d, want the first", watcher.preferred+1)
+	}
+	events := watcher.Watch(ctx, dir, revision)
+	put := func(name string) {
+		t.Helper()
+		if _, _, err := writer.PutNode(ctx, dir+"/"+name, []byte(name)); err != nil {
+			t.Fatalf("put %s: %v", name, err)
+		}
+	}
+	expect := func(name string) {
+		t.Helper()
+		ev, ok := nextChange(t, events)
+		if !ok || ev.Err != nil || ev.Type != "put" || ev.Path != dir+"/"+name {
+			t.Fatalf("want put %s, got %+v (open %v)", name, ev, ok)
+		}
+	}
+	put("a")
+	expect("a")
+	if err := cluster.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	put("b")
+	put("c")
+	expect("b")
+	expect("c")
 }

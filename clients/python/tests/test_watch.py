@@ -4,12 +4,39 @@ missed, and a revision the members no longer keep is ``compacted``."""
 from __future__ import annotations
 
 import base64
+import queue
+import threading
 import time
+from typing import Iterator, Union
 
 import httpx
 
 import raftlock
-from cluster import UpCluster
+from cluster import ServeCluster, UpCluster
+
+
+def _reading(events: Iterator[raftlock.WatchEvent]) -> "queue.Queue[Union[raftlock.WatchEvent, BaseException]]":
+    """Reads ``events`` in a thread, so a test waits for each with a
+    deadline instead of hanging on a watch that delivers nothing (the
+    thread ends when the client closes the stream)."""
+    got: "queue.Queue[Union[raftlock.WatchEvent, BaseException]]" = queue.Queue()
+
+    def run() -> None:
+        try:
+            for event in events:
+                got.put(event)
+        except BaseException as e:  # handed to the test
+            got.put(e)
+
+    threading.Thread(target=run, daemon=True).start()
+    return got
+
+
+def _next(got: "queue.Queue[Union[raftlock.WatchEvent, BaseException]]") -> raftlock.WatchEvent:
+    item = got.get(timeout=30)
+    if isinstance(item, BaseException):
+        raise item
+    return item
 
 
 def test_a_watch_from_a_read_misses_nothing(cluster: UpCluster, client: raftlock.Client, name: str) -> None:
@@ -24,15 +51,14 @@ def test_a_watch_from_a_read_misses_nothing(cluster: UpCluster, client: raftlock
         client.delete_node(f"{root}/b")
         client.put_node(f"/{name}/elsewhere", b"x")
         client.put_node(f"{root}/c", b"4")
+        got = _reading(events)
         seen = []
         last = revision
-        for event in events:
+        for _ in range(4):
+            event = _next(got)
             assert event.revision > last
             last = event.revision
             seen.append((event.kind, event.path, event.node.data if event.node else None))
-            if len(seen) == 4:
-                break
-        events.close()  # type: ignore[attr-defined]
     assert seen == [
         ("put", f"{root}/b", b"2"),
         ("put", f"{root}/a", b"3"),
@@ -64,3 +90,22 @@ def test_a_watch_from_a_compacted_revision_ends(cluster: UpCluster, client: raft
             return
         events.close()  # type: ignore[attr-defined]
         assert time.monotonic() < deadline, f"no compaction notice, got {first}"
+
+
+def test_a_watch_resumes_on_another_member_without_repeats(serve_cluster: ServeCluster) -> None:
+    """The member the watch streams from is killed: it reconnects to
+    another from the last change delivered; each change arrives once."""
+    e = serve_cluster.endpoints
+    with raftlock.Client(e, timeout=3) as watcher, raftlock.Client(e[1:] + e[:1], timeout=3) as writer:
+        writer.put_node("/watched", b"")
+        _, revision = watcher.read_node("/watched")
+        assert watcher.current_endpoint == e[0]
+        got = _reading(watcher.watch("/watched", since_revision=revision))
+        writer.put_node("/watched/a", b"a")
+        first = _next(got)
+        assert (first.kind, first.path) == ("put", "/watched/a")
+        serve_cluster.kill(1)
+        writer.put_node("/watched/b", b"b")
+        writer.put_node("/watched/c", b"c")
+        rest = [_next(got), _next(got)]
+    assert [(ev.kind, ev.path) for ev in rest] == [("put", "/watched/b"), ("put", "/watched/c")]

@@ -66,6 +66,12 @@ pub struct StatusArgs {
 pub struct LocksArgs {
     /// Only locks whose name starts with this.
     prefix: Option<String>,
+    /// List read-write locks (holders with their mode) instead of locks.
+    #[arg(long, conflicts_with = "semaphores")]
+    rwlocks: bool,
+    /// List semaphores (their permits and holders) instead of locks.
+    #[arg(long)]
+    semaphores: bool,
     #[command(flatten)]
     output: crate::api::Output,
     #[command(flatten)]
@@ -118,6 +124,11 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
 
 pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
     let prefix = args.prefix.unwrap_or_default();
+    let route = match (args.rwlocks, args.semaphores) {
+        (true, _) => "rwlocks",
+        (_, true) => "semaphores",
+        _ => "locks",
+    };
     if args.output.json {
         let api = crate::api::Api::new(&args.endpoints)?;
         // The prefix as a query value: percent-encode what is not a name character.
@@ -130,8 +141,11 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
                 other => format!("%{other:02X}"),
             })
             .collect();
-        let body = api.get(&format!("/v1/locks?prefix={query}")).await?;
+        let body = api.get(&format!("/v1/{route}?prefix={query}")).await?;
         return crate::api::print_json(&body);
+    }
+    if route != "locks" {
+        return shared(&args.endpoints, &prefix, args.rwlocks).await;
     }
     let locks = args.endpoints.client()?.locks(&prefix).await?;
     if locks.is_empty() {
@@ -168,6 +182,100 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
             cell(holder.map(|h| h.fencing_token)),
             lock.waiters.to_string(),
         ]);
+    }
+    table.print();
+    Ok(())
+}
+
+/// Who a holder is in a table: the owner label, else the principal
+/// (another principal's session id is not shown to us), else the session.
+fn who(h: &raftlock_client::Holder) -> String {
+    [Some(h.owner.clone()), h.principal.clone()]
+        .into_iter()
+        .flatten()
+        .find(|v| !v.is_empty())
+        .unwrap_or_else(|| cell(h.session))
+}
+
+/// `raftlock locks --rwlocks|--semaphores`: one row per holder (several
+/// may hold), the name and the waiter count on the first.
+async fn shared(endpoints: &Endpoints, prefix: &str, rwlocks: bool) -> anyhow::Result<()> {
+    let client = endpoints.client()?;
+    // (name, permits, holders as (who, mode, token), waiters)
+    type Row = (String, Option<u64>, Vec<(String, String, u64)>, u64);
+    let rows: Vec<Row> = if rwlocks {
+        client
+            .rwlocks(prefix)
+            .await?
+            .into_iter()
+            .map(|l| {
+                let holders = l.holders.iter().map(|h| {
+                    let mode = match h.mode {
+                        raftlock_client::Access::Write => "write",
+                        _ => "read",
+                    };
+                    (who(&h.holder), mode.to_string(), h.holder.fencing_token)
+                });
+                (l.name, None, holders.collect(), l.waiters)
+            })
+            .collect()
+    } else {
+        client
+            .semaphores(prefix)
+            .await?
+            .into_iter()
+            .map(|s| {
+                let holders = s
+                    .holders
+                    .iter()
+                    .map(|h| (who(h), String::new(), h.fencing_token));
+                (s.name, s.permits, holders.collect(), s.waiters)
+            })
+            .collect()
+    };
+    let what = if rwlocks {
+        "read-write locks"
+    } else {
+        "semaphores"
+    };
+    if rows.is_empty() {
+        println!(
+            "no {what}{}",
+            if prefix.is_empty() {
+                String::new()
+            } else {
+                format!(" under {prefix:?}")
+            }
+        );
+        return Ok(());
+    }
+    let mut table = TextTable::new(&[
+        (if rwlocks { "RWLOCK" } else { "SEMAPHORE" }, Align::Left),
+        (if rwlocks { "MODE" } else { "PERMITS" }, Align::Left),
+        ("HOLDER", Align::Left),
+        ("TOKEN", Align::Right),
+        ("WAITERS", Align::Right),
+    ]);
+    for (name, permits, holders, waiters) in rows {
+        for (i, (holder, mode, token)) in holders.into_iter().enumerate() {
+            let first = i == 0;
+            let second = if rwlocks {
+                mode
+            } else {
+                cell(permits.filter(|_| first))
+            };
+            table.row(vec![
+                if first { name.clone() } else { String::new() },
+                second,
+                holder,
+                token.to_string(),
+                if first {
+                    waiters.to_string()
+                } else {
+                    String::new()
+                },
+            ]);
+        }
     }
     table.print();
     Ok(())
