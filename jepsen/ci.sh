@@ -45,7 +45,7 @@
 #               for a moment: only for a machine nobody else is testing on.
 #
 # Reports of these runs land in target/tmp/jepsen-store/ (the newest under
-# target/tmp/jepsen-store/latest). About 4 minutes of tests after the
+# target/tmp/jepsen-store/latest). About 6 minutes of tests after the
 # builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
