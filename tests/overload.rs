@@ -692,8 +692,11 @@ async fn full_fifty_thousand_sessions_renewing_at_one_second_ttl() {
     // connections); docs/overload.md.
     // Smaller storms for finding where this machine loses the lock:
     // OVERLOAD_SESSIONS, OVERLOAD_PER_MEMBER, OVERLOAD_HOLD_S.
+    // OVERLOAD_MAX_CONNECTIONS: another cap, for the same measurement.
+    let cap = env_or("OVERLOAD_MAX_CONNECTIONS", 4_096);
+    let api: &'static str = Box::leak(format!("[api]\nmax_connections = {cap}\n").into_boxed_str());
     renewals(Renewals {
-        api: "[api]\nmax_connections = 4096\n",
+        api,
         sessions: env_or("OVERLOAD_SESSIONS", 50_000) as usize,
         per_member: env_or("OVERLOAD_PER_MEMBER", 5_000) as usize,
         hold: Duration::from_secs(env_or("OVERLOAD_HOLD_S", 30)),
