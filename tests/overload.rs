@@ -214,9 +214,23 @@ async fn connections(case: Connections) {
         case.cap,
         held_for.as_secs_f64()
     );
-    // After the flood the slots are free again.
-    let (status, _) = cluster.get(leader, "/v1/health").await;
-    assert_eq!(status, 200, "the leader serves again after the flood");
+    // After the flood the slots are free again, once the member has seen
+    // the clients' connections close (a client honouring Retry-After, as
+    // `Holder::finish` does; a loaded leader may also be briefly behind
+    // on applying, `not_caught_up`).
+    let mut tries = 0;
+    let (status, body) = loop {
+        let (status, body) = cluster.get(leader, "/v1/health").await;
+        tries += 1;
+        if status != 503 || tries == 10 {
+            break (status, body);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    assert_eq!(
+        status, 200,
+        "the leader serves again after the flood ({tries} tries): {body}"
+    );
     print_usage("connections", &usage, took);
     let (record, lock) = holder_done(holder, &cluster, &others).await;
     println!("OVERLOAD connections: holder keepalives {record}");
@@ -678,8 +692,11 @@ async fn full_fifty_thousand_sessions_renewing_at_one_second_ttl() {
     // connections); docs/overload.md.
     // Smaller storms for finding where this machine loses the lock:
     // OVERLOAD_SESSIONS, OVERLOAD_PER_MEMBER, OVERLOAD_HOLD_S.
+    // OVERLOAD_MAX_CONNECTIONS: another cap, for the same measurement.
+    let cap = env_or("OVERLOAD_MAX_CONNECTIONS", 4_096);
+    let api: &'static str = Box::leak(format!("[api]\nmax_connections = {cap}\n").into_boxed_str());
     renewals(Renewals {
-        api: "[api]\nmax_connections = 4096\n",
+        api,
         sessions: env_or("OVERLOAD_SESSIONS", 50_000) as usize,
         per_member: env_or("OVERLOAD_PER_MEMBER", 5_000) as usize,
         hold: Duration::from_secs(env_or("OVERLOAD_HOLD_S", 30)),

@@ -269,7 +269,8 @@ pub struct Attempt {
 /// How a holder's keepalives went.
 #[derive(Debug, Default, Clone)]
 pub struct KeepaliveRecord {
-    /// Longest time between two successful keepalives (send times), ms.
+    /// Longest time from a successful keepalive to the next one, or to a
+    /// round of attempts that all failed (send times), ms.
     pub max_gap_ms: u64,
     /// Answers that were not 200, by member and status.
     pub refused: Vec<String>,
@@ -296,7 +297,7 @@ impl std::fmt::Display for KeepaliveRecord {
         let ok = self.attempts.iter().filter(|a| a.outcome == "200").count();
         write!(
             f,
-            "{} requests, {ok} answered 200 (slowest {} ms), longest gap between successes {} ms{}",
+            "{} requests, {ok} answered 200 (slowest {} ms), longest gap since a success {} ms{}",
             self.attempts.len(),
             self.slowest_ok_ms(),
             self.max_gap_ms,
@@ -493,10 +494,14 @@ async fn keep_alive(
                 break;
             }
         }
-        if done {
-            let gap = sent.duration_since(last_ok).as_millis() as u64;
+        // A failed round counts too: the time since the last success
+        // grows, and a holder that never succeeds again must show it.
+        let gap = sent.duration_since(last_ok).as_millis() as u64;
+        {
             let mut rec = record.lock().expect("record");
             rec.max_gap_ms = rec.max_gap_ms.max(gap);
+        }
+        if done {
             last_ok = sent;
             ok.fetch_add(1, Ordering::Relaxed);
         }
