@@ -7,7 +7,14 @@ the same HTTP API and the same rules.
 
 from ._failover import RetryPolicy
 from ._lease import lost_margin
-from .aio import AsyncClient, AsyncElection, AsyncLockGuard, AsyncSession
+from .aio import (
+    AsyncClient,
+    AsyncElection,
+    AsyncLockGuard,
+    AsyncReentrantHold,
+    AsyncReentrantLock,
+    AsyncSession,
+)
 from .client import Client
 from .election import Election
 from .errors import (
@@ -44,6 +51,7 @@ from .errors import (
     SessionLost,
 )
 from .lock import LockGuard
+from .reentrant import ReentrantHold, ReentrantLock
 from .session import Session
 from .shared import MultiLockGuard, RwLockGuard, SemaphorePermit
 from .types import (
@@ -72,6 +80,8 @@ __all__ = [
     "AsyncClient",
     "AsyncElection",
     "AsyncLockGuard",
+    "AsyncReentrantHold",
+    "AsyncReentrantLock",
     "AsyncSession",
     "AlreadyGranted",
     "BadRequest",
@@ -90,6 +100,8 @@ __all__ = [
     "LockState",
     "LimitMismatch",
     "MultiLockGuard",
+    "ReentrantHold",
+    "ReentrantLock",
     "RwLockGuard",
     "RwLockState",
     "RwLockSummary",

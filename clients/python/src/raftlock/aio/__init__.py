@@ -4,6 +4,7 @@ and ``async with``, over the same failover, waiting and loss rules."""
 from .client import AsyncClient
 from .election import AsyncElection
 from .lock import AsyncLockGuard
+from .reentrant import AsyncReentrantHold, AsyncReentrantLock
 from .session import AsyncSession
 from .shared import AsyncMultiLockGuard, AsyncRwLockGuard, AsyncSemaphorePermit
 
@@ -12,6 +13,8 @@ __all__ = [
     "AsyncElection",
     "AsyncLockGuard",
     "AsyncMultiLockGuard",
+    "AsyncReentrantHold",
+    "AsyncReentrantLock",
     "AsyncRwLockGuard",
     "AsyncSemaphorePermit",
     "AsyncSession",
