@@ -10,8 +10,14 @@ cd "$(dirname "$0")/.."
 # A base port P with P..P+2 and P+100..P+102 free (`raftlock up`).
 base=$(python3 - <<'PY'
 import random, socket
+# Below the kernel's ephemeral range: a member's outgoing connection must
+# not take a port another member is about to listen on.
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
 for _ in range(200):
-    p = random.randrange(20000, 60000)
+    p = random.randrange(10000, max(10001, low - 110))
     socks = []
     try:
         for o in (0, 1, 2, 100, 101, 102):

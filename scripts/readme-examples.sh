@@ -19,8 +19,14 @@ sed -n '/<!-- embedded -->/,/<!-- \/embedded -->/p' README.md | grep -v '^```\|^
 # P..P+2 (+100), the embedded example's cluster P+3..P+5 (+100).
 base=$(python3 - <<'PY'
 import random, socket
+# Below the kernel's ephemeral range: a member's outgoing connection must
+# not take a port another member is about to listen on.
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
 for _ in range(200):
-    p = random.randrange(20000, 60000)
+    p = random.randrange(10000, max(10001, low - 110))
     try:
         socks = []
         for o in (0, 1, 2, 3, 4, 5, 100, 101, 102, 103, 104, 105):
