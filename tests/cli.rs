@@ -636,3 +636,96 @@ async fn lock_reentrant_runs_a_nested_lock_under_the_outer_hold() {
         "{text}"
     );
 }
+
+/// Reads `GET /v1/locks/{name}` through `raftlock lock-info --json`.
+fn lock_info(cluster: &ProcessCluster, name: &str) -> serde_json::Value {
+    let out = run(&mut raftlock(cluster, &["lock-info", name, "--json"]));
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).expect("lock-info json")
+}
+
+/// `raftlock lock --lock-delay`: the holder's session is closed from
+/// another member; the waiter's command starts no earlier than the delay
+/// after the close, and the lock shows as held off (with its delay) in
+/// between, then as held by the waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_delay_holds_the_next_command_off_after_a_close() {
+    let cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let (mut holder, _stop) = hold(&cluster, &["--lock-delay", "2s", "ledger"], "delayed").await;
+    let started = cluster.dir.path().join("next-started");
+    let script = format!("date +%s%N > {}", started.display());
+    let waiter = raftlock(
+        &cluster,
+        &[
+            "lock",
+            "--lock-delay",
+            "2s",
+            "--wait",
+            "30s",
+            "ledger",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .spawn()
+    .expect("spawn waiter");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let session = loop {
+        let info = lock_info(&cluster, "ledger");
+        if info["waiters"].as_array().is_some_and(|w| w.len() == 1) {
+            assert_eq!(info["held_off"], false, "{info}");
+            assert_eq!(info["lock_delay_ms"], 2000, "{info}");
+            break info["holder"]["session_id"]
+                .as_str()
+                .expect("holder session")
+                .to_string();
+        }
+        assert!(Instant::now() < deadline, "the waiter never queued: {info}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // Closed by someone else, through another member than the holder's.
+    let mut close = Command::new(RAFTLOCK);
+    close
+        .args(["session", "close", &session])
+        .env("RAFTLOCK_ENDPOINTS", &cluster.api[2])
+        .stdin(Stdio::null());
+    // Taken before the close is sent: the server starts the delay when it
+    // applies the close, which is later.
+    let closed_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos();
+    let closed = run(&mut close);
+    assert!(closed.status.success(), "{closed:?}");
+    let during = lock_info(&cluster, "ledger");
+    assert!(!started.exists(), "the waiter ran inside the delay");
+    assert_eq!(during["held_off"], true, "{during}");
+    assert!(during["holder"].is_null(), "{during}");
+    assert_eq!(during["lock_delay_ms"], 2000, "{during}");
+    let text = run(&mut raftlock(&cluster, &["lock-info", "ledger"]));
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("held off"),
+        "{text:?}"
+    );
+    let output = tokio::task::spawn_blocking(move || waiter.wait_with_output())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(output.status.success(), "{output:?}");
+    let ran_at: u128 = std::fs::read_to_string(&started)
+        .expect("started")
+        .trim()
+        .parse()
+        .expect("ns");
+    assert!(
+        ran_at >= closed_at + 2_000_000_000,
+        "ran {} ms after the close, inside the 2 s delay",
+        ran_at.saturating_sub(closed_at) / 1_000_000
+    );
+    // The holder's command is stopped once its session is lost.
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
