@@ -698,10 +698,11 @@ async fn lock_delay_holds_the_next_command_off_after_a_close() {
         .stdin(Stdio::null());
     // Taken before the close is sent: the server starts the delay when it
     // applies the close, which is later.
-    let closed_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_nanos();
+    // The same clock as the waiter's `date +%s%N`.
+    let closed_at: u128 = String::from_utf8_lossy(&run(Command::new("date").arg("+%s%N")).stdout)
+        .trim()
+        .parse()
+        .expect("date +%s%N");
     let closed = run(&mut close);
     assert!(closed.status.success(), "{closed:?}");
     let during = lock_info(&cluster, "ledger");
