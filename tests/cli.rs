@@ -636,3 +636,110 @@ async fn lock_reentrant_runs_a_nested_lock_under_the_outer_hold() {
         "{text}"
     );
 }
+
+/// Reads `GET /v1/locks/{name}` through `raftlock lock-info --json`.
+fn lock_info(cluster: &ProcessCluster, name: &str) -> serde_json::Value {
+    let out = run(&mut raftlock(cluster, &["lock-info", name, "--json"]));
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).expect("lock-info json")
+}
+
+/// `raftlock lock --lock-delay`: the holder's session is closed from
+/// another member; the waiter's command starts no earlier than the delay
+/// after the close, and the lock shows as held off (with its delay) in
+/// between, then as held by the waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_delay_holds_the_next_command_off_after_a_close() {
+    let cluster = ProcessCluster::start(3);
+    cluster.leader(&[1, 2, 3]).await;
+    let (mut holder, stop) = hold(&cluster, &["--lock-delay", "2s", "ledger"], "delayed").await;
+    let started = cluster.dir.path().join("next-started");
+    let granted = cluster.dir.path().join("next-granted.json");
+    // Records when it ran, then the lock as seen while it holds it.
+    let script = format!(
+        "date +%s%N > {}; {RAFTLOCK} lock-info ledger --json > {}",
+        started.display(),
+        granted.display()
+    );
+    let waiter = raftlock(
+        &cluster,
+        &[
+            "lock",
+            "--lock-delay",
+            "2s",
+            "--wait",
+            "30s",
+            "ledger",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .spawn()
+    .expect("spawn waiter");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let queued = loop {
+        let info = lock_info(&cluster, "ledger");
+        if info["waiters"].as_array().is_some_and(|w| w.len() == 1) {
+            break info;
+        }
+        assert!(Instant::now() < deadline, "the waiter never queued: {info}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let session = queued["holder"]["session_id"]
+        .as_str()
+        .expect("holder session");
+    // Closed by someone else, through another member than the holder's.
+    let mut close = Command::new(RAFTLOCK);
+    close
+        .args(["session", "close", session])
+        .env("RAFTLOCK_ENDPOINTS", &cluster.api[2])
+        .stdin(Stdio::null());
+    // Taken before the close is sent: the server starts the delay when it
+    // applies the close, which is later.
+    // The same clock as the waiter's `date +%s%N`.
+    let closed_at: u128 = String::from_utf8_lossy(&run(Command::new("date").arg("+%s%N")).stdout)
+        .trim()
+        .parse()
+        .expect("date +%s%N");
+    let closed = run(&mut close);
+    assert!(closed.status.success(), "{closed:?}");
+    let during = lock_info(&cluster, "ledger");
+    let text = run(&mut raftlock(&cluster, &["lock-info", "ledger"]));
+    let output = tokio::task::spawn_blocking(move || waiter.wait_with_output())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(output.status.success(), "{output:?}");
+    let ran_at: u128 = std::fs::read_to_string(&started)
+        .expect("started")
+        .trim()
+        .parse()
+        .expect("ns");
+    assert!(
+        ran_at >= closed_at + 2_000_000_000,
+        "ran {} ms after the close, inside the 2 s delay",
+        ran_at.saturating_sub(closed_at) / 1_000_000
+    );
+    // What `GET /v1/locks/{name}` said before the close, during the
+    // delay, and after the grant (checked after the timing, so that each
+    // of the two is seen to fail on its own).
+    assert_eq!(queued["held_off"], false, "{queued}");
+    assert_eq!(queued["lock_delay_ms"], 2000, "{queued}");
+    assert_eq!(during["held_off"], true, "{during}");
+    assert!(during["holder"].is_null(), "{during}");
+    assert_eq!(during["lock_delay_ms"], 2000, "{during}");
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("held off"),
+        "{text:?}"
+    );
+    let after: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&granted).expect("granted")).expect("json");
+    assert_eq!(after["held_off"], false, "{after}");
+    assert_eq!(after["lock_delay_ms"], 2000, "{after}");
+    assert!(!after["holder"].is_null(), "{after}");
+    // The holder's session is gone; end its command (the flag) and wait.
+    std::fs::write(&stop, "").expect("stop");
+    let _ = holder.wait();
+}

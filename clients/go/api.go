@@ -57,6 +57,12 @@ type LockState struct {
 	Name    string   `json:"lock"`
 	Holder  *Holder  `json:"holder"`
 	Waiters []Waiter `json:"waiters"`
+	// LockDelayMS is the lock's lock-delay in milliseconds, 0 for none.
+	LockDelayMS uint64 `json:"lock_delay_ms"`
+	// HeldOff is true while the lock is held off: its holder's session
+	// ended and nobody is granted it until the delay has passed (Holder
+	// is then nil).
+	HeldOff bool `json:"held_off"`
 }
 
 // LockSummary is one line of Locks.
@@ -117,6 +123,12 @@ type AcquireOptions struct {
 	// it in the same place in the queue. Without it a timeout withdraws
 	// the session's waiting node. Needs a server that knows the field.
 	KeepQueued bool
+	// LockDelay (locks only): after a holder's session expires or is
+	// closed, nobody is granted the lock for this long; a release skips
+	// it. The acquire that creates the lock's queue fixes it (at most
+	// 60 s); another value is refused (ErrBadRequest) while anyone is
+	// queued. 0 asks for none and takes the lock's own (docs/api.md).
+	LockDelay time.Duration
 }
 
 type sessionOnly struct {
@@ -127,6 +139,8 @@ type acquireBody struct {
 	SessionID  string `json:"session_id"`
 	WaitMS     uint64 `json:"wait_ms"`
 	KeepQueued bool   `json:"keep_queued,omitempty"`
+	// Omitted when 0: an explicit 0 on a delayed lock would be refused.
+	LockDelayMS uint64 `json:"lock_delay_ms,omitempty"`
 }
 
 type campaignBody struct {
@@ -190,8 +204,11 @@ func (c *Client) Acquire(ctx context.Context, lock, session string, opts Acquire
 	_, out, err := c.do(ctx, call{
 		method: http.MethodPost,
 		path:   "/v1/locks/" + lock + "/acquire",
-		body:   acquireBody{SessionID: session, WaitMS: millis(opts.Wait), KeepQueued: opts.KeepQueued},
-		wait:   opts.Wait,
+		body: acquireBody{
+			SessionID: session, WaitMS: millis(opts.Wait), KeepQueued: opts.KeepQueued,
+			LockDelayMS: millis(opts.LockDelay),
+		},
+		wait: opts.Wait,
 	})
 	if err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		return err
 	}
 	defer func() { <-e.turn }()
-	grant, err := e.s.waitForGrant(ctx, kindElection, e.name, value, false)
+	grant, err := e.s.waitForGrant(ctx, kindElection, e.name, value, 0, false)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package raftlock
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Mutex is a distributed lock taken through a Session: the cluster grants
@@ -22,6 +23,8 @@ type Mutex struct {
 	// turn is held (one value in it) while this handle acquires or
 	// holds the lock.
 	turn chan struct{}
+	// lockDelay is asked for by every acquire (WithLockDelay).
+	lockDelay time.Duration
 
 	mu        sync.Mutex
 	grant     *Grant
@@ -32,6 +35,16 @@ type Mutex struct {
 // sends nothing.
 func NewMutex(s *Session, name string) *Mutex {
 	return &Mutex{s: s, name: name, turn: make(chan struct{}, 1)}
+}
+
+// WithLockDelay sets the lock's lock-delay (AcquireOptions.LockDelay):
+// after a holder's session expires or is closed, nobody is granted the
+// lock for d, so a holder that lost its session but still writes does
+// not overlap its successor. Unlock skips the delay. Call it before
+// Lock; it returns m.
+func (m *Mutex) WithLockDelay(d time.Duration) *Mutex {
+	m.lockDelay = d
+	return m
 }
 
 // Name is the lock's name.
@@ -62,7 +75,7 @@ func (m *Mutex) lock(ctx context.Context, try bool) error {
 	if err := takeTurn(ctx, m.s, m.turn, try); err != nil {
 		return err
 	}
-	grant, err := m.s.waitForGrant(ctx, kindLock, m.name, "", try)
+	grant, err := m.s.waitForGrant(ctx, kindLock, m.name, "", m.lockDelay, try)
 	if err != nil {
 		<-m.turn
 		return err

@@ -204,3 +204,50 @@ func TestLockEndsWhenSessionIsLost(t *testing.T) {
 		t.Fatalf("lock through a lost session: %v", err)
 	}
 }
+
+// A lock-delay holds the lock off after the holder's session is closed
+// by someone else (another client, through another member): the next
+// Lock is granted no earlier than the delay after the close, and State
+// shows the lock held off with its delay in between.
+func TestLockDelayHoldsOffAfterACloseBySomeoneElse(t *testing.T) {
+	ctx := testCtx(t)
+	name := uniqueName(t)
+	e := shared.Endpoints
+	first := newClient(t, []string{e[0], e[1], e[2]}, nil)
+	other := newClient(t, []string{e[1], e[2], e[0]}, nil)
+	const delay = 1500 * time.Millisecond
+	stuck := openSession(t, first, 10*time.Second)
+	next := openSession(t, other, 10*time.Second)
+	held := NewMutex(stuck, name).WithLockDelay(delay)
+	if err := held.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewMutex(next, name).WithLockDelay(500 * time.Millisecond).TryLock(ctx); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("another delay while queued: %v, want ErrBadRequest", err)
+	}
+	closing := time.Now()
+	if err := other.CloseSession(ctx, stuck.ID()); err != nil {
+		t.Fatal(err)
+	}
+	waiter := NewMutex(next, name).WithLockDelay(delay)
+	st, err := waiter.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.HeldOff || st.Holder != nil || st.LockDelayMS != 1500 {
+		t.Fatalf("during the delay: %+v, want held off with lock_delay_ms 1500", st)
+	}
+	if err := waiter.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(closing); took < delay {
+		t.Fatalf("granted %v after the close, inside the %v delay", took, delay)
+	}
+	st, err = waiter.State(ctx)
+	if err != nil || st.HeldOff || st.Holder == nil {
+		t.Fatalf("after the grant: %+v, %v", st, err)
+	}
+	if err := waiter.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -27,7 +27,8 @@ type queueOps struct {
 
 // waitForGrant queues the session on lock or election name (with the
 // candidate's value) and waits as waitFor does.
-func (s *Session) waitForGrant(ctx context.Context, kind queueKind, name, value string, try bool) (*Grant, error) {
+// lockDelay is the lock-delay a lock acquire asks for (0: none).
+func (s *Session) waitForGrant(ctx context.Context, kind queueKind, name, value string, lockDelay time.Duration, try bool) (*Grant, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -36,7 +37,7 @@ func (s *Session) waitForGrant(ctx context.Context, kind queueKind, name, value 
 		acquire: func(ctx context.Context, wait time.Duration, keep bool) error {
 			var err error
 			if kind == kindLock {
-				grant, err = s.client.Acquire(ctx, name, s.id, AcquireOptions{Wait: wait, KeepQueued: keep})
+				grant, err = s.client.Acquire(ctx, name, s.id, AcquireOptions{Wait: wait, KeepQueued: keep, LockDelay: lockDelay})
 			} else {
 				grant, err = s.client.campaign(ctx, name, s.id, value, wait, keep)
 			}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,33 @@ def test_two_processes_exclude_each_other_with_increasing_tokens(
     assert len(tokens) == 2 * rounds
     assert all(a < b for a, b in zip(tokens, tokens[1:])), f"tokens not strictly increasing: {tokens}"
     assert len({line.split()[1] for line in lines}) == 2
+
+
+def test_lock_delay_holds_the_lock_off_after_a_close_by_someone_else(cluster: UpCluster, name: str) -> None:
+    """The holder's session is closed from another member (as an operator
+    would, ``DELETE /v1/sessions/{id}``): the next ``lock`` is granted no
+    earlier than the delay after the close, and ``lock_state`` shows the
+    lock held off, with its delay, in between."""
+    delay = 1.5
+    with raftlock.Client(cluster.endpoints, timeout=5) as first, raftlock.Client(
+        list(reversed(cluster.endpoints)), timeout=5
+    ) as other:
+        stuck = first.session(ttl=10)
+        with other.session(ttl=10) as following:
+            stuck.lock(name, timeout=5, lock_delay=delay)
+            with pytest.raises(raftlock.BadRequest):
+                following.lock(name, timeout=0, lock_delay=0.5)
+            closing = time.monotonic()
+            request = urllib.request.Request(f"{cluster.endpoints[2]}/v1/sessions/{stuck.id}", method="DELETE")
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                assert answer.status == 204
+            during = other.lock_state(name)
+            assert during.held_off and during.holder is None, during
+            assert during.lock_delay == delay
+            with following.lock(name, timeout=10, lock_delay=delay) as guard:
+                took = time.monotonic() - closing
+                assert took >= delay, f"granted {took:.3f} s after the close, inside the delay"
+                after = other.lock_state(name)
+                assert not after.held_off and after.holder is not None
+                assert after.holder.fencing_token == guard.fencing_token
+        stuck.close()

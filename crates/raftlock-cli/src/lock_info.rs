@@ -36,8 +36,14 @@ pub async fn lock_info(args: LockInfoArgs) -> anyhow::Result<()> {
         return print_json(&body);
     }
     println!("lock: {}", args.name);
+    if let Some(ms) = body["lock_delay_ms"].as_u64() {
+        println!("lock delay: {ms} ms");
+    }
     let holder = &body["holder"];
-    if holder.is_null() {
+    if body["held_off"].as_bool() == Some(true) {
+        // The holder's session ended; the next in line waits out the delay.
+        println!("holder: none (held off: the lock-delay after its holder's session ended)");
+    } else if holder.is_null() {
         println!("holder: none");
     } else {
         println!(

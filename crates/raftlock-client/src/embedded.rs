@@ -253,11 +253,20 @@ impl LockClient for EmbeddedClient {
         Box::pin(async move {
             checked(name)?;
             let read = || {
-                let view = |sm: &raftlock_core::StateMachine| sm.queue(QueueKind::Lock, name);
+                let view = |sm: &raftlock_core::StateMachine| {
+                    let delay = sm.lock_delay(name);
+                    (
+                        sm.queue(QueueKind::Lock, name),
+                        (delay > 0).then(|| Duration::from_millis(delay)),
+                        sm.lock_held_off(name),
+                    )
+                };
                 self.node.read(Consistency::Linearizable, view)
             };
-            let view = self.retrying(None, read).await?;
+            let (view, lock_delay, held_off) = self.retrying(None, read).await?;
             Ok(LockState {
+                lock_delay,
+                held_off,
                 name: name.to_string(),
                 holder: view.holder.map(|h| Holder {
                     session: Some(h.session),

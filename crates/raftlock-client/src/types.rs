@@ -105,6 +105,12 @@ pub struct LockState {
     pub holder: Option<Holder>,
     /// Who waits, in queue order.
     pub waiters: Vec<Waiter>,
+    /// The lock's lock-delay (`Mutex::with_lock_delay`), if it has one.
+    pub lock_delay: Option<Duration>,
+    /// True while the lock is held off: its holder's session ended and
+    /// nobody is granted it until the delay has passed (`holder` is then
+    /// `None`).
+    pub held_off: bool,
 }
 
 /// Answer of a fencing check.

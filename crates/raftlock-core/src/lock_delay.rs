@@ -208,6 +208,17 @@ impl StateMachine {
         self.delay_of(&crate::types::QueueKind::Lock.queue_path(name))
     }
 
+    /// Whether the lock named `name` is held off: its holder's session
+    /// ended and the next in line waits for the delay to pass. The state
+    /// has no clock, so when it ends is the leader's to time (module docs).
+    pub fn lock_held_off(&self, name: &str) -> bool {
+        let queue_path = crate::types::QueueKind::Lock.queue_path(name);
+        self.queues
+            .get(queue_path.as_str())
+            .and_then(|q| q.head())
+            .is_some_and(|(seq, _)| self.is_held_off(&node_path(&queue_path, seq)))
+    }
+
     /// Checks the delays' invariants: each belongs to a live mutex queue
     /// and is within bounds; a node without an owner in a mutex queue is
     /// a held-off head of a lock with a delay.

@@ -125,6 +125,13 @@ struct LockBody {
     lock: String,
     holder: Option<Holder>,
     waiters: Vec<Waiter>,
+    /// The lock's lock-delay (fixed by the acquire that created its
+    /// queue); `null` for none.
+    lock_delay_ms: Option<u64>,
+    /// True while the lock is held off: its holder's session ended and
+    /// nobody is granted it until the delay has passed (`holder` is then
+    /// `null`). The end is timed by the leader, not kept in the state.
+    held_off: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -272,8 +279,21 @@ async fn inspect(
     ApiPath(name): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<LockBody>, ApiError> {
-    let view = read_queue(&app, QueueKind::Lock, &name, query.consistency).await?;
+    validate_lock_name(&name)?;
+    let (view, lock_delay_ms, held_off) = app
+        .node
+        .read(query.consistency.into(), |s| {
+            let delay = s.lock_delay(&name);
+            (
+                s.queue(QueueKind::Lock, &name),
+                (delay > 0).then_some(delay),
+                s.lock_held_off(&name),
+            )
+        })
+        .await?;
     Ok(Json(LockBody {
+        lock_delay_ms,
+        held_off,
         lock: name,
         holder: view.holder.map(|h| Holder::new(h, &caller)),
         waiters: view

@@ -87,10 +87,14 @@ _RELEASED = (NotFound, NotOwner, SessionNotFound)
 """What a release or resign answers when an earlier attempt already did it."""
 
 
-def acquire(name: str, session_id: str, wait: float, keep_queued: bool) -> Op[Grant]:
+def acquire(name: str, session_id: str, wait: float, keep_queued: bool, lock_delay: Optional[float] = None) -> Op[Grant]:
     body: Dict[str, Any] = {"session_id": session_id, "wait_ms": millis(wait)}
     if keep_queued:
         body["keep_queued"] = True
+    if lock_delay is not None:
+        # Rounded, not ceiled: a delay must equal the lock's to be accepted
+        # (0.1 s is 100 ms, not 101).
+        body["lock_delay_ms"] = max(0, round(lock_delay * 1000))
     call = Call("POST", f"/v1/locks/{_path(name)}/acquire", body, wait=wait, resend=False)
     return Op(call, lambda answer: _wire.grant(answer, name, session_id))
 

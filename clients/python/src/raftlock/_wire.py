@@ -128,7 +128,14 @@ def lock_state(body: bytes) -> LockState:
         )
         for w in (_as_obj(raw, "waiter") for raw in _list(o, "waiters"))
     ]
-    return LockState(name=text(o, "lock"), holder=holder, waiters=waiters)
+    delay_ms = optional_int(o, "lock_delay_ms")
+    return LockState(
+        name=text(o, "lock"),
+        holder=holder,
+        waiters=waiters,
+        lock_delay=None if delay_ms is None else delay_ms / 1000,
+        held_off=o.get("held_off") is True,
+    )
 
 
 def fencing_check(body: bytes) -> FencingCheck:

@@ -20,14 +20,14 @@ BUSY = "another caller of this session holds or is taking this lock"
 log = logging.getLogger("raftlock")
 
 
-def acquire(session: Session, name: str, timeout: Optional[float]) -> LockGuard:
+def acquire(session: Session, name: str, timeout: Optional[float], lock_delay: Optional[float] = None) -> LockGuard:
     """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`Session.lock`)."""
     grant, turn = take(
         session,
         name,
         name,
         timeout,
-        lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued),
+        lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued, lock_delay),
         _api.release(name, session.id),
     )
     log.debug("locked %s with token %d", name, grant.fencing_token)

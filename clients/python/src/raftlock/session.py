@@ -92,7 +92,7 @@ class Session(LeaseHolder):
 
     # -- recipes -----------------------------------------------------------
 
-    def lock(self, name: str, timeout: Optional[float] = None) -> LockGuard:
+    def lock(self, name: str, timeout: Optional[float] = None, lock_delay: Optional[float] = None) -> LockGuard:
         """Takes the lock ``name``, waiting up to ``timeout`` seconds
         (``None``: until granted; 0: a try). Returns the guard, which is a
         context manager: ``with session.lock("orders/42", timeout=5) as
@@ -105,8 +105,16 @@ class Session(LeaseHolder):
         A wait longer than the client's ``long_poll`` is a series of long
         polls; all but the last ask the server to ``keep_queued``, so the
         session keeps its place in line between them. (Servers from before
-        ``keep_queued`` get plain polls, which re-queue at the back.)"""
-        return acquire(self, name, timeout)
+        ``keep_queued`` get plain polls, which re-queue at the back.)
+
+        ``lock_delay`` (seconds): the lock's lock-delay. After a holder's
+        session expires or is closed, nobody is granted the lock for that
+        long, so a holder that lost its session but still writes does not
+        overlap its successor; a release skips it. The acquire that
+        creates the lock's queue fixes it (at most 60 s); another value
+        raises :class:`~raftlock.errors.BadRequest` while anyone is queued.
+        ``None`` asks for none and takes the lock's own (docs/api.md)."""
+        return acquire(self, name, timeout, lock_delay)
 
     def try_lock(self, name: str) -> LockGuard:
         """Takes the lock only if it is free right now, else raises

@@ -71,6 +71,12 @@ class LockState:
     name: str
     holder: Optional[Holder]
     waiters: List[Waiter]
+    lock_delay: Optional[float] = None
+    """The lock's lock-delay in seconds; ``None`` for none."""
+    held_off: bool = False
+    """True while the lock is held off: its holder's session ended and
+    nobody is granted it until the delay has passed (``holder`` is then
+    ``None``)."""
 
 
 @dataclass(frozen=True)

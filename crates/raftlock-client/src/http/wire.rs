@@ -136,6 +136,11 @@ pub(crate) struct LockBody {
     holder: Option<HolderBody>,
     #[serde(default)]
     waiters: Vec<WaiterBody>,
+    /// Absent from servers older than lock-delay.
+    #[serde(default)]
+    lock_delay_ms: Option<u64>,
+    #[serde(default)]
+    held_off: bool,
 }
 
 impl LockBody {
@@ -157,6 +162,8 @@ impl LockBody {
             name: self.lock,
             holder,
             waiters,
+            lock_delay: self.lock_delay_ms.map(std::time::Duration::from_millis),
+            held_off: self.held_off,
         })
     }
 }

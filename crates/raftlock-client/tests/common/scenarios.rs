@@ -518,6 +518,12 @@ pub async fn lock_delay(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
     b.close_session(stuck.id())
         .await
         .expect("closed by someone else");
+    let during = Mutex::new(&next, "ledger").state().await.expect("state");
+    assert!(
+        during.held_off && during.holder.is_none(),
+        "held off during the delay: {during:?}"
+    );
+    assert_eq!(during.lock_delay, Some(delay));
     let guard = within(
         "the grant after the delay",
         Mutex::new(&next, "ledger").lock(),
@@ -528,6 +534,11 @@ pub async fn lock_delay(a: Arc<dyn LockClient>, b: Arc<dyn LockClient>) {
         closing.elapsed() >= delay,
         "granted {:?} after the close, inside the delay",
         closing.elapsed()
+    );
+    let after = Mutex::new(&next, "ledger").state().await.expect("state");
+    assert!(
+        !after.held_off && after.holder.is_some(),
+        "granted: {after:?}"
     );
     guard.unlock().await.expect("unlock");
     drop(held);

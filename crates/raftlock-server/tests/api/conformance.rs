@@ -120,7 +120,7 @@ async fn every_endpoint_through_every_node() {
     let nobody = c.get(f1, "/v1/locks/free").await;
     assert_eq!(
         *nobody.expect(200, "lock without nodes"),
-        json!({"lock": "free", "holder": null, "waiters": []})
+        json!({"lock": "free", "holder": null, "waiters": [], "lock_delay_ms": null, "held_off": false})
     );
 
     let check = |lock: &str, token: u64| json!({"lock": lock, "fencing_token": token});

@@ -20,14 +20,16 @@ G = TypeVar("G")
 log = logging.getLogger("raftlock")
 
 
-async def acquire(session: AsyncSession, name: str, timeout: Optional[float]) -> AsyncLockGuard:
+async def acquire(
+    session: AsyncSession, name: str, timeout: Optional[float], lock_delay: Optional[float] = None
+) -> AsyncLockGuard:
     """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`raftlock.Session.lock`)."""
     grant, turn = await take(
         session,
         name,
         name,
         timeout,
-        lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued),
+        lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued, lock_delay),
         _api.release(name, session.id),
     )
     log.debug("locked %s with token %d", name, grant.fencing_token)

@@ -83,10 +83,13 @@ class AsyncSession(LeaseHolder):
 
     # -- recipes -----------------------------------------------------------
 
-    async def lock(self, name: str, timeout: Optional[float] = None) -> AsyncLockGuard:
-        """Takes the lock ``name``; see :meth:`raftlock.Session.lock`.
-        Cancelling the wait releases whatever it queued."""
-        return await acquire(self, name, timeout)
+    async def lock(
+        self, name: str, timeout: Optional[float] = None, lock_delay: Optional[float] = None
+    ) -> AsyncLockGuard:
+        """Takes the lock ``name``; see :meth:`raftlock.Session.lock`
+        (``lock_delay`` as there). Cancelling the wait releases whatever it
+        queued."""
+        return await acquire(self, name, timeout, lock_delay)
 
     async def try_lock(self, name: str) -> AsyncLockGuard:
         """Takes the lock only if it is free now, else raises ``LockHeld``."""
