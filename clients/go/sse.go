@@ -3,7 +3,6 @@ package raftlock
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -12,61 +11,53 @@ import (
 	"time"
 )
 
-// ObserveEvent is one state of an observed election.
-type ObserveEvent struct {
-	// Leader is the leader, nil when the election has none.
-	Leader *Leader
-	// Err, when set, is the last event: observing failed for good (bad
-	// name, or every reconnect failed) and the channel closes after it.
-	Err error
+// The plumbing of the client's Server-Sent Event streams, shared by
+// Observe (observe.go) and Watch (watch.go): opening a stream, reading
+// its events under an idle watchdog, and reconnecting with failover.
+// Each caller keeps only what its events mean.
+
+// streamKind is what differs between the client's streams.
+type streamKind struct {
+	// name prefixes the error of a broken stream ("observe", "watch").
+	name string
+	// retryOverloaded: an `overloaded` answer is worth another member.
+	// Watch retries it; Observe has always ended on it (see
+	// docs/notes-fold-dups.md), and the fold that shares this code
+	// kept each stream's behaviour.
+	retryOverloaded bool
+	// eventStreamOnly: a 2xx answer that is not text/event-stream is a
+	// protocol error at once (Watch). Observe reads such an answer like a
+	// stream, which ends without an event and is retried.
+	eventStreamOnly bool
 }
 
-// Observe streams election's current leader, then every change of leader
-// or value (GET /v1/elections/{name}/observe, Server-Sent Events). A
-// dropped or silent stream is reconnected, with failover; each connect
-// starts with the current state, so states are deduplicated and nothing
-// that matters is missed (changes applied in one burst may arrive as one
-// event with the latest state). The channel closes when ctx ends, or
-// after an event with Err. Receive promptly: the stream waits for you.
-func (c *Client) Observe(ctx context.Context, election string) <-chan ObserveEvent {
-	ch := make(chan ObserveEvent)
-	go c.observe(ctx, election, ch)
-	return ch
+// sendEvent hands ev to ch; false when ctx ended first.
+func sendEvent[T any](ctx context.Context, ch chan<- T, ev T) bool {
+	select {
+	case ch <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
-func (c *Client) observe(ctx context.Context, election string, ch chan<- ObserveEvent) {
-	defer close(ch)
-	send := func(ev ObserveEvent) bool {
-		select {
-		case ch <- ev:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	if err := checkName(election); err != nil {
-		send(ObserveEvent{Err: err})
-		return
-	}
-	path := "/v1/elections/" + election + "/observe"
-	var last *Leader
-	first := true
-	deliver := func(l *Leader) bool {
-		if !first && sameLeader(last, l) {
-			return true
-		}
-		first, last = false, l
-		return send(ObserveEvent{Leader: l})
-	}
+// followStream runs once, one connection at a time, from the preferred
+// member on, moving to the next member after each drop, until ctx ends,
+// once says reconnecting is pointless, or c.cfg.Attempts connections in a
+// row delivered nothing. fail gets the error that ended it (not when ctx
+// did, nor after a fatal end without error).
+func (c *Client) followStream(ctx context.Context, once func(endpoint string) (delivered, fatal bool, err error), fail func(error)) {
 	index := int(atomic.LoadInt32(&c.preferred))
 	drops := 0
 	for {
-		delivered, fatal, err := c.observeOnce(ctx, c.endpoints[index%len(c.endpoints)], path, deliver)
+		delivered, fatal, err := once(c.endpoints[index%len(c.endpoints)])
 		if ctx.Err() != nil {
 			return
 		}
 		if fatal {
-			send(ObserveEvent{Err: err})
+			if err != nil {
+				fail(err)
+			}
 			return
 		}
 		if delivered {
@@ -74,7 +65,7 @@ func (c *Client) observe(ctx context.Context, election string, ch chan<- Observe
 		}
 		drops++
 		if drops >= c.cfg.Attempts {
-			send(ObserveEvent{Err: err})
+			fail(err)
 			return
 		}
 		index++
@@ -84,44 +75,29 @@ func (c *Client) observe(ctx context.Context, election string, ch chan<- Observe
 	}
 }
 
-func sameLeader(a, b *Leader) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
+// streamEnd, returned by an event handler, ends the connection: fatal
+// says whether reconnecting is pointless.
+type streamEnd struct {
+	fatal bool
+	err   error
 }
 
-// observeOnce reads one SSE connection until it ends. delivered says
-// whether any event arrived; fatal whether reconnecting is pointless.
-func (c *Client) observeOnce(ctx context.Context, endpoint, path string, deliver func(*Leader) bool) (delivered, fatal bool, err error) {
+// readStream opens route on endpoint as kind's event stream and hands
+// each event to handle until handle returns an end, or the stream breaks
+// or stays silent for c.cfg.ObserveIdleTimeout. fatal says whether
+// reconnecting is pointless.
+func (c *Client) readStream(ctx context.Context, endpoint, route string, kind streamKind, handle func(sseEvent) *streamEnd) (fatal bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Bounds the wait for the headers, then each silence.
+	// Bounds the wait for the headers, then each silence (the server
+	// sends keepalive comments).
 	watchdog := time.AfterFunc(c.cfg.RequestTimeout, cancel)
 	defer watchdog.Stop()
-	req, err := http.NewRequestWithContext(sctx, http.MethodGet, endpoint+path, nil)
+	resp, fatal, err := c.openStream(sctx, endpoint, route, kind)
 	if err != nil {
-		return false, true, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	c.authorize(req)
-	resp, err := c.http.Do(req)
-	if why := tlsError(err); why != "" {
-		return false, true, &Error{Code: CodeTLS, Message: endpoint + ": " + why, Err: err}
-	}
-	if err != nil {
-		return false, false, &Error{Code: CodeUnavailable, Message: endpoint + ": " + err.Error(), Err: err}
+		return fatal, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		e := errorOf(resp.StatusCode, body)
-		switch e.Code {
-		case CodeNoLeader, CodeShuttingDown, CodeOutcomeUnknown, CodeInternal, CodeNotCaughtUp:
-			return false, false, e
-		}
-		return false, true, e
-	}
 	watchdog.Reset(c.cfg.ObserveIdleTimeout)
 	reader := bufio.NewReader(resp.Body)
 	var parser sseParser
@@ -131,22 +107,50 @@ func (c *Client) observeOnce(ctx context.Context, endpoint, path string, deliver
 			if errors.Is(err, io.EOF) {
 				err = errors.New("the server closed the stream")
 			}
-			return delivered, false, &Error{Code: CodeUnavailable, Message: endpoint + ": observe: " + err.Error(), Err: err}
+			return false, &Error{Code: CodeUnavailable, Message: endpoint + ": " + kind.name + ": " + err.Error(), Err: err}
 		}
 		watchdog.Reset(c.cfg.ObserveIdleTimeout)
-		ev, ok := parser.line(line)
-		if !ok || ev.name != "leader" {
-			continue
-		}
-		var body electionBody
-		if err := json.Unmarshal([]byte(ev.data), &body); err != nil {
-			return delivered, true, &Error{Code: CodeProtocol, Message: "observe event: " + err.Error(), Err: err}
-		}
-		delivered = true
-		if !deliver(body.Leader) {
-			return delivered, false, ctx.Err()
+		if ev, ok := parser.line(line); ok {
+			if end := handle(ev); end != nil {
+				return end.fatal, end.err
+			}
 		}
 	}
+}
+
+// openStream sends a GET for an event stream: the answer, or whether
+// retrying elsewhere is pointless.
+func (c *Client) openStream(ctx context.Context, endpoint, route string, kind streamKind) (*http.Response, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+route, nil)
+	if err != nil {
+		return nil, true, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	c.authorize(req)
+	resp, err := c.http.Do(req)
+	if why := tlsError(err); why != "" {
+		return nil, true, &Error{Code: CodeTLS, Message: endpoint + ": " + why, Err: err}
+	}
+	if err != nil {
+		return nil, false, &Error{Code: CodeUnavailable, Message: endpoint + ": " + err.Error(), Err: err}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		e := errorOf(resp.StatusCode, body)
+		switch e.Code {
+		case CodeNoLeader, CodeShuttingDown, CodeOutcomeUnknown, CodeInternal, CodeNotCaughtUp:
+			return nil, false, e
+		case CodeOverloaded:
+			return nil, !kind.retryOverloaded, e
+		}
+		return nil, true, e
+	}
+	if kind.eventStreamOnly && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body.Close()
+		return nil, true, &Error{Code: CodeProtocol, Message: endpoint + ": not an event stream"}
+	}
+	return resp, false, nil
 }
 
 // sseEvent is one dispatched Server-Sent Event.

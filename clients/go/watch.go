@@ -1,16 +1,10 @@
 package raftlock
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync/atomic"
-	"time"
 )
 
 // Node watches (docs/api.md, Nodes): GET /v1/nodes/{path}?watch=true&
@@ -107,16 +101,13 @@ func (w *watching) since() uint64 {
 	return w.revision
 }
 
+// watchStream is how Watch's stream differs from Observe's (see
+// streamKind).
+var watchStream = streamKind{name: "watch", retryOverloaded: true, eventStreamOnly: true}
+
 func (c *Client) watch(ctx context.Context, path string, since uint64, ch chan<- WatchEvent) {
 	defer close(ch)
-	send := func(ev WatchEvent) bool {
-		select {
-		case ch <- ev:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
+	send := func(ev WatchEvent) bool { return sendEvent(ctx, ch, ev) }
 	if err := checkPath(path); err != nil {
 		send(WatchEvent{Err: err})
 		return
@@ -132,33 +123,10 @@ func (c *Client) watch(ctx context.Context, path string, since uint64, ch chan<-
 		since = revision
 	}
 	w := &watching{revision: since, atRevision: map[string]bool{}, deliverable: send}
-	index := int(atomic.LoadInt32(&c.preferred))
-	drops := 0
-	for {
+	c.followStream(ctx, func(endpoint string) (bool, bool, error) {
 		route := apiNodePath(path) + "?watch=true&since_revision=" + strconv.FormatUint(w.since(), 10)
-		delivered, fatal, err := c.watchOnce(ctx, c.endpoints[index%len(c.endpoints)], route, w)
-		if ctx.Err() != nil {
-			return
-		}
-		if fatal {
-			if err != nil {
-				send(WatchEvent{Err: err})
-			}
-			return
-		}
-		if delivered {
-			drops = 0
-		}
-		drops++
-		if drops >= c.cfg.Attempts {
-			send(WatchEvent{Err: err})
-			return
-		}
-		index++
-		if sleepCtx(ctx, c.backoff(drops)) != nil {
-			return
-		}
-	}
+		return c.watchOnce(ctx, endpoint, route, w)
+	}, func(err error) { send(WatchEvent{Err: err}) })
 }
 
 type changeBody struct {
@@ -171,92 +139,37 @@ type changeBody struct {
 // whether any change arrived; fatal whether the watch is over (err nil
 // after "compacted", which was delivered).
 func (c *Client) watchOnce(ctx context.Context, endpoint, route string, w *watching) (delivered, fatal bool, err error) {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Bounds the wait for the headers, then each silence (the server
-	// sends keepalive comments).
-	watchdog := time.AfterFunc(c.cfg.RequestTimeout, cancel)
-	defer watchdog.Stop()
-	resp, fatal, err := c.openStream(sctx, endpoint, route)
-	if err != nil {
-		return false, fatal, err
-	}
-	defer resp.Body.Close()
-	watchdog.Reset(c.cfg.ObserveIdleTimeout)
-	reader := bufio.NewReader(resp.Body)
-	var parser sseParser
-	for {
-		line, err := reader.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = errors.New("the server closed the stream")
-			}
-			return delivered, false, &Error{Code: CodeUnavailable, Message: endpoint + ": watch: " + err.Error(), Err: err}
-		}
-		watchdog.Reset(c.cfg.ObserveIdleTimeout)
-		ev, ok := parser.line(line)
-		if !ok {
-			continue
-		}
+	fatal, err = c.readStream(ctx, endpoint, route, watchStream, func(ev sseEvent) *streamEnd {
 		switch ev.name {
 		case "put", "delete":
 			var body changeBody
 			if err := json.Unmarshal([]byte(ev.data), &body); err != nil {
-				return delivered, true, &Error{Code: CodeProtocol, Message: "watch event: " + err.Error(), Err: err}
+				return &streamEnd{fatal: true, err: &Error{Code: CodeProtocol, Message: "watch event: " + err.Error(), Err: err}}
 			}
 			change := WatchEvent{Type: ev.name, Revision: body.Revision, Path: body.Path}
 			if body.Node != nil {
-				if change.Node, err = body.Node.node(); err != nil {
-					return delivered, true, err
+				node, err := body.Node.node()
+				if err != nil {
+					return &streamEnd{fatal: true, err: err}
 				}
+				change.Node = node
 				change.Node.Path = body.Path
 			}
 			delivered = true
 			if !w.deliver(change) {
-				return delivered, false, ctx.Err()
+				return &streamEnd{err: ctx.Err()}
 			}
 		case "compacted":
 			var body struct {
 				Floor uint64 `json:"floor"`
 			}
 			if err := json.Unmarshal([]byte(ev.data), &body); err != nil {
-				return delivered, true, &Error{Code: CodeProtocol, Message: "watch event: " + err.Error(), Err: err}
+				return &streamEnd{fatal: true, err: &Error{Code: CodeProtocol, Message: "watch event: " + err.Error(), Err: err}}
 			}
 			w.deliverable(WatchEvent{Type: "compacted", Floor: body.Floor})
-			return delivered, true, nil
+			return &streamEnd{fatal: true}
 		}
-	}
-}
-
-// openStream sends a GET for an event stream: the answer, or whether
-// retrying elsewhere is pointless.
-func (c *Client) openStream(ctx context.Context, endpoint, route string) (*http.Response, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+route, nil)
-	if err != nil {
-		return nil, true, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	c.authorize(req)
-	resp, err := c.http.Do(req)
-	if why := tlsError(err); why != "" {
-		return nil, true, &Error{Code: CodeTLS, Message: endpoint + ": " + why, Err: err}
-	}
-	if err != nil {
-		return nil, false, &Error{Code: CodeUnavailable, Message: endpoint + ": " + err.Error(), Err: err}
-	}
-	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		e := errorOf(resp.StatusCode, body)
-		switch e.Code {
-		case CodeNoLeader, CodeShuttingDown, CodeOutcomeUnknown, CodeInternal, CodeNotCaughtUp, CodeOverloaded:
-			return nil, false, e
-		}
-		return nil, true, e
-	}
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body.Close()
-		return nil, true, &Error{Code: CodeProtocol, Message: endpoint + ": not an event stream"}
-	}
-	return resp, false, nil
+		return nil
+	})
+	return delivered, fatal, err
 }

@@ -25,33 +25,19 @@
 //!   `target/injected/debug/raftlock`) must be caught by the register
 //!   workload with the leader-isolating partition, within 2 × 20 s.
 
+mod process;
+
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use raftlock_jepsen::control::default_raftlock_bin;
 use raftlock_jepsen::control::setup::workspace_root;
-use raftlock_jepsen::nemesis::Fault;
-use raftlock_jepsen::runner::{self, TestOptions, TestOutcome};
+use raftlock_jepsen::runner::{TestOptions, TestOutcome};
 use raftlock_jepsen::workload::route::Routing;
 use raftlock_jepsen::{Verdict, Workload};
 
-/// One cluster at a time: the machine has two cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn store() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jepsen-store")
-}
-
-fn binary(path: PathBuf, build: &str) -> PathBuf {
-    assert!(
-        path.is_file(),
-        "{} is missing: build it first with `{build}` (jepsen/ci.sh does)",
-        path.display()
-    );
-    path
-}
+use process::{binary, store};
 
 fn run(workload: Workload, nemesis: &str, seed: u64) -> TestOutcome {
     run_with(workload, Routing::default(), nemesis, seed)
@@ -69,40 +55,36 @@ fn run_tuned(
     seed: u64,
     tune: impl FnOnce(&mut TestOptions),
 ) -> TestOutcome {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut opts = TestOptions::new(workload);
+    let _one = process::one_at_a_time();
+    let mut opts = process::options(workload, nemesis, seed, Duration::from_secs(15));
     opts.raftlock_bin = binary(default_raftlock_bin(), "cargo build -p raftlock-cli");
     opts.clients = clients;
     opts.member_bin = PathBuf::from(env!("CARGO_BIN_EXE_raftlock-jepsen"));
-    opts.faults = Fault::parse_list(nemesis).unwrap();
-    opts.time_limit = Duration::from_secs(15);
-    opts.concurrency = 8;
-    opts.seed = seed;
-    opts.store = store();
     tune(&mut opts);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let outcome = runtime
-        .block_on(runner::run(&opts))
-        .unwrap_or_else(|e| panic!("{} failed to run: {e:#}", opts.replay_command()));
-    println!("{}", outcome.summary);
-    outcome
+    process::run(&opts)
 }
 
+/// Valid, with ops, and with a fault injected.
 fn assert_valid(outcome: &TestOutcome) {
-    assert_eq!(
-        outcome.verdict,
-        Verdict::Valid,
-        "expected a valid run:\n{}",
-        outcome.summary
-    );
-    assert!(outcome.operations > 50, "too few ops:\n{}", outcome.summary);
+    process::assert_valid(outcome);
     assert!(
         outcome.faults >= 1,
         "no fault injected:\n{}",
+        outcome.summary
+    );
+}
+
+/// A run with an injected `bug`: invalid, and `checker` says so.
+fn assert_caught(outcome: &TestOutcome, checker: &str, bug: &str) {
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Invalid,
+        "the injected {bug} bug was not caught:\n{}",
+        outcome.summary
+    );
+    assert!(
+        outcome.summary.contains(checker) && outcome.summary.contains("INVALID"),
+        "{}",
         outcome.summary
     );
 }
@@ -155,17 +137,7 @@ fn rwlock_writers_in_read_mode_are_caught() {
         o.time_limit = Duration::from_secs(10);
         o.settings.inject_rw_read_for_write = true;
     });
-    assert_eq!(
-        outcome.verdict,
-        Verdict::Invalid,
-        "the injected shared-writer bug was not caught:\n{}",
-        outcome.summary
-    );
-    assert!(
-        outcome.summary.contains("rwlock-exclusion") && outcome.summary.contains("INVALID"),
-        "{}",
-        outcome.summary
-    );
+    assert_caught(&outcome, "rwlock-exclusion", "shared-writer");
 }
 
 /// Semaphores (limit 3, 8 clients) under every fault, 15 s: never more
@@ -193,17 +165,7 @@ fn semaphore_clients_on_the_wrong_name_are_caught() {
         o.time_limit = Duration::from_secs(10);
         o.settings.inject_sem_wrong_name = true;
     });
-    assert_eq!(
-        outcome.verdict,
-        Verdict::Invalid,
-        "the injected wrong-name bug was not caught:\n{}",
-        outcome.summary
-    );
-    assert!(
-        outcome.summary.contains("semaphore-limit") && outcome.summary.contains("INVALID"),
-        "{}",
-        outcome.summary
-    );
+    assert_caught(&outcome, "semaphore-limit", "wrong-name");
 }
 
 /// Locks with a 1 s lock-delay under client pauses, leader kills and
@@ -250,17 +212,7 @@ fn lock_delay_not_asked_for_is_caught() {
             o.settings.inject_no_lock_delay = true;
         },
     );
-    assert_eq!(
-        outcome.verdict,
-        Verdict::Invalid,
-        "the injected no-delay bug was not caught:\n{}",
-        outcome.summary
-    );
-    assert!(
-        outcome.summary.contains("lock-delay") && outcome.summary.contains("INVALID"),
-        "{}",
-        outcome.summary
-    );
+    assert_caught(&outcome, "lock-delay", "no-delay");
 }
 
 /// Transfers between accounts under multi-locks, under every fault, 15 s:
@@ -288,17 +240,7 @@ fn multilock_transfers_under_one_lock_are_caught() {
         o.time_limit = Duration::from_secs(10);
         o.settings.inject_multi_one_lock = true;
     });
-    assert_eq!(
-        outcome.verdict,
-        Verdict::Invalid,
-        "the injected one-lock transfer bug was not caught:\n{}",
-        outcome.summary
-    );
-    assert!(
-        outcome.summary.contains("multilock-conservation") && outcome.summary.contains("INVALID"),
-        "{}",
-        outcome.summary
-    );
+    assert_caught(&outcome, "multilock-conservation", "one-lock transfer");
 }
 
 /// A run under `isolate-leader` must be valid, with the fault injected
@@ -331,7 +273,7 @@ fn fenced_with_embedded_clients_under_isolate_leader_is_valid() {
 #[test]
 #[ignore = "needs target/injected/debug/raftlock: run jepsen/ci.sh"]
 fn stale_reads_of_the_injected_build_are_caught() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = process::one_at_a_time();
     let injected = std::env::var_os("RAFTLOCK_INJECTED_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target/injected/debug/raftlock"));

@@ -13,17 +13,15 @@
 //! `jepsen/ci.sh` runs them with
 //! `cargo test -p raftlock-jepsen --test disk -- --ignored --test-threads=1`.
 
-use std::path::PathBuf;
-use std::sync::Mutex;
+mod process;
+
 use std::time::Duration;
 
 use raftlock_jepsen::control::{default_member_bin, default_raftlock_bin};
-use raftlock_jepsen::nemesis::{Fault, Pacing};
-use raftlock_jepsen::runner::{self, TestOptions, TestOutcome};
-use raftlock_jepsen::{Verdict, Workload};
+use raftlock_jepsen::runner::TestOutcome;
+use raftlock_jepsen::Workload;
 
-/// One cluster at a time: the machine has two cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+use process::assert_valid;
 
 /// What a member logs when a failed barrier takes it out of Raft
 /// (`crates/raftlock-node/src/storage_watch.rs`).
@@ -37,47 +35,14 @@ const SLOWED: &str = "fault injected: slow log syncs";
 /// A run of `workload` for 20 s under `nemesis`, faults paced fast enough
 /// that a short run sees several.
 fn run(workload: Workload, nemesis: &str, seed: u64) -> TestOutcome {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = process::one_at_a_time();
     for bin in [default_raftlock_bin(), default_member_bin()] {
-        assert!(
-            bin.is_file(),
-            "{} is missing: build it first with `cargo build -p raftlock-cli -p \
-             raftlock-jepsen` (jepsen/ci.sh does)",
-            bin.display()
-        );
+        process::binary(bin, "cargo build -p raftlock-cli -p raftlock-jepsen");
     }
-    let mut opts = TestOptions::new(workload);
-    opts.faults = Fault::parse_list(nemesis).unwrap();
-    opts.time_limit = Duration::from_secs(20);
-    opts.concurrency = 8;
-    opts.seed = seed;
-    opts.store = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jepsen-store");
-    opts.pacing = Pacing {
-        first: (Duration::from_millis(500), Duration::from_millis(1_000)),
-        between: (Duration::from_millis(500), Duration::from_millis(1_500)),
-        hold: (Duration::from_millis(1_500), Duration::from_millis(3_000)),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let outcome = runtime
-        .block_on(runner::run(&opts))
-        .unwrap_or_else(|e| panic!("{} failed to run: {e:#}", opts.replay_command()));
-    println!("{}", outcome.summary);
-    outcome
-}
-
-/// Valid, with ops.
-fn assert_valid(outcome: &TestOutcome) {
-    assert_eq!(
-        outcome.verdict,
-        Verdict::Valid,
-        "expected a valid run:\n{}",
-        outcome.summary
-    );
-    assert!(outcome.operations > 50, "too few ops:\n{}", outcome.summary);
+    let mut opts = process::options(workload, nemesis, seed, Duration::from_secs(20));
+    opts.pacing =
+        process::fast_pacing((Duration::from_millis(1_500), Duration::from_millis(3_000)));
+    process::run(&opts)
 }
 
 /// Lines of every node log of the run that contain `needle`.

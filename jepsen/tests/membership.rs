@@ -8,63 +8,27 @@
 //! `jepsen/ci.sh` runs them with
 //! `cargo test -p raftlock-jepsen --test membership -- --ignored --test-threads=1`.
 
-use std::path::PathBuf;
-use std::sync::Mutex;
+mod process;
+
 use std::time::Duration;
 
 use raftlock_jepsen::control::default_raftlock_bin;
-use raftlock_jepsen::nemesis::{Fault, Pacing};
-use raftlock_jepsen::runner::{self, TestOptions, TestOutcome};
-use raftlock_jepsen::{Verdict, Workload};
+use raftlock_jepsen::runner::TestOutcome;
+use raftlock_jepsen::Workload;
 
-/// One cluster at a time: the machine has two cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+use process::assert_valid;
 
 /// A run of `workload` for 20 s under `nemesis`, with faults paced faster
 /// than the default so that a short run sees several changes: from three
 /// members and two spares the first change is an add, and at most two adds
 /// can follow before a removal must come.
 fn run(workload: Workload, nemesis: &str, seed: u64) -> TestOutcome {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let bin = default_raftlock_bin();
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it first with `cargo build -p raftlock-cli` (jepsen/ci.sh does)",
-        bin.display()
-    );
-    let mut opts = TestOptions::new(workload);
-    opts.raftlock_bin = bin;
-    opts.faults = Fault::parse_list(nemesis).unwrap();
-    opts.time_limit = Duration::from_secs(20);
-    opts.concurrency = 8;
-    opts.seed = seed;
-    opts.store = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jepsen-store");
-    opts.pacing = Pacing {
-        first: (Duration::from_millis(500), Duration::from_millis(1_000)),
-        between: (Duration::from_millis(500), Duration::from_millis(1_500)),
-        hold: (Duration::from_millis(1_000), Duration::from_millis(2_500)),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let outcome = runtime
-        .block_on(runner::run(&opts))
-        .unwrap_or_else(|e| panic!("{} failed to run: {e:#}", opts.replay_command()));
-    println!("{}", outcome.summary);
-    outcome
-}
-
-/// Valid, with ops.
-fn assert_valid(outcome: &TestOutcome) {
-    assert_eq!(
-        outcome.verdict,
-        Verdict::Valid,
-        "expected a valid run:\n{}",
-        outcome.summary
-    );
-    assert!(outcome.operations > 50, "too few ops:\n{}", outcome.summary);
+    let _one = process::one_at_a_time();
+    let mut opts = process::options(workload, nemesis, seed, Duration::from_secs(20));
+    opts.raftlock_bin = process::binary(default_raftlock_bin(), "cargo build -p raftlock-cli");
+    opts.pacing =
+        process::fast_pacing((Duration::from_millis(1_000), Duration::from_millis(2_500)));
+    process::run(&opts)
 }
 
 /// Valid, with ops, and with completed adds and removals.

@@ -13,6 +13,7 @@ from raftlock import _api, _endpoints, _sse
 from raftlock._failover import Answer, Attempt, Call, Lost, NotSent, Outcome, RetryPolicy, drive, plan
 from raftlock._lease import LeaseClock, lost_margin
 from raftlock._settings import Settings
+from raftlock._stream import CLOSED, Reconnects
 from raftlock._waiting import Slice, WaitPlan, must_release
 from raftlock.errors import from_answer
 
@@ -298,6 +299,22 @@ def test_leader_feed_drops_repeats_across_reconnects() -> None:
     [leader] = list(feed.push(led))
     assert leader is not None and (leader.value, leader.fencing_token) == ("v", 7)
     assert feed.events == 3
+
+
+def test_a_followed_stream_gives_up_only_after_drops_in_a_row_without_an_event() -> None:
+    feed = _sse.LeaderFeed()
+    reconnects = Reconnects("observe e", RetryPolicy(attempts=3))
+    assert reconnects.dropped("reset") > 0
+    before = feed.events
+    list(feed.push(b'event: leader\ndata: {"election":"e","leader":null}\n\n'))
+    reconnects.read(feed, before)  # an event: the count starts again
+    assert reconnects.dropped(CLOSED) > 0
+    before = feed.events
+    list(feed.push(b": keep-alive\n\n"))
+    reconnects.read(feed, before)  # no event: the drops go on counting
+    assert reconnects.dropped("reset") > 0
+    with pytest.raises(raftlock.Unavailable, match="observe e: refused"):
+        reconnects.dropped("refused")
 
 
 # -- read-write locks, semaphores, multi-locks, watches ------------------------

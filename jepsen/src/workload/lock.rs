@@ -49,15 +49,11 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::session::{End, Loss, Session};
-use super::{backoff, Ctx};
-use crate::api::Reply;
+use super::holder::{self, Acquired, Sessions};
+use super::session::{End, Session};
+use super::Ctx;
 use crate::history::{Value, F};
 use crate::runlog::Call;
-
-/// How long a holder keeps retrying a release the cluster cannot take
-/// (no leader) before giving the session up.
-const RELEASE_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Which lock a client takes, and what it does under it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,21 +84,10 @@ fn sem_name(ctx: &Ctx, idx: usize) -> String {
 
 /// One lock client of `kind`.
 pub async fn client(ctx: Arc<Ctx>, idx: usize, kind: Kind, mut rng: StdRng) {
-    let mut ending: Option<(Session, End)> = None;
-    loop {
-        let pid = ctx.next_pid();
-        if let Some((old, how)) = ending.take() {
-            old.end(&ctx, pid, how, &mut rng).await;
-        }
-        if ctx.stopping() {
-            return;
-        }
-        let Some(session) = Session::open(&ctx, idx, pid, &mut rng).await else {
-            return;
-        };
+    let mut sessions = Sessions::new(idx);
+    while let Some(session) = sessions.next(&ctx, &mut rng).await {
         let how = session_loop(&ctx, idx, kind, &session, &mut rng).await;
-        ctx.set_holding(idx, false);
-        ending = Some((session, how));
+        sessions.ended(&ctx, session, how);
     }
 }
 
@@ -116,7 +101,6 @@ async fn session_loop(
 ) -> End {
     let fenced = kind == Kind::Fenced;
     let lock = &ctx.settings.lock;
-    let route = &ctx.clients[idx].route;
     loop {
         if let Some(why) = session.lost(ctx) {
             return End::Lost(why);
@@ -151,82 +135,50 @@ async fn session_loop(
             },
             token: None,
         };
-        let wait_ms = rng.random_range(500..=ctx.settings.max_wait_ms.max(500));
-        let node = route.pick(rng);
-        ctx.log.invoke(&call);
-        let reply = match mode {
-            None if kind == Kind::Semaphore => {
-                let name = sem_name(ctx, idx);
-                let ask = (ctx.settings.permits, wait_ms);
-                ctx.client_api
-                    .sem_acquire(node, &name, &session.id, ask)
-                    .await
-            }
-            None if kind == Kind::Delayed => {
-                // The injected bug: the delay recorded is not asked for.
-                let delay = if ctx.settings.inject_no_lock_delay {
-                    0
-                } else {
-                    ctx.settings.lock_delay_ms
-                };
-                let ask = (wait_ms, delay);
-                ctx.client_api
-                    .acquire_delayed(node, lock, &session.id, ask)
-                    .await
-            }
-            None => {
-                ctx.client_api
-                    .acquire(node, lock, &session.id, wait_ms)
-                    .await
-            }
-            Some(mode) => {
-                // The injected bug: a write hold taken in read mode.
-                let sent = if ctx.settings.inject_rw_read_for_write {
-                    "read"
-                } else {
-                    mode
-                };
-                ctx.client_api
-                    .rw_acquire(node, lock, &session.id, (sent, wait_ms))
-                    .await
-            }
-        };
-        route.observe(node, reply.code());
-        let token = match reply {
-            Reply::Ok(token) => {
-                ctx.log.ok(
-                    &Call {
-                        token: Some(token),
-                        ..call.clone()
-                    },
-                    Value::Nil,
-                );
-                token
-            }
-            Reply::Fail(e) if e.code == "session_not_found" => {
-                // A grant may have raced the expiry: unknown.
-                ctx.log.info(&call, &e.text());
-                session.mark_gone(ctx);
-                return End::Lost(Loss::Gone);
-            }
-            Reply::Fail(e) => {
-                ctx.log.fail(&call, &e.text());
-                if !matches!(e.code.as_str(), "timeout" | "lock_held") {
-                    backoff(ctx, rng).await;
+        let send = |node, wait_ms| async move {
+            match mode {
+                None if kind == Kind::Semaphore => {
+                    let name = sem_name(ctx, idx);
+                    let ask = (ctx.settings.permits, wait_ms);
+                    ctx.client_api
+                        .sem_acquire(node, &name, &session.id, ask)
+                        .await
                 }
-                continue;
-            }
-            Reply::Info(e) => {
-                ctx.log.info(&call, &e.text());
-                return End::Lost(Loss::GaveUp);
+                None if kind == Kind::Delayed => {
+                    // The injected bug: the delay recorded is not asked for.
+                    let delay = if ctx.settings.inject_no_lock_delay {
+                        0
+                    } else {
+                        ctx.settings.lock_delay_ms
+                    };
+                    let ask = (wait_ms, delay);
+                    ctx.client_api
+                        .acquire_delayed(node, lock, &session.id, ask)
+                        .await
+                }
+                None => {
+                    ctx.client_api
+                        .acquire(node, lock, &session.id, wait_ms)
+                        .await
+                }
+                Some(mode) => {
+                    // The injected bug: a write hold taken in read mode.
+                    let sent = if ctx.settings.inject_rw_read_for_write {
+                        "read"
+                    } else {
+                        mode
+                    };
+                    ctx.client_api
+                        .rw_acquire(node, lock, &session.id, (sent, wait_ms))
+                        .await
+                }
             }
         };
-        if let Some(why) = session.lost(ctx) {
-            // Granted after the client had given the session up: it never
-            // acts on this grant (a loss is final).
-            return End::Lost(why);
-        }
-        ctx.set_holding(idx, true);
+        let token = match holder::acquire(ctx, idx, session, call, rng, |t| Some(*t), send).await {
+            Acquired::Held(token) => token,
+            Acquired::Retry => continue,
+            Acquired::End(end) => return end,
+        };
         if fenced {
             increment(ctx, idx, session.pid, token).await;
         }
@@ -285,9 +237,7 @@ async fn increment(ctx: &Ctx, idx: usize, pid: u64, token: u64) {
     }
 }
 
-/// Releases the held lock. `None` when released and the session can go
-/// on; otherwise how the session must end. A lost session is not
-/// released: the client has stopped, and a loss is final.
+/// Releases the held lock, as [`holder::release`].
 async fn release(
     ctx: &Ctx,
     idx: usize,
@@ -295,65 +245,17 @@ async fn release(
     session: &Session,
     rng: &mut StdRng,
 ) -> Option<End> {
-    let route = &ctx.clients[idx].route;
-    let started = tokio::time::Instant::now();
-    loop {
-        if let Some(why) = session.lost(ctx) {
-            return Some(End::Lost(why));
+    let lock = &ctx.settings.lock;
+    holder::release(ctx, idx, session, Value::Nil, rng, |node| async move {
+        let api = &ctx.client_api;
+        match kind {
+            Kind::Semaphore => {
+                api.sem_release(node, &sem_name(ctx, idx), &session.id)
+                    .await
+            }
+            Kind::RwLock => api.rw_release(node, lock, &session.id).await,
+            _ => api.release(node, lock, &session.id).await,
         }
-        let call = Call {
-            pid: session.pid,
-            f: F::Release,
-            key: ctx.settings.lock.clone(),
-            value: Value::Nil,
-            token: None,
-        };
-        let node = route.pick(rng);
-        ctx.log.invoke(&call);
-        let reply = if kind == Kind::Semaphore {
-            ctx.client_api
-                .sem_release(node, &sem_name(ctx, idx), &session.id)
-                .await
-        } else if kind == Kind::RwLock {
-            ctx.client_api
-                .rw_release(node, &ctx.settings.lock, &session.id)
-                .await
-        } else {
-            ctx.client_api
-                .release(node, &ctx.settings.lock, &session.id)
-                .await
-        };
-        route.observe(node, reply.code());
-        match reply {
-            Reply::Ok(()) => {
-                ctx.log.ok(&call, Value::Nil);
-                return None;
-            }
-            Reply::Fail(e) if e.code == "session_not_found" => {
-                ctx.log.fail(&call, &e.text());
-                session.mark_gone(ctx);
-                return Some(End::Lost(Loss::Gone));
-            }
-            Reply::Fail(e) if matches!(e.code.as_str(), "no_leader" | "connect") => {
-                ctx.log.fail(&call, &e.text());
-                if started.elapsed() > RELEASE_PATIENCE {
-                    return Some(End::Lost(Loss::GaveUp));
-                }
-                // Still holding; try again (the run's stop does not cut
-                // this short: the lock must be given back or the session
-                // ended on the record).
-                tokio::time::sleep(Duration::from_millis(rng.random_range(20..100))).await;
-            }
-            Reply::Fail(e) => {
-                // `not_owner`/`not_found` while we hold it per the server's
-                // own grant: recorded as is; the session is given up.
-                ctx.log.fail(&call, &e.text());
-                return Some(End::Lost(Loss::GaveUp));
-            }
-            Reply::Info(e) => {
-                ctx.log.info(&call, &e.text());
-                return Some(End::Lost(Loss::GaveUp));
-            }
-        }
-    }
+    })
+    .await
 }

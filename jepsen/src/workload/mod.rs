@@ -5,6 +5,8 @@
 //!   release, and for `fenced` an increment in [`store::FencedStore`]);
 //! - [`multilock`]: transfers between accounts under multi-locks, with
 //!   guarded writes, and audits of every account under one multi-lock;
+//! - [`holder`]: what those two share: the cycle of sessions, an
+//!   acquire's answer, the release retried while there is no leader;
 //! - [`register`]: get/set/cas on a few keys through the nodes API;
 //! - [`session`]: a session with its keepalive task, the Rust client's
 //!   loss rule, and the bookkeeping that turns a lost session into a
@@ -15,6 +17,7 @@
 //! Process ids are never reused: a client whose op ended `info`, or whose
 //! session is gone, continues under a fresh id ([`Ctx::next_pid`]).
 
+pub mod holder;
 pub mod lock;
 pub mod multilock;
 pub mod register;

@@ -29,14 +29,12 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::session::{End, Loss, Session};
+use super::holder::{self, Acquired, Sessions};
+use super::session::{End, Session};
 use super::{backoff, Ctx};
 use crate::api::{Api, Reply};
 use crate::history::{Value, F};
 use crate::runlog::Call;
-
-/// How long a holder keeps retrying a release the cluster cannot take.
-const RELEASE_PATIENCE: Duration = Duration::from_secs(30);
 
 /// The node of account `i`.
 pub fn account_path(i: usize) -> String {
@@ -58,21 +56,10 @@ pub async fn client(ctx: Arc<Ctx>, idx: usize, mut rng: StdRng) {
     if !create_accounts(&ctx, idx, &mut rng).await {
         return;
     }
-    let mut ending: Option<(Session, End)> = None;
-    loop {
-        let pid = ctx.next_pid();
-        if let Some((old, how)) = ending.take() {
-            old.end(&ctx, pid, how, &mut rng).await;
-        }
-        if ctx.stopping() {
-            return;
-        }
-        let Some(session) = Session::open(&ctx, idx, pid, &mut rng).await else {
-            return;
-        };
+    let mut sessions = Sessions::new(idx);
+    while let Some(session) = sessions.next(&ctx, &mut rng).await {
         let how = session_loop(&ctx, idx, &session, &mut rng).await;
-        ctx.set_holding(idx, false);
-        ending = Some((session, how));
+        sessions.ended(&ctx, session, how);
     }
 }
 
@@ -120,64 +107,46 @@ async fn session_loop(ctx: &Ctx, idx: usize, session: &Session, rng: &mut StdRng
     }
 }
 
-/// What holding a multi-lock gave: the locks really taken with their
-/// tokens, or how the session must end, or nothing (try again).
-enum Taken {
-    Held(Vec<(String, u64)>),
-    End(End),
-    Not,
+/// The multi-lock's locks as the history records them.
+fn locks_value(locks: &[String]) -> Value {
+    Value::List(locks.iter().map(|l| Value::Str(l.clone())).collect())
 }
 
-/// Takes `sent` (recording `recorded` as the locks taken).
+/// Takes `sent` (recording `recorded` as the locks taken): the locks
+/// really taken, with their tokens, as [`holder::acquire`] says.
 async fn take(
     ctx: &Ctx,
     idx: usize,
     session: &Session,
     (recorded, sent): (&[String], &[String]),
     rng: &mut StdRng,
-) -> Taken {
+) -> Acquired<Vec<(String, u64)>> {
     let call = Call {
         pid: session.pid,
         f: F::Acquire,
         key: ctx.settings.lock.clone(),
-        value: Value::List(recorded.iter().map(|l| Value::Str(l.clone())).collect()),
+        value: locks_value(recorded),
         token: None,
     };
-    let wait_ms = rng.random_range(500..=ctx.settings.max_wait_ms.max(500));
-    let route = &ctx.clients[idx].route;
-    let node = route.pick(rng);
-    ctx.log.invoke(&call);
-    let reply = ctx
-        .client_api
-        .multi_acquire(node, sent, &session.id, wait_ms)
-        .await;
-    route.observe(node, reply.code());
-    match reply {
-        Reply::Ok(tokens) => {
-            let token = tokens.first().copied();
-            ctx.log.ok(&Call { token, ..call }, Value::Nil);
-            if let Some(why) = session.lost(ctx) {
-                return Taken::End(End::Lost(why));
-            }
-            ctx.set_holding(idx, true);
-            Taken::Held(sent.iter().cloned().zip(tokens).collect())
-        }
-        Reply::Fail(e) if e.code == "session_not_found" => {
-            ctx.log.info(&call, &e.text());
-            session.mark_gone(ctx);
-            Taken::End(End::Lost(Loss::Gone))
-        }
-        Reply::Fail(e) => {
-            ctx.log.fail(&call, &e.text());
-            if !matches!(e.code.as_str(), "timeout" | "lock_held") {
-                backoff(ctx, rng).await;
-            }
-            Taken::Not
-        }
-        Reply::Info(e) => {
-            ctx.log.info(&call, &e.text());
-            Taken::End(End::Lost(Loss::GaveUp))
-        }
+    let send = |node, wait_ms| async move {
+        ctx.client_api
+            .multi_acquire(node, sent, &session.id, wait_ms)
+            .await
+    };
+    match holder::acquire(
+        ctx,
+        idx,
+        session,
+        call,
+        rng,
+        |t: &Vec<u64>| t.first().copied(),
+        send,
+    )
+    .await
+    {
+        Acquired::Held(tokens) => Acquired::Held(sent.iter().cloned().zip(tokens).collect()),
+        Acquired::Retry => Acquired::Retry,
+        Acquired::End(end) => Acquired::End(end),
     }
 }
 
@@ -212,9 +181,9 @@ async fn transfer(ctx: &Ctx, idx: usize, session: &Session, rng: &mut StdRng) ->
         recorded.clone()
     };
     let held = match take(ctx, idx, session, (&recorded, &sent), rng).await {
-        Taken::Held(held) => held,
-        Taken::End(end) => return Some(end),
-        Taken::Not => return None,
+        Acquired::Held(held) => held,
+        Acquired::End(end) => return Some(end),
+        Acquired::Retry => return None,
     };
     let node = ctx.clients[idx].route.pick(rng);
     if let Some([a, b]) = balances(&ctx.client_api, node, &[from, to])
@@ -260,9 +229,9 @@ async fn transfer(ctx: &Ctx, idx: usize, session: &Session, rng: &mut StdRng) ->
 async fn audit(ctx: &Ctx, idx: usize, session: &Session, rng: &mut StdRng) -> Option<End> {
     let all: Vec<String> = (0..ctx.settings.accounts).map(account_lock).collect();
     let held = match take(ctx, idx, session, (&all, &all), rng).await {
-        Taken::Held(held) => held,
-        Taken::End(end) => return Some(end),
-        Taken::Not => return None,
+        Acquired::Held(held) => held,
+        Acquired::End(end) => return Some(end),
+        Acquired::Retry => return None,
     };
     let node = ctx.clients[idx].route.pick(rng);
     let token = held.first().map(|h| h.1);
@@ -305,7 +274,7 @@ pub async fn record_audit(
     }
 }
 
-/// Releases the multi-lock; as [`super::lock`]'s release.
+/// Releases the multi-lock, as [`holder::release`].
 async fn release(
     ctx: &Ctx,
     idx: usize,
@@ -313,50 +282,15 @@ async fn release(
     (recorded, sent): (&[String], &[String]),
     rng: &mut StdRng,
 ) -> Option<End> {
-    let route = &ctx.clients[idx].route;
-    let started = tokio::time::Instant::now();
-    loop {
-        if let Some(why) = session.lost(ctx) {
-            return Some(End::Lost(why));
-        }
-        let call = Call {
-            pid: session.pid,
-            f: F::Release,
-            key: ctx.settings.lock.clone(),
-            value: Value::List(recorded.iter().map(|l| Value::Str(l.clone())).collect()),
-            token: None,
-        };
-        let node = route.pick(rng);
-        ctx.log.invoke(&call);
-        let reply = ctx.client_api.multi_release(node, sent, &session.id).await;
-        route.observe(node, reply.code());
-        match reply {
-            Reply::Ok(()) => {
-                ctx.log.ok(&call, Value::Nil);
-                return None;
-            }
-            Reply::Fail(e) if e.code == "session_not_found" => {
-                ctx.log.fail(&call, &e.text());
-                session.mark_gone(ctx);
-                return Some(End::Lost(Loss::Gone));
-            }
-            Reply::Fail(e) if matches!(e.code.as_str(), "no_leader" | "connect") => {
-                ctx.log.fail(&call, &e.text());
-                if started.elapsed() > RELEASE_PATIENCE {
-                    return Some(End::Lost(Loss::GaveUp));
-                }
-                tokio::time::sleep(Duration::from_millis(rng.random_range(20..100))).await;
-            }
-            Reply::Fail(e) => {
-                ctx.log.fail(&call, &e.text());
-                return Some(End::Lost(Loss::GaveUp));
-            }
-            Reply::Info(e) => {
-                ctx.log.info(&call, &e.text());
-                return Some(End::Lost(Loss::GaveUp));
-            }
-        }
-    }
+    holder::release(
+        ctx,
+        idx,
+        session,
+        locks_value(recorded),
+        rng,
+        |node| async move { ctx.client_api.multi_release(node, sent, &session.id).await },
+    )
+    .await
 }
 
 /// The quiet phase's audit: a fresh session on `node` takes every account

@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generic, List, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar, Union
 from urllib.parse import quote
 
 from . import _wire
-from ._failover import Call
-from .errors import NotFound, NotOwner, SessionNotFound
+from ._failover import Answer, Call
+from .errors import NotFound, NotOwner, ProtocolError, SessionNotFound
 from .types import (
     ClusterState,
     FencingCheck,
@@ -229,10 +229,17 @@ def _node_route(path: str) -> str:
     return f"/v1/nodes/{_path(path)}".rstrip("/")
 
 
-def read_node(path: str) -> Op[Node]:
+def read_node(path: str) -> Call:
     """A linearizable node read; its answer's ``Raftlock-Revision`` header is
-    the revision the read saw."""
-    return Op(Call("GET", _node_route(path)), _wire.node)
+    the revision the read saw (:func:`node_at_revision` reads both)."""
+    return Call("GET", _node_route(path))
+
+
+def node_at_revision(answer: Answer) -> Tuple[Node, int]:
+    """A :func:`read_node` answer: the node, and the revision the read saw."""
+    if answer.revision is None:
+        raise ProtocolError("a node read without a Raftlock-Revision header")
+    return _wire.node(answer.body), answer.revision
 
 
 def watch_path(path: str, since_revision: int) -> str:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import httpx
 
-from ._failover import Lost, NotSent, Outcome, Refused
+from ._failover import Answer, Lost, NotSent, Outcome, Refused
 from ._settings import Settings
 from ._tls import CACERT_ENV
 
@@ -29,6 +29,14 @@ def outcome_of(error: httpx.TransportError) -> Outcome:
     if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
         return NotSent(why)
     return Lost(why)
+
+
+def answer_of(response: httpx.Response) -> Answer:
+    """An answer as the failover plan takes it, with the revision its
+    ``Raftlock-Revision`` header names, if any."""
+    revision = response.headers.get("raftlock-revision")
+    known = revision is not None and revision.isdigit()
+    return Answer(response.status_code, response.content, int(revision) if known else None)
 
 
 def _ssl_error(error: BaseException) -> Optional[ssl.SSLError]:

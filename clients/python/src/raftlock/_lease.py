@@ -21,10 +21,13 @@ client's rule (``raftlock_client::session``), kept identical on purpose.
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 from .types import LostReason
+
+log = logging.getLogger("raftlock")
 
 
 def lost_margin(ttl: float) -> float:
@@ -90,6 +93,7 @@ class LeaseHolder:
     lost_reason: Optional[LostReason]
     """Why ``lost`` fired; ``None`` while it has not."""
     _clock: LeaseClock
+    _on_lost: Optional[Callable[[LostReason], None]]
 
     @property
     def ttl(self) -> float:
@@ -106,6 +110,18 @@ class LeaseHolder:
     def lost_at(self) -> float:
         """When ``lost`` fires unless a keepalive succeeds first."""
         return self._clock.lost_at()
+
+    def _announce_lost(self, reason: LostReason) -> None:
+        """Once ``lost`` has fired for ``reason``: logs it and calls
+        ``on_lost``, except for a deliberate close."""
+        if reason is LostReason.CLOSED:
+            return
+        log.info("session %s lost: %s", self.id, reason.value)
+        if self._on_lost is not None:
+            try:
+                self._on_lost(reason)
+            except Exception:  # the callback's own bug must not kill the thread or task that noticed
+                log.exception("session %s: on_lost callback failed", self.id)
 
     def __repr__(self) -> str:
         reason = self.lost_reason.value if self.lost_reason else None

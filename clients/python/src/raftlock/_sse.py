@@ -61,6 +61,9 @@ class LeaderFeed:
         self.events = 0
         """Leader events read, repeats included: a reconnect that delivers
         one has worked, even if nothing changed."""
+        self.done = False
+        """Always False: an election is observed until the caller stops
+        (a :class:`raftlock._stream.Feed`)."""
 
     def reconnected(self) -> None:
         """A new connection starts: drop any half-read event."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import weakref
@@ -14,11 +13,11 @@ import httpx
 from . import _api
 from ._base import ClientBase
 from ._failover import Answer, Attempt, Call, Outcome, drive
-from ._httpx import SSE_HEADERS, outcome_of, stream_timeouts, timeouts
+from ._httpx import SSE_HEADERS, answer_of, outcome_of, stream_timeouts, timeouts
 from ._settings import default_owner
 from ._sse import LeaderFeed
+from ._stream import CLOSED, Feed, Reconnects
 from ._watch import WatchFeed
-from .errors import ProtocolError, Unavailable
 from .lock import LockGuard
 from .session import Session
 from .shared import MultiLockGuard, RwLockGuard, SemaphorePermit
@@ -37,7 +36,6 @@ from .types import (
 )
 
 T = TypeVar("T")
-log = logging.getLogger("raftlock")
 
 
 class Client(ClientBase):
@@ -88,8 +86,11 @@ class Client(ClientBase):
     def _call(self, op: _api.Op[T], deadline: Optional[float] = None) -> T:
         """Runs ``op`` with failover and retries; ``deadline`` (a
         ``time.monotonic()`` instant) bounds it as a whole."""
-        answer = drive(self._plan(op.call, deadline), lambda attempt: self._send(op.call, attempt))
-        return op.parse(answer.body)
+        return op.parse(self._answer(op.call, deadline).body)
+
+    def _answer(self, call: Call, deadline: Optional[float] = None) -> Answer:
+        """The 2xx answer to ``call``, with failover and retries."""
+        return drive(self._plan(call, deadline), lambda attempt: self._send(call, attempt))
 
     def _send(self, call: Call, attempt: Attempt) -> Outcome:
         if attempt.pause > 0:
@@ -104,9 +105,7 @@ class Client(ClientBase):
             )
         except httpx.TransportError as e:
             return outcome_of(e)
-        revision = response.headers.get("raftlock-revision")
-        known = revision is not None and revision.isdigit()
-        return Answer(response.status_code, response.content, int(revision) if known else None)
+        return answer_of(response)
 
     def _open_stream(self, path: str) -> httpx.Response:
         """A GET whose answer streams (SSE), with failover until one
@@ -135,6 +134,28 @@ class Client(ClientBase):
 
         drive(self._plan(Call("GET", path)), send)
         return opened[-1]
+
+    def _follow(self, what: str, route: Callable[[], str], feed: Feed[T]) -> Iterator[T]:
+        """The items of the stream at ``route()`` (asked again at each
+        reconnect), reconnecting with failover when it drops, until the feed
+        is done or :class:`Reconnects` gives up."""
+        reconnects = Reconnects(what, self.settings.retry)
+        while True:
+            response = self._open_stream(route())
+            feed.reconnected()
+            try:
+                for chunk in response.iter_bytes():
+                    before = feed.events
+                    yield from feed.push(chunk)
+                    if feed.done:
+                        return
+                    reconnects.read(feed, before)
+                why = CLOSED
+            except httpx.TransportError as e:
+                why = f"{type(e).__name__}: {e}"
+            finally:
+                response.close()
+            time.sleep(reconnects.dropped(why))  # the backoff
 
     # -- sessions and locks ----------------------------------------------
 
@@ -228,27 +249,7 @@ class Client(ClientBase):
         """The current leader, then every change of leader or value
         (``None``: no leader), reconnecting with failover when the stream
         drops. Close the iterator (or break out of the loop) to stop."""
-        feed = LeaderFeed()
-        drops = 0
-        while True:
-            response = self._open_stream(_api.observe_path(election))
-            feed.reconnected()
-            try:
-                for chunk in response.iter_bytes():
-                    before = feed.events
-                    yield from feed.push(chunk)
-                    if feed.events > before:
-                        drops = 0
-                why = "the server closed the stream"
-            except httpx.TransportError as e:
-                why = f"{type(e).__name__}: {e}"
-            finally:
-                response.close()
-            drops += 1
-            log.debug("observe %s reconnects: %s", election, why)
-            if drops >= self.settings.retry.attempts:
-                raise Unavailable(f"observe {election}: {why}")
-            time.sleep(self.settings.retry.backoff(drops))  # the backoff
+        return self._follow(f"observe {election}", lambda: _api.observe_path(election), LeaderFeed())
 
     # -- the node tree --------------------------------------------------------
 
@@ -259,11 +260,7 @@ class Client(ClientBase):
     def read_node(self, path: str) -> Tuple[Node, int]:
         """The node at ``path`` and the revision the (linearizable) read saw:
         pass it to :meth:`watch` to miss no later change."""
-        op = _api.read_node(path)
-        answer = drive(self._plan(op.call), lambda attempt: self._send(op.call, attempt))
-        if answer.revision is None:
-            raise ProtocolError("a node read without a Raftlock-Revision header")
-        return op.parse(answer.body), answer.revision
+        return _api.node_at_revision(self._answer(_api.read_node(path)))
 
     def watch(self, path: str, since_revision: Optional[int] = None) -> Iterator[WatchEvent]:
         """The changes of the node at ``path`` and of its direct children
@@ -277,28 +274,7 @@ class Client(ClientBase):
         if since_revision is None:
             _, since_revision = self.read_node("/")
         feed = WatchFeed(since_revision)
-        drops = 0
-        while True:
-            response = self._open_stream(_api.watch_path(path, feed.since()))
-            feed.reconnected()
-            try:
-                for chunk in response.iter_bytes():
-                    before = feed.events
-                    yield from feed.push(chunk)
-                    if feed.done:
-                        return
-                    if feed.events > before:
-                        drops = 0
-                why = "the server closed the stream"
-            except httpx.TransportError as e:
-                why = f"{type(e).__name__}: {e}"
-            finally:
-                response.close()
-            drops += 1
-            log.debug("watch %s reconnects: %s", path, why)
-            if drops >= self.settings.retry.attempts:
-                raise Unavailable(f"watch {path}: {why}")
-            time.sleep(self.settings.retry.backoff(drops))  # the backoff
+        yield from self._follow(f"watch {path}", lambda: _api.watch_path(path, feed.since()), feed)
 
     def children(self, path: str, stale: bool = False) -> List[str]:
         """Names of the node's children (``""``: the root)."""

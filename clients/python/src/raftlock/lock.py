@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Callable, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Generic, Optional, Tuple, Type, TypeVar
 
-from . import _api
-from ._waiting import Slice, WaitPlan
+from . import _acquires, _api
+from ._acquires import Acquire
+from ._lease import LeaseHolder
+from ._waiting import WaitPlan
 from .errors import LockHeld, Timeout
 from .types import Grant
 
@@ -16,48 +18,38 @@ if TYPE_CHECKING:
     from .session import Session
 
 G = TypeVar("G")
+S = TypeVar("S", bound=LeaseHolder)
+L = TypeVar("L")
 BUSY = "another caller of this session holds or is taking this lock"
 log = logging.getLogger("raftlock")
 
 
 def acquire(session: Session, name: str, timeout: Optional[float], lock_delay: Optional[float] = None) -> LockGuard:
     """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`Session.lock`)."""
-    grant, turn = take(
-        session,
-        name,
-        name,
-        timeout,
-        lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued, lock_delay),
-        _api.release(name, session.id),
-    )
+    grant, turn = take(session, _acquires.lock(name, session.id, lock_delay), timeout)
     log.debug("locked %s with token %d", name, grant.fencing_token)
     return LockGuard(session, grant, turn)
 
 
-def take(
-    session: Session,
-    key: str,
-    label: str,
-    timeout: Optional[float],
-    request: Callable[[Slice], _api.Op[G]],
-    cleanup: _api.Op[None],
-) -> Tuple[G, threading.Lock]:
+def take(session: Session, acquire: Acquire[G], timeout: Optional[float]) -> Tuple[G, threading.Lock]:
     """What every primitive's acquire does: takes the session's local turn
-    on ``key`` (one caller per session and queue at a time), then waits in
-    long-poll slices (``request``), sending ``cleanup`` (a release) before
-    raising if the wait ended with an entry maybe left queued. Returns the
-    grant and the turn, which the guard gives back on release."""
-    plan = WaitPlan(label, timeout, session.client.settings, keep_queued=True, lost=lambda: session.lost_reason)
-    turn = session._turns.enter(key)
+    on ``acquire.key`` (one caller per session and queue at a time), then
+    waits in long-poll slices (``acquire.request``), sending
+    ``acquire.cleanup`` (a release) before raising if the wait ended with
+    an entry maybe left queued. Returns the grant and the turn, which the
+    guard gives back on release."""
+    settings = session.client.settings
+    plan = WaitPlan(acquire.label, timeout, settings, keep_queued=True, lost=lambda: session.lost_reason)
+    turn = session._turns.enter(acquire.key)
     try:
         _take_turn(turn, plan)
         try:
-            grant = session._wait(plan, request, cleanup=cleanup)
+            grant = session._wait(plan, acquire.request, cleanup=acquire.cleanup)
         except BaseException:
             turn.release()
             raise
     except BaseException:
-        session._turns.leave(key)
+        session._turns.leave(acquire.key)
         raise
     return grant, turn
 
@@ -73,10 +65,25 @@ def _take_turn(turn: threading.Lock, plan: WaitPlan) -> None:
         raise Timeout(BUSY)
 
 
-class GuardBase:
-    """The grant a guard stands for; shared by the blocking and asyncio guards."""
+class GuardBase(Generic[S, L]):
+    """What a guard holds, shared by the blocking and asyncio guards: the
+    grant, the session (``S``) and its local turn on the lock (``L``), and
+    the request that releases it."""
 
-    grant: Grant
+    def __init__(
+        self,
+        session: S,
+        grant: Grant,
+        turn: L,
+        release: Optional[_api.Op[None]] = None,
+        key: Optional[str] = None,
+    ) -> None:
+        self.session = session
+        self.grant = grant
+        self._turn = turn
+        self._release = release or _api.release(grant.name, session.id)
+        self._key = key or grant.name
+        self._released = False
 
     @property
     def name(self) -> str:
@@ -97,7 +104,7 @@ class GuardBase:
         return f"{type(self).__name__}({self.name!r}, fencing_token={self.fencing_token}, node={self.node!r})"
 
 
-class LockGuard(GuardBase):
+class LockGuard(GuardBase["Session", threading.Lock]):
     """Proof of holding a lock, valid while its session lives.
 
     A context manager: leaving the ``with`` block releases the lock. The
@@ -105,21 +112,6 @@ class LockGuard(GuardBase):
     session): watch :attr:`lost`, and pass :attr:`fencing_token` to
     storage that checks it.
     """
-
-    def __init__(
-        self,
-        session: Session,
-        grant: Grant,
-        turn: threading.Lock,
-        release: Optional[_api.Op[None]] = None,
-        key: Optional[str] = None,
-    ) -> None:
-        self.session = session
-        self.grant = grant
-        self._turn = turn
-        self._release = release or _api.release(grant.name, session.id)
-        self._key = key or grant.name
-        self._released = False
 
     @property
     def lost(self) -> threading.Event:

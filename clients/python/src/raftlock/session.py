@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Type, TypeVar
 
 from . import _api
+from ._acquires import READ, WRITE
 from ._lease import LeaseClock, LeaseHolder
 from ._turns import Turns
 from ._waiting import Slice, WaitPlan, must_release
@@ -28,8 +29,6 @@ from .election import Election
 from .errors import NotFound, NotOwner, RaftlockError, SessionNotFound
 from .lock import LockGuard, acquire
 from .shared import (
-    READ,
-    WRITE,
     MultiLockGuard,
     RwLockGuard,
     SemaphorePermit,
@@ -258,14 +257,7 @@ class Session(LeaseHolder):
             self.lost_reason = reason
             self.lost.set()
             self._wake.notify_all()
-        if reason is LostReason.CLOSED:
-            return
-        log.info("session %s lost: %s", self.id, reason.value)
-        if self._on_lost is not None:
-            try:
-                self._on_lost(reason)
-            except Exception:  # the callback's own bug must not kill our thread
-                log.exception("session %s: on_lost callback failed", self.id)
+        self._announce_lost(reason)
 
     # -- lifetime ----------------------------------------------------------------
 

@@ -7,21 +7,31 @@ routes (:mod:`raftlock._api`); only the waiting is ``await``.
 from __future__ import annotations
 
 import asyncio
-import logging
 import weakref
 from types import TracebackType
-from typing import AsyncIterator, Awaitable, Callable, List, Optional, Tuple, Type, TypeVar, Union
+from typing import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    List,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
 
 import httpx
 
 from .. import _api
 from .._base import ClientBase
 from .._failover import Answer, Attempt, Call, Outcome, Plan
-from .._httpx import SSE_HEADERS, outcome_of, stream_timeouts, timeouts
+from .._httpx import SSE_HEADERS, answer_of, outcome_of, stream_timeouts, timeouts
 from .._settings import default_owner
 from .._sse import LeaderFeed
+from .._stream import CLOSED, Feed, Reconnects
 from .._watch import WatchFeed
-from ..errors import ProtocolError, Unavailable
 from ..types import (
     ClusterState,
     FencingCheck,
@@ -40,7 +50,6 @@ from .lock import AsyncLockGuard
 from .session import AsyncSession
 
 T = TypeVar("T")
-log = logging.getLogger("raftlock")
 
 
 async def _drive(steps: Plan, send: Callable[[Attempt], Awaitable[Outcome]]) -> Answer:
@@ -74,12 +83,15 @@ class AsyncClient(ClientBase):
 
     async def _call(self, op: _api.Op[T], deadline: Optional[float] = None) -> T:
         """Runs ``op`` with failover and retries, within ``deadline``."""
+        return op.parse((await self._answer(op.call, deadline)).body)
+
+    async def _answer(self, call: Call, deadline: Optional[float] = None) -> Answer:
+        """The 2xx answer to ``call``, with failover and retries."""
 
         async def send(attempt: Attempt) -> Outcome:
-            return await self._send(op.call, attempt)
+            return await self._send(call, attempt)
 
-        answer = await _drive(self._plan(op.call, deadline), send)
-        return op.parse(answer.body)
+        return await _drive(self._plan(call, deadline), send)
 
     async def _send(self, call: Call, attempt: Attempt) -> Outcome:
         if attempt.pause > 0:
@@ -94,9 +106,7 @@ class AsyncClient(ClientBase):
             )
         except httpx.TransportError as e:
             return outcome_of(e)
-        revision = response.headers.get("raftlock-revision")
-        known = revision is not None and revision.isdigit()
-        return Answer(response.status_code, response.content, int(revision) if known else None)
+        return answer_of(response)
 
     async def _open_stream(self, path: str) -> httpx.Response:
         """A streaming GET (SSE), with failover; the caller closes it."""
@@ -124,6 +134,27 @@ class AsyncClient(ClientBase):
 
         await _drive(self._plan(Call("GET", path)), send)
         return opened[-1]
+
+    async def _follow(self, what: str, route: Callable[[], str], feed: Feed[T]) -> AsyncGenerator[T, None]:
+        """The asyncio twin of :meth:`raftlock.Client._follow`."""
+        reconnects = Reconnects(what, self.settings.retry)
+        while True:
+            response = await self._open_stream(route())
+            feed.reconnected()
+            try:
+                async for chunk in response.aiter_bytes():
+                    before = feed.events
+                    for item in feed.push(chunk):
+                        yield item
+                    if feed.done:
+                        return
+                    reconnects.read(feed, before)
+                why = CLOSED
+            except httpx.TransportError as e:
+                why = f"{type(e).__name__}: {e}"
+            finally:
+                await response.aclose()
+            await asyncio.sleep(reconnects.dropped(why))  # the backoff
 
     # -- sessions and locks ----------------------------------------------
 
@@ -198,74 +229,30 @@ class AsyncClient(ClientBase):
         """The election's current leader, if any."""
         return await self._call(_api.leader(election, stale))
 
-    async def observe(self, election: str) -> AsyncIterator[Optional[Leader]]:
+    def observe(self, election: str) -> AsyncIterator[Optional[Leader]]:
         """The current leader, then every change (``None``: no leader),
         reconnecting with failover; see :meth:`raftlock.Client.observe`."""
-        feed = LeaderFeed()
-        drops = 0
-        while True:
-            response = await self._open_stream(_api.observe_path(election))
-            feed.reconnected()
-            try:
-                async for chunk in response.aiter_bytes():
-                    before = feed.events
-                    for leader in feed.push(chunk):
-                        yield leader
-                    if feed.events > before:
-                        drops = 0
-                why = "the server closed the stream"
-            except httpx.TransportError as e:
-                why = f"{type(e).__name__}: {e}"
-            finally:
-                await response.aclose()
-            drops += 1
-            log.debug("observe %s reconnects: %s", election, why)
-            if drops >= self.settings.retry.attempts:
-                raise Unavailable(f"observe {election}: {why}")
-            await asyncio.sleep(self.settings.retry.backoff(drops))
+        return self._follow(f"observe {election}", lambda: _api.observe_path(election), LeaderFeed())
 
     # -- the node tree --------------------------------------------------------
 
     async def read_node(self, path: str) -> Tuple[Node, int]:
         """See :meth:`raftlock.Client.read_node`."""
-        op = _api.read_node(path)
-
-        async def send(attempt: Attempt) -> Outcome:
-            return await self._send(op.call, attempt)
-
-        answer = await _drive(self._plan(op.call), send)
-        if answer.revision is None:
-            raise ProtocolError("a node read without a Raftlock-Revision header")
-        return op.parse(answer.body), answer.revision
+        return _api.node_at_revision(await self._answer(_api.read_node(path)))
 
     async def watch(self, path: str, since_revision: Optional[int] = None) -> AsyncIterator[WatchEvent]:
         """See :meth:`raftlock.Client.watch`."""
         if since_revision is None:
             _, since_revision = await self.read_node("/")
         feed = WatchFeed(since_revision)
-        drops = 0
-        while True:
-            response = await self._open_stream(_api.watch_path(path, feed.since()))
-            feed.reconnected()
-            try:
-                async for chunk in response.aiter_bytes():
-                    before = feed.events
-                    for event in feed.push(chunk):
-                        yield event
-                    if feed.done:
-                        return
-                    if feed.events > before:
-                        drops = 0
-                why = "the server closed the stream"
-            except httpx.TransportError as e:
-                why = f"{type(e).__name__}: {e}"
-            finally:
-                await response.aclose()
-            drops += 1
-            log.debug("watch %s reconnects: %s", path, why)
-            if drops >= self.settings.retry.attempts:
-                raise Unavailable(f"watch {path}: {why}")
-            await asyncio.sleep(self.settings.retry.backoff(drops))
+        changes = self._follow(f"watch {path}", lambda: _api.watch_path(path, feed.since()), feed)
+        try:
+            async for event in changes:
+                yield event
+        finally:
+            # An async generator is not closed with the one that iterates
+            # it: close it here, so the stream closes when the caller stops.
+            await changes.aclose()
 
     async def get_node(self, path: str, stale: bool = False) -> Node:
         """The node at ``path``; ``NotFound`` if none."""

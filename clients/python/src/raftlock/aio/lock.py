@@ -7,8 +7,9 @@ import logging
 from types import TracebackType
 from typing import TYPE_CHECKING, Callable, Optional, Tuple, Type, TypeVar
 
-from .. import _api
-from .._waiting import Slice, WaitPlan
+from .. import _acquires, _api
+from .._acquires import Acquire
+from .._waiting import WaitPlan
 from ..errors import LockHeld, Timeout
 from ..lock import BUSY, GuardBase
 from ..types import Grant
@@ -24,38 +25,27 @@ async def acquire(
     session: AsyncSession, name: str, timeout: Optional[float], lock_delay: Optional[float] = None
 ) -> AsyncLockGuard:
     """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`raftlock.Session.lock`)."""
-    grant, turn = await take(
-        session,
-        name,
-        name,
-        timeout,
-        lambda piece: _api.acquire(name, session.id, piece.wait, piece.keep_queued, lock_delay),
-        _api.release(name, session.id),
-    )
+    grant, turn = await take(session, _acquires.lock(name, session.id, lock_delay), timeout)
     log.debug("locked %s with token %d", name, grant.fencing_token)
     return AsyncLockGuard(session, grant, turn)
 
 
 async def take(
-    session: AsyncSession,
-    key: str,
-    label: str,
-    timeout: Optional[float],
-    request: Callable[[Slice], _api.Op[G]],
-    cleanup: _api.Op[None],
+    session: AsyncSession, acquire: Acquire[G], timeout: Optional[float]
 ) -> Tuple[G, asyncio.Lock]:
     """The asyncio twin of :func:`raftlock.lock.take`."""
-    plan = WaitPlan(label, timeout, session.client.settings, keep_queued=True, lost=lambda: session.lost_reason)
-    turn = session._turns.enter(key)
+    settings = session.client.settings
+    plan = WaitPlan(acquire.label, timeout, settings, keep_queued=True, lost=lambda: session.lost_reason)
+    turn = session._turns.enter(acquire.key)
     try:
         await _take_turn(turn, plan)
         try:
-            grant = await session._wait(plan, request, cleanup=cleanup)
+            grant = await session._wait(plan, acquire.request, cleanup=acquire.cleanup)
         except BaseException:
             turn.release()
             raise
     except BaseException:
-        session._turns.leave(key)
+        session._turns.leave(acquire.key)
         raise
     return grant, turn
 
@@ -74,24 +64,9 @@ async def _take_turn(turn: asyncio.Lock, plan: WaitPlan) -> None:
         raise Timeout(BUSY) from None
 
 
-class AsyncLockGuard(GuardBase):
+class AsyncLockGuard(GuardBase["AsyncSession", asyncio.Lock]):
     """Proof of holding a lock; ``async with`` releases it at the end. See
     :class:`raftlock.LockGuard`."""
-
-    def __init__(
-        self,
-        session: AsyncSession,
-        grant: Grant,
-        turn: asyncio.Lock,
-        release: Optional[_api.Op[None]] = None,
-        key: Optional[str] = None,
-    ) -> None:
-        self.session = session
-        self.grant = grant
-        self._turn = turn
-        self._release = release or _api.release(grant.name, session.id)
-        self._key = key or grant.name
-        self._released = False
 
     @property
     def lost(self) -> asyncio.Event:

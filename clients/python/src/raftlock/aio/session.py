@@ -19,7 +19,7 @@ from .._lease import LeaseClock, LeaseHolder
 from .._turns import Turns
 from .._waiting import Slice, WaitPlan, must_release
 from ..errors import NotFound, NotOwner, RaftlockError, SessionLost, SessionNotFound
-from ..shared import READ, WRITE
+from .._acquires import READ, WRITE
 from ..types import LostReason
 from .election import AsyncElection
 from .lock import AsyncLockGuard, acquire
@@ -225,14 +225,7 @@ class AsyncSession(LeaseHolder):
             return
         self.lost_reason = reason
         self.lost.set()
-        if reason is LostReason.CLOSED:
-            return
-        log.info("session %s lost: %s", self.id, reason.value)
-        if self._on_lost is not None:
-            try:
-                self._on_lost(reason)
-            except Exception:  # the callback's own bug must not kill our task
-                log.exception("session %s: on_lost callback failed", self.id)
+        self._announce_lost(reason)
 
     # -- lifetime ----------------------------------------------------------------
 
