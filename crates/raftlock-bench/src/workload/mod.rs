@@ -2,6 +2,7 @@
 //! the three systems run exactly the same client code; and the helpers
 //! they share (opening many sessions, keeping them alive).
 
+pub mod closed_loop;
 pub mod contended;
 pub mod failover;
 pub mod herd;

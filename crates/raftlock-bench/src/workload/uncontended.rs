@@ -1,19 +1,16 @@
 //! `uncontended`: C clients, each with its own session and its own lock,
-//! loop acquire → release as fast as they can. Client i talks to member
-//! (leader + i) mod 3, so one client talks to the leader and many spread
-//! evenly, the same for every system. One unrecorded warm-up cycle each
-//! first (connections, ZooKeeper's lock directory).
+//! loop acquire → release as fast as they can (`closed_loop`, as `put`).
+//! The unrecorded first cycle warms up connections and ZooKeeper's lock
+//! directory.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{close_sessions, open_sessions, TTL};
+use super::closed_loop::{self, Clients, Failure, Op};
 use crate::backend::{Acquired, Backend};
-use crate::procfs::{CpuSample, CpuUsage};
-use crate::progress::Progress;
-use crate::stats::{Latency, LatencySummary};
+use crate::procfs::CpuUsage;
+use crate::stats::LatencySummary;
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -37,12 +34,34 @@ pub struct Uncontended {
     pub cpu: CpuUsage,
 }
 
-struct ClientResult {
-    acquire: Latency,
-    release: Latency,
-    cycles: u64,
-    errors: u64,
-    first_error: Option<String>,
+/// Acquires the client's own lock and releases it, timed apart.
+struct Cycle;
+
+impl<B: Backend> Op<B, 2> for Cycle {
+    const NAME: &'static str = "uncontended";
+    const UNIT: &'static str = "cycles";
+    const KEY_PREFIX: &'static str = "u";
+
+    async fn warm_up(&self, b: &B, s: &B::Session, lock: &str) -> anyhow::Result<()> {
+        match b.acquire(s, lock, WAIT).await? {
+            Acquired::Granted { .. } => b.release(s, lock).await,
+            Acquired::TimedOut => Err(anyhow::anyhow!("{lock} is held by someone else")),
+        }
+    }
+
+    async fn once(&self, b: &B, s: &B::Session, lock: &str) -> Result<[Duration; 2], Failure> {
+        let t0 = Instant::now();
+        match b.acquire(s, lock, WAIT).await {
+            Ok(Acquired::Granted { .. }) => {}
+            Ok(Acquired::TimedOut) => return Err(Failure::go_on("own lock timed out")),
+            Err(e) => return Err(Failure::pause(e)),
+        }
+        let t1 = Instant::now();
+        b.release(s, lock)
+            .await
+            .map_err(|e| Failure::go_on(format!("{e:#}")))?;
+        Ok([t1 - t0, t1.elapsed()])
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -56,108 +75,27 @@ pub async fn run<B: Backend>(
     pinned: bool,
     run: usize,
 ) -> anyhow::Result<Uncontended> {
-    let sessions = open_sessions(b, clients, TTL, |i| (leader + i) % members, 64, "open").await?;
-    let locks: Vec<String> = (0..clients).map(|i| format!("u{clients}-{i}")).collect();
-    // Warm-up cycle, unrecorded.
-    for (s, lock) in sessions.iter().zip(&locks) {
-        cycle(b, s, lock).await?;
-    }
-    let progress = Progress::start(
-        format!("{} uncontended c={clients}", b.system().name()),
-        "cycles",
-    );
-    let start = Instant::now();
-    let end = start + Duration::from_secs_f64(secs);
-    let cpu0 = CpuSample::take(pids);
-    let tasks: Vec<_> = sessions
-        .iter()
-        .zip(&locks)
-        .map(|(s, lock)| {
-            let (b, s, lock, progress) = (b.clone(), s.clone(), lock.clone(), progress.clone());
-            tokio::spawn(async move { client(&b, &s, &lock, end, &progress).await })
-        })
-        .collect();
-    let mut acquire = Latency::new();
-    let mut release = Latency::new();
-    let (mut cycles, mut errors, mut first_error) = (0, 0, None);
-    for t in tasks {
-        let r = t.await?;
-        acquire.merge(&r.acquire);
-        release.merge(&r.release);
-        cycles += r.cycles;
-        errors += r.errors;
-        first_error = first_error.or(r.first_error);
-    }
-    let cpu = cpu0.until(&CpuSample::take(pids));
-    let wall = start.elapsed().as_secs_f64();
-    drop(progress);
-    close_sessions(b, sessions, 64).await;
+    let c = Clients {
+        pids,
+        leader,
+        members,
+        clients,
+        secs,
+    };
+    let m = closed_loop::run(b, &c, Cycle).await?;
+    let [acquire, release] = m.latency;
     Ok(Uncontended {
         clients,
         pinned,
         run,
-        secs: wall,
-        cycles,
-        cycles_per_sec: cycles as f64 / wall,
+        secs: m.wall,
+        cycles: m.ops,
+        cycles_per_sec: m.ops as f64 / m.wall,
         acquire: acquire.summary(),
         release: release.summary(),
-        errors,
-        first_error,
-        server_cpu_us_per_cycle: cpu.per_op_us(cycles),
-        cpu,
+        errors: m.errors,
+        first_error: m.first_error,
+        server_cpu_us_per_cycle: m.cpu.per_op_us(m.ops),
+        cpu: m.cpu,
     })
-}
-
-async fn cycle<B: Backend>(b: &B, s: &B::Session, lock: &str) -> anyhow::Result<()> {
-    match b.acquire(s, lock, WAIT).await? {
-        Acquired::Granted { .. } => b.release(s, lock).await,
-        Acquired::TimedOut => Err(anyhow::anyhow!("{lock} is held by someone else")),
-    }
-}
-
-async fn client<B: Backend>(
-    b: &B,
-    s: &Arc<B::Session>,
-    lock: &str,
-    end: Instant,
-    progress: &Progress,
-) -> ClientResult {
-    let mut r = ClientResult {
-        acquire: Latency::new(),
-        release: Latency::new(),
-        cycles: 0,
-        errors: 0,
-        first_error: None,
-    };
-    while Instant::now() < end {
-        let t0 = Instant::now();
-        let granted = match b.acquire(s, lock, WAIT).await {
-            Ok(Acquired::Granted { .. }) => true,
-            Ok(Acquired::TimedOut) => false,
-            Err(e) => {
-                r.errors += 1;
-                r.first_error.get_or_insert_with(|| format!("{e:#}"));
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let t1 = Instant::now();
-        if !granted {
-            r.errors += 1;
-            r.first_error
-                .get_or_insert_with(|| "own lock timed out".into());
-            continue;
-        }
-        if let Err(e) = b.release(s, lock).await {
-            r.errors += 1;
-            r.first_error.get_or_insert_with(|| format!("{e:#}"));
-            continue;
-        }
-        let t2 = Instant::now();
-        r.acquire.record(t1 - t0);
-        r.release.record(t2 - t1);
-        r.cycles += 1;
-        progress.add(1);
-    }
-    r
 }
