@@ -27,8 +27,6 @@ func (c *Client) Observe(ctx context.Context, election string) <-chan ObserveEve
 	return ch
 }
 
-// observeStream is how Observe's stream differs from Watch's (see
-// streamKind).
 var observeStream = streamKind{name: "observe"}
 
 func (c *Client) observe(ctx context.Context, election string, ch chan<- ObserveEvent) {

@@ -388,3 +388,29 @@ func TestSharedPrimitivesPassAnOverloadedMember(t *testing.T) {
 		}
 	}
 }
+
+// An election observer passes over a member answering 503 overloaded
+// (nothing was done: docs/api.md) and follows the stream of the next.
+func TestObservePassesAnOverloadedMember(t *testing.T) {
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apiErr(w, 503, CodeOverloaded)
+	}))
+	defer broken.Close()
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/elections/e/observe" {
+			w.WriteHeader(404)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: leader\ndata: {\"election\":\"e\",\"leader\":{\"session_id\":\"s\",\"value\":\"v\"}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer healthy.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := newClient(t, []string{broken.URL, healthy.URL}, fast)
+	if l := next(t, c.Observe(ctx, "e")); l == nil || l.SessionID != "s" {
+		t.Fatalf("observed past an overloaded member: %+v", l)
+	}
+}

@@ -20,15 +20,6 @@ import (
 type streamKind struct {
 	// name prefixes the error of a broken stream ("observe", "watch").
 	name string
-	// retryOverloaded: an `overloaded` answer is worth another member.
-	// Watch retries it; Observe has always ended on it (see
-	// docs/notes-fold-dups.md), and the fold that shares this code
-	// kept each stream's behaviour.
-	retryOverloaded bool
-	// eventStreamOnly: a 2xx answer that is not text/event-stream is a
-	// protocol error at once (Watch). Observe reads such an answer like a
-	// stream, which ends without an event and is retried.
-	eventStreamOnly bool
 }
 
 // sendEvent hands ev to ch; false when ctx ended first.
@@ -93,7 +84,7 @@ func (c *Client) readStream(ctx context.Context, endpoint, route string, kind st
 	// sends keepalive comments).
 	watchdog := time.AfterFunc(c.cfg.RequestTimeout, cancel)
 	defer watchdog.Stop()
-	resp, fatal, err := c.openStream(sctx, endpoint, route, kind)
+	resp, fatal, err := c.openStream(sctx, endpoint, route)
 	if err != nil {
 		return fatal, err
 	}
@@ -120,7 +111,7 @@ func (c *Client) readStream(ctx context.Context, endpoint, route string, kind st
 
 // openStream sends a GET for an event stream: the answer, or whether
 // retrying elsewhere is pointless.
-func (c *Client) openStream(ctx context.Context, endpoint, route string, kind streamKind) (*http.Response, bool, error) {
+func (c *Client) openStream(ctx context.Context, endpoint, route string) (*http.Response, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+route, nil)
 	if err != nil {
 		return nil, true, err
@@ -139,14 +130,14 @@ func (c *Client) openStream(ctx context.Context, endpoint, route string, kind st
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		e := errorOf(resp.StatusCode, body)
 		switch e.Code {
-		case CodeNoLeader, CodeShuttingDown, CodeOutcomeUnknown, CodeInternal, CodeNotCaughtUp:
+		// `overloaded` means nothing was done (docs/api.md): another
+		// member may have room.
+		case CodeNoLeader, CodeShuttingDown, CodeOutcomeUnknown, CodeInternal, CodeNotCaughtUp, CodeOverloaded:
 			return nil, false, e
-		case CodeOverloaded:
-			return nil, !kind.retryOverloaded, e
 		}
 		return nil, true, e
 	}
-	if kind.eventStreamOnly && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body.Close()
 		return nil, true, &Error{Code: CodeProtocol, Message: endpoint + ": not an event stream"}
 	}

@@ -101,9 +101,7 @@ func (w *watching) since() uint64 {
 	return w.revision
 }
 
-// watchStream is how Watch's stream differs from Observe's (see
-// streamKind).
-var watchStream = streamKind{name: "watch", retryOverloaded: true, eventStreamOnly: true}
+var watchStream = streamKind{name: "watch"}
 
 func (c *Client) watch(ctx context.Context, path string, since uint64, ch chan<- WatchEvent) {
 	defer close(ch)
