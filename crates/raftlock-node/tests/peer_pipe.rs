@@ -1,8 +1,9 @@
 //! Peer pipes behind a TCP proxy on every link (as the Jepsen harness
 //! puts them, through `peer_overrides`): a link that stalls or breaks is
 //! detected (a call ends within its timeout, the connection is dropped),
-//! and once the link heals the next call dials a new pipe. Real nodes,
-//! real sockets; the proxies are in this file.
+//! and once the link heals the next call dials a new pipe; in plain TCP
+//! and with mutual TLS. Real nodes, real sockets, real TLS handshakes;
+//! the proxies are in this file.
 
 mod common;
 
@@ -14,7 +15,8 @@ use std::time::Duration;
 
 use common::{eventually, init_tracing, settings, WAIT};
 use raftlock_node::core::Command;
-use raftlock_node::{Consistency, Member, Node, NodeConfig, NodeId};
+use raftlock_node::{ClientAuth, Consistency, Member, Node, NodeConfig, NodeId, TlsSettings};
+use raftlock_tls::generate::Ca;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -98,13 +100,10 @@ impl Proxy {
         self.pumps.load(Ordering::SeqCst).div_ceil(2)
     }
 
-    /// Connections that forwarded a pipe upgrade so far.
-    fn pipes_opened(&self) -> usize {
+    /// Connections whose first bytes `dialed` recognises, so far.
+    fn opened(&self, dialed: fn(&[u8]) -> bool) -> usize {
         let opened = self.opened.lock().expect("log");
-        opened
-            .iter()
-            .filter(|first| first.starts_with(b"GET /internal/pipe "))
-            .count()
+        opened.iter().filter(|first| dialed(first)).count()
     }
 }
 
@@ -164,9 +163,23 @@ struct Cluster {
 }
 
 impl Cluster {
-    async fn start() -> Cluster {
+    /// With `tls`, the members speak mutual TLS (certificates of a CA
+    /// made for the test).
+    async fn start(tls: bool) -> Cluster {
         init_tracing();
         let dir = tempfile::tempdir().expect("tempdir");
+        let tls = tls.then(|| {
+            let ca = Ca::create(dir.path(), "peer-pipe-test").expect("CA");
+            let member = ca
+                .issue_member(dir.path(), "member", &["127.0.0.1", "localhost"])
+                .expect("member certificate");
+            TlsSettings {
+                ca: ca.cert_path.clone(),
+                cert: member.cert,
+                key: member.key,
+                client_auth: ClientAuth::None,
+            }
+        });
         let mut listeners = BTreeMap::new();
         let mut members = BTreeMap::new();
         for id in 1..=3u64 {
@@ -193,7 +206,7 @@ impl Cluster {
                 data_dir: dir.path().join(format!("node-{id}")),
                 settings: settings(),
                 peer_overrides,
-                tls: None,
+                tls: tls.clone(),
             };
             starts.push(tokio::spawn(Node::start_with_listener(config, listener)));
         }
@@ -253,7 +266,23 @@ async fn holds(node: &Node, path: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_or_broken_link_is_detected_and_redialed_after_it_heals() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(false).await;
+    stall_break_and_heal(cluster, |first| first.starts_with(b"GET /internal/pipe ")).await;
+}
+
+/// The same over mutual TLS: the proxies see only TLS records (a
+/// connection opens with a handshake record, type 22), and the pipes
+/// are dialed, detected dead and dialed again through the handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_mutual_tls_a_broken_link_is_detected_and_redialed_too() {
+    let cluster = Cluster::start(true).await;
+    stall_break_and_heal(cluster, |first| first.first() == Some(&22)).await;
+}
+
+/// Stalls, breaks and heals the links between the leader and a follower
+/// while the follower forwards writes and the leader replicates;
+/// `dialed` recognises the first bytes of a new pipe connection.
+async fn stall_break_and_heal(cluster: Cluster, dialed: fn(&[u8]) -> bool) {
     let leader = cluster.leader().await;
     let follower = (1..=3).find(|id| *id != leader).expect("a follower");
     let node = &cluster.nodes[&follower];
@@ -261,7 +290,7 @@ async fn a_stalled_or_broken_link_is_detected_and_redialed_after_it_heals() {
 
     // Healthy: the follower's write reaches the leader over a pipe.
     node.submit(put("/healthy")).await.expect("forwarded write");
-    assert!(link.pipes_opened() >= 1, "the forward went over a pipe");
+    assert!(link.opened(dialed) >= 1, "the forward went over a pipe");
 
     // Stalled: the pooled pipe's call times out instead of hanging, and
     // so does every new one (the proxy accepts, then forwards nothing).
@@ -280,12 +309,12 @@ async fn a_stalled_or_broken_link_is_detected_and_redialed_after_it_heals() {
 
     // Healed: the stalled connections never forward again, so this write
     // succeeds only on a newly dialed pipe.
-    let before = link.pipes_opened();
+    let before = link.opened(dialed);
     link.set(Link::Up);
     node.submit(put("/after-stall"))
         .await
         .expect("a write after the link healed");
-    assert!(link.pipes_opened() > before, "a new pipe was dialed");
+    assert!(link.opened(dialed) > before, "a new pipe was dialed");
 
     // Broken: the proxy closes every connection, including the idle
     // pooled pipe; the follower learns it when it next uses the pool.
@@ -298,7 +327,7 @@ async fn a_stalled_or_broken_link_is_detected_and_redialed_after_it_heals() {
     // Healed after a reset that closed the idle pipes: a write that may
     // not be retried after a lost answer succeeds at once, because a pipe
     // found closed in the pool is dropped before anything is written.
-    let before = link.pipes_opened();
+    let before = link.opened(dialed);
     link.set(Link::Up);
     let pooled_then_closed = node.submit(put("/warm")).await;
     pooled_then_closed.expect("write after heal");
@@ -311,7 +340,7 @@ async fn a_stalled_or_broken_link_is_detected_and_redialed_after_it_heals() {
     node.submit(put("/after-reset"))
         .await
         .expect("a write on a new pipe, not the closed pooled one");
-    assert!(link.pipes_opened() > before + 1);
+    assert!(link.opened(dialed) > before + 1);
 
     // The leader's side: appends to a follower over a stalled link time
     // out (openraft's RPC timeout), and once it heals the follower
