@@ -316,7 +316,46 @@ fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+
     use super::*;
+    use crate::pipe::Kind;
+
+    /// A member of an older version answers the upgrade 404 (no such
+    /// route): the call says so (the caller then uses HTTP), and the peer
+    /// is not dialed again for pipes for a while.
+    #[tokio::test]
+    async fn a_peer_without_pipes_is_called_over_http() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let mut head = vec![0u8; 1024];
+                let _ = socket.read(&mut head).await;
+                let _ = socket
+                    .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        let pipes = Pipes::new(None);
+        let head = Head {
+            kind: Kind::Vote,
+            claims: None,
+        };
+        for _ in 0..3 {
+            let answer: Result<u64, PipeError> = pipes
+                .call(2, &addr, &head, &0u64, Duration::from_secs(5))
+                .await;
+            assert!(matches!(answer, Err(PipeError::Unsupported)), "{answer:?}");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1, "asked once, then HTTP");
+    }
 
     #[test]
     fn server_names_come_from_the_host() {
