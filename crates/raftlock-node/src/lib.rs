@@ -34,6 +34,7 @@ mod node;
 mod observe;
 mod ops;
 mod peer_guard;
+mod pipe;
 mod primitives;
 mod quorum;
 mod replica;

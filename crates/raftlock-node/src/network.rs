@@ -1,5 +1,7 @@
-//! Raft RPCs to peers: bincode bodies over pooled HTTP/1.1 connections to
-//! each peer's internal routes. A peer's address is, in order: the
+//! Raft RPCs to peers: bincode bodies to each peer's internal routes, the
+//! hot ones (appends, votes, calls to the leader) as frames on peer pipes
+//! (`pipe`), the rest (and everything to a member without pipes) over
+//! pooled HTTP/1.1 connections. A peer's address is, in order: the
 //! config's `peer_overrides` (a harness puts a proxy on any link), the
 //! config file's members (they founded the cluster), then the Raft
 //! membership (members added at run time, which no file lists). Retries
@@ -24,6 +26,9 @@ use serde::Serialize;
 
 use crate::config::NodeConfig;
 use crate::peer_guard::{PeerGuard, PeerState};
+use crate::pipe::client::{PipeError, Pipes};
+use crate::pipe::frame::Head;
+use crate::pipe::Kind;
 use crate::quorum::QuorumClock;
 use crate::typ::{LogId, Member, NodeId, TypeConfig};
 
@@ -37,6 +42,9 @@ pub(crate) mod route {
     pub const INITIALIZED: &str = "/internal/initialized";
     /// The member's data-directory identity (`peer_guard`, founding, adds).
     pub const IDENTITY: &str = "/internal/identity";
+    /// The upgrade to a peer pipe (`pipe`), which then carries appends,
+    /// votes and `LEADER` calls.
+    pub const PIPE: &str = "/internal/pipe";
 }
 
 /// Why a call to a peer failed.
@@ -69,6 +77,8 @@ pub struct PeerClient {
     /// an append is sent every few hundred microseconds under load, and
     /// parsing its URL each time was a measurable share of the call.
     urls: Arc<RwLock<UrlCache>>,
+    /// Long-lived framed connections for the hot calls (`pipe`).
+    pipes: Arc<Pipes>,
 }
 
 /// (peer, route) → (the address it was built from, the URL).
@@ -82,6 +92,7 @@ impl PeerClient {
             .pool_max_idle_per_host(64)
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_millis(500));
+        let pipes = Arc::new(Pipes::new(tls.clone()));
         let (builder, scheme) = match tls {
             Some(tls) => (builder.tls_backend_preconfigured(tls), "https"),
             None => (builder, "http"),
@@ -97,6 +108,7 @@ impl PeerClient {
             known: Arc::default(),
             guard: None,
             urls: Arc::default(),
+            pipes,
         }
     }
 
@@ -201,6 +213,22 @@ impl PeerClient {
             .contains(&peer)
         {
             return Err(CallError::NotSent(format!("link to node {peer} is cut")));
+        }
+        if let Some(kind) = Kind::of_route(route) {
+            let addr = self.addr_of(peer).ok_or_else(|| {
+                CallError::NotSent(format!(
+                    "node {peer} is neither configured nor a known member"
+                ))
+            })?;
+            let head = Head {
+                kind,
+                claims: self.guard.as_ref().map(|g| g.claims(incarnation)),
+            };
+            match self.pipes.call(peer, &addr, &head, body, timeout).await {
+                Err(PipeError::Unsupported) => {} // an older member: HTTP
+                Err(PipeError::Call(e)) => return Err(e),
+                Ok(answer) => return Ok(answer),
+            }
         }
         let url = self.url_of(peer, route)?;
         let bytes = bincode::serialize(body).map_err(|e| CallError::NotSent(e.to_string()))?;

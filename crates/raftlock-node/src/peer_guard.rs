@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use serde::{Deserialize, Serialize};
 
 use crate::identity::{hex, Identity, IdentityError, IdentityFile};
 use crate::typ::NodeId;
@@ -78,6 +79,21 @@ pub(crate) struct PeerGuard {
     peers: Mutex<BTreeMap<NodeId, PeerState>>,
 }
 
+/// What a request between members says about its sender and its
+/// receiver: the headers above on the HTTP routes, a field of each frame
+/// on a peer pipe (`pipe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Claims {
+    /// The sending member's id (0: not said).
+    pub from: NodeId,
+    /// The sender's incarnation.
+    pub from_incarnation: u64,
+    /// The sender's cluster, once it has one.
+    pub cluster: Option<u64>,
+    /// The receiver's incarnation as the sender's membership names it.
+    pub to_incarnation: Option<u64>,
+}
+
 /// A refusal: status and a message naming the cause and the fix.
 pub(crate) type Refusal = (StatusCode, String);
 
@@ -107,39 +123,69 @@ impl PeerGuard {
         peers.get(&peer).copied()
     }
 
+    /// What a request to a peer whose membership entry names
+    /// `to_incarnation` (0: not known, nothing to check) claims about its
+    /// sender and its receiver.
+    pub(crate) fn claims(&self, to_incarnation: u64) -> Claims {
+        let me = self.identity.get();
+        Claims {
+            from: me.member_id,
+            from_incarnation: me.incarnation,
+            cluster: me.cluster_id,
+            to_incarnation: (to_incarnation != 0).then_some(to_incarnation),
+        }
+    }
+
     /// The headers of a request to a peer whose membership entry names
     /// `to_incarnation` (0: not known, nothing to check).
     pub(crate) fn outgoing(&self, to_incarnation: u64) -> HeaderMap {
-        let me = self.identity.get();
+        let claims = self.claims(to_incarnation);
         let mut headers = HeaderMap::new();
         let mut put = |name: &'static str, value: String| {
             if let Ok(value) = HeaderValue::from_str(&value) {
                 headers.insert(HeaderName::from_static(name), value);
             }
         };
-        put(FROM, me.member_id.to_string());
-        put(FROM_INCARNATION, hex(me.incarnation));
-        if let Some(cluster) = me.cluster_id {
+        put(FROM, claims.from.to_string());
+        put(FROM_INCARNATION, hex(claims.from_incarnation));
+        if let Some(cluster) = claims.cluster {
             put(CLUSTER, hex(cluster));
         }
-        if to_incarnation != 0 {
-            put(TO_INCARNATION, hex(to_incarnation));
+        if let Some(to) = claims.to_incarnation {
+            put(TO_INCARNATION, hex(to));
         }
         headers
     }
 
-    /// Whether this member must answer a request with `headers`. A request
-    /// that names this incarnation also teaches a new member its cluster
-    /// id, and ends an earlier refusal (the member was added again).
+    /// Whether this member must answer a request with `headers` (see
+    /// [`Self::admit_claims`]).
     pub(crate) fn admit(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let claims = Claims {
+            from: headers
+                .get(FROM)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<NodeId>().ok())
+                .unwrap_or(0),
+            // Informational only: never a reason to refuse.
+            from_incarnation: hex_header(headers, FROM_INCARNATION)
+                .ok()
+                .flatten()
+                .unwrap_or(0),
+            cluster: hex_header(headers, CLUSTER)?,
+            to_incarnation: hex_header(headers, TO_INCARNATION)?,
+        };
+        self.admit_claims(&claims)
+    }
+
+    /// Whether this member must answer a request making `claims`. A
+    /// request that names this incarnation also teaches a new member its
+    /// cluster id, and ends an earlier refusal (the member was added
+    /// again).
+    pub(crate) fn admit_claims(&self, claims: &Claims) -> Result<(), Refusal> {
         let me = self.identity.get();
-        let cluster = hex_header(headers, CLUSTER)?;
-        let expected = hex_header(headers, TO_INCARNATION)?;
-        let from = headers
-            .get(FROM)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<NodeId>().ok())
-            .unwrap_or(0);
+        let cluster = claims.cluster;
+        let expected = claims.to_incarnation;
+        let from = claims.from;
         if let (Some(theirs), Some(mine)) = (cluster, me.cluster_id) {
             if theirs != mine {
                 let message = format!(

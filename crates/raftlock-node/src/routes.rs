@@ -9,7 +9,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest,
@@ -27,26 +27,29 @@ use crate::typ::TypeConfig;
 
 type Shared = State<Arc<Replica>>;
 
-fn decode<T: DeserializeOwned>(body: &Bytes) -> Result<T, String> {
-    bincode::deserialize(body).map_err(|e| format!("undecodable body: {e}"))
+/// Why an internal call was not answered: the status the HTTP route
+/// answers with, and a message. A peer pipe (`pipe`) carries the same.
+pub(crate) type Failure = (StatusCode, String);
+
+fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, Failure> {
+    bincode::deserialize(body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, format!("undecodable body: {e}")))
 }
 
-fn bad_request(message: String) -> Response {
-    (StatusCode::BAD_REQUEST, message).into_response()
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, Failure> {
+    bincode::serialize(value).map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 
-fn encode<T: Serialize>(value: &T) -> Response {
-    match bincode::serialize(value) {
+fn respond(answer: Result<Vec<u8>, Failure>) -> Response {
+    match answer {
         Ok(bytes) => bytes.into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        Err(failure) => failure.into_response(),
     }
 }
 
-async fn append(State(replica): Shared, body: Bytes) -> Response {
-    let request = match decode::<AppendEntriesRequest<TypeConfig>>(&body) {
-        Ok(request) => request,
-        Err(message) => return bad_request(message),
-    };
+/// An append from the leader: the encoded answer, once durable.
+pub(crate) async fn answer_append(replica: &Replica, body: &[u8]) -> Result<Vec<u8>, Failure> {
+    let request = decode::<AppendEntriesRequest<TypeConfig>>(body)?;
     let through = request
         .entries
         .last()
@@ -67,10 +70,10 @@ async fn append(State(replica): Shared, body: Bytes) -> Response {
     if let Some(index) = acknowledged {
         match tokio::time::timeout(ACK_DURABLE_WAIT, incarnation.durable.wait_for(index)).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return (StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
+            Ok(Err(e)) => return Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
             Err(_) => {
                 let message = format!("log not durable through index {index} in time");
-                return (StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+                return Err((StatusCode::SERVICE_UNAVAILABLE, message));
             }
         }
     }
@@ -83,34 +86,43 @@ async fn append(State(replica): Shared, body: Bytes) -> Response {
 /// again when new entries reach it.
 const ACK_DURABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-async fn vote(State(replica): Shared, body: Bytes) -> Response {
-    match decode::<VoteRequest<u64>>(&body) {
-        Ok(request) => encode(&replica.raft.current().vote(request).await),
-        Err(message) => bad_request(message),
-    }
-}
-
-async fn snapshot(State(replica): Shared, body: Bytes) -> Response {
-    match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {
-        Ok(request) => encode(&replica.raft.current().install_snapshot(request).await),
-        Err(message) => bad_request(message),
-    }
+/// A vote request from a candidate.
+pub(crate) async fn answer_vote(replica: &Replica, body: &[u8]) -> Result<Vec<u8>, Failure> {
+    let request = decode::<VoteRequest<u64>>(body)?;
+    encode(&replica.raft.current().vote(request).await)
 }
 
 /// A write, keepalive or read index forwarded by a follower.
+pub(crate) async fn answer_leader(replica: &Replica, body: &[u8]) -> Result<Vec<u8>, Failure> {
+    let request = decode::<LeaderRequest>(body)?;
+    encode(&replica.answer_here(request).await)
+}
+
+async fn append(State(replica): Shared, body: Bytes) -> Response {
+    respond(answer_append(&replica, &body).await)
+}
+
+async fn vote(State(replica): Shared, body: Bytes) -> Response {
+    respond(answer_vote(&replica, &body).await)
+}
+
+async fn snapshot(State(replica): Shared, body: Bytes) -> Response {
+    respond(match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {
+        Ok(request) => encode(&replica.raft.current().install_snapshot(request).await),
+        Err(failure) => Err(failure),
+    })
+}
+
 async fn leader(State(replica): Shared, body: Bytes) -> Response {
-    match decode::<LeaderRequest>(&body) {
-        Ok(request) => encode(&replica.answer_here(request).await),
-        Err(message) => bad_request(message),
-    }
+    respond(answer_leader(&replica, &body).await)
 }
 
 async fn initialized(State(replica): Shared) -> Response {
-    encode(&replica.is_initialized_now())
+    respond(encode(&replica.is_initialized_now()))
 }
 
 async fn identity(State(replica): Shared) -> Response {
-    encode(&replica.peer_identity())
+    respond(encode(&replica.peer_identity()))
 }
 
 /// Refuses a request from another cluster, or one meant for another
@@ -139,6 +151,8 @@ pub(crate) async fn serve(
         // Asked before a member is in any membership: not guarded.
         .route(route::INITIALIZED, post(initialized))
         .route(route::IDENTITY, post(identity))
+        // A peer pipe: every frame on it passes the guard itself.
+        .route(route::PIPE, get(crate::pipe::server::upgrade))
         // Snapshot chunks and entry batches can be large.
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(replica.clone());
