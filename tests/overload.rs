@@ -12,6 +12,9 @@
 //! low so that they are hit; the full-size versions (`#[ignore]`d, run by
 //! scripts/overload.sh with `ulimit -n` raised) use the defaults and the
 //! counts of the issue, and print the figures recorded in docs/overload.md.
+//! The full-size versions pin the members to one core and this process to
+//! another when there are two (`support::pin`), so that the load
+//! generator's CPU use is not counted as the members' starvation.
 
 mod support;
 
