@@ -46,7 +46,11 @@ pub fn pin_process(cpu: usize) -> Result<(), String> {
     let set = only(cpu).ok_or_else(|| format!("CPU {cpu} out of range"))?;
     let tasks = std::fs::read_dir("/proc/self/task").map_err(|e| e.to_string())?;
     for entry in tasks.filter_map(Result::ok) {
-        let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse::<i32>().ok()) else {
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<i32>().ok())
+        else {
             continue;
         };
         match sched_setaffinity(Pid::from_raw(tid), &set) {
