@@ -456,8 +456,13 @@ async fn keep_alive(
     (stop, record, ok): (Arc<AtomicBool>, Arc<Mutex<KeepaliveRecord>>, Arc<AtomicU64>),
 ) {
     // Built on the runtime that uses it: its connections live there.
+    // `OVERLOAD_HOLDER_FRESH_CONNECTIONS=1`: a new connection for every
+    // keepalive, as a holder whose connection was lost must make: it then
+    // waits for the member to accept it (docs/overload.md).
+    let fresh = std::env::var_os("OVERLOAD_HOLDER_FRESH_CONNECTIONS").is_some();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_millis(ttl_ms / 3))
+        .pool_max_idle_per_host(if fresh { 0 } else { usize::MAX })
         .build()
         .expect("http client");
     let mut last_ok = Instant::now();
