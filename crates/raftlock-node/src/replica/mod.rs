@@ -8,7 +8,6 @@
 //! `OutcomeUnknown` (may have been applied), never by hanging.
 
 pub(crate) mod at_leader;
-pub(crate) mod batcher;
 pub(crate) mod keepalive;
 pub(crate) mod keepalives;
 pub(crate) mod membership;

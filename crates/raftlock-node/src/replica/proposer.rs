@@ -8,19 +8,22 @@
 //! one connection) per write; 1,000 concurrent acquires on a follower
 //! opened hundreds of connections to the leader.
 //!
-//! How: the batching of `batcher`, with at most [`IN_FLIGHT`] proposals
-//! per node outstanding: a write that finds a free slot goes out at once,
-//! by itself; the queued ones become one proposal (up to the caps).
+//! How: at most [`IN_FLIGHT`] proposals per node are outstanding. A write
+//! that finds a free slot goes out at once, by itself, from the caller's
+//! task (an idle node adds no delay). Otherwise it queues, and one task
+//! per node turns the queue into proposals: whenever a slot frees, the
+//! next proposal takes everything queued (up to the caps).
 //!
 //! Each command still gets its own result and its own retry decision (in
 //! `Replica::write`): a proposal is transport, not a transaction.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use raftlock_core::{Applied, Command, Compare, TxnOp};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::at_leader::{LeaderAnswer, LeaderRequest};
-use super::batcher::{self, BatchQueue, Batcher, Caps};
 use super::Replica;
 use crate::error::NodeError;
 use crate::typ::{Proposal, Reply};
@@ -36,59 +39,136 @@ const IN_FLIGHT: usize = 1;
 const MAX_COMMANDS: usize = 512;
 const MAX_BYTES: usize = 4 * 1024 * 1024;
 
-const CAPS: Caps<Command> = Caps {
-    items: MAX_COMMANDS,
-    weight,
-    max_weight: MAX_BYTES,
-};
-
 /// The outcome of one attempt: the entry's log index and the command's own
 /// result.
 pub(crate) type Attempt = Result<(u64, Applied), NodeError>;
 
+struct Pending {
+    command: Command,
+    answer: oneshot::Sender<Attempt>,
+}
+
 /// The queue side, held by the `Replica`.
-pub(crate) struct Proposer(Batcher<Command, (u64, Applied)>);
+pub(crate) struct Proposer {
+    queue: mpsc::UnboundedSender<Pending>,
+    /// Outstanding proposals; shared with the task.
+    slots: Arc<Semaphore>,
+    counters: Arc<Counters>,
+}
+
+#[derive(Default)]
+struct Counters {
+    proposals: AtomicU64,
+    commands: AtomicU64,
+}
+
+impl Counters {
+    fn count(&self, commands: usize) {
+        self.proposals.fetch_add(1, Ordering::Relaxed);
+        self.commands.fetch_add(commands as u64, Ordering::Relaxed);
+    }
+}
 
 /// The task side, run by [`run`].
-pub(crate) struct ProposerQueue(BatchQueue<Command, (u64, Applied)>);
+pub(crate) struct ProposerQueue {
+    queue: mpsc::UnboundedReceiver<Pending>,
+    slots: Arc<Semaphore>,
+    counters: Arc<Counters>,
+}
 
 impl Proposer {
     pub(crate) fn new() -> (Proposer, ProposerQueue) {
-        let (batcher, side) = Batcher::new(IN_FLIGHT);
-        (Proposer(batcher), ProposerQueue(side))
+        let (queue, rx) = mpsc::unbounded_channel();
+        let counters = Arc::new(Counters::default());
+        let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+        let task_side = ProposerQueue {
+            queue: rx,
+            slots: slots.clone(),
+            counters: counters.clone(),
+        };
+        let proposer = Proposer {
+            queue,
+            slots,
+            counters,
+        };
+        (proposer, task_side)
     }
 
     /// Proposals sent so far.
     pub(crate) fn proposals(&self) -> u64 {
-        self.0.batches()
+        self.counters.proposals.load(Ordering::Relaxed)
     }
 
     /// Commands carried by those proposals.
     pub(crate) fn commands(&self) -> u64 {
-        self.0.items()
+        self.counters.commands.load(Ordering::Relaxed)
     }
 
     /// Sends `command` to the current leader in the next proposal: one
     /// attempt, with no retry (`NoLeader` and `OutcomeUnknown` are the
     /// caller's to handle).
     pub(crate) async fn propose(&self, replica: &Replica, command: Command) -> Attempt {
-        self.0
-            .send(command, |command| async move {
-                submit(replica, vec![command])
-                    .await
-                    .pop()
-                    .unwrap_or_else(|| Err(NodeError::internal("a command had no result")))
-            })
-            .await
+        // Nothing outstanding: no proposal to ride along with, so skip the
+        // queue (and the hop to the proposer task).
+        if let Ok(_slot) = self.slots.try_acquire() {
+            self.counters.count(1);
+            return match attempt(replica, vec![command]).await {
+                Ok((index, results)) => results
+                    .into_iter()
+                    .next()
+                    .map(|applied| (index, applied))
+                    .ok_or_else(|| NodeError::internal("a command had no result")),
+                Err(e) => Err(e),
+            };
+        }
+        let (answer, rx) = oneshot::channel();
+        self.queue
+            .send(Pending { command, answer })
+            .map_err(|_| NodeError::ShuttingDown)?;
+        rx.await.unwrap_or(Err(NodeError::ShuttingDown))
     }
 }
 
 /// Drains the queue into proposals until the node stops.
 pub(crate) async fn run(replica: Arc<Replica>, side: ProposerQueue) {
-    batcher::run(replica, side.0, &CAPS, |replica, commands| async move {
-        submit(&replica, commands).await
-    })
-    .await;
+    let ProposerQueue {
+        mut queue,
+        slots,
+        counters,
+    } = side;
+    loop {
+        let first = tokio::select! {
+            next = queue.recv() => match next {
+                Some(p) => p,
+                None => return,
+            },
+            _ = replica.shutdown.stopped() => return,
+        };
+        // Wait for a slot before draining: whatever queues meanwhile rides
+        // along in this proposal.
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let batch = drain(first, &mut queue);
+        counters.count(batch.len());
+        let replica = replica.clone();
+        tokio::spawn(async move {
+            submit(&replica, batch).await;
+            drop(slot);
+        });
+    }
+}
+
+/// `first` and whatever else is queued, within the caps.
+fn drain(first: Pending, queue: &mut mpsc::UnboundedReceiver<Pending>) -> Vec<Pending> {
+    let mut bytes = weight(&first.command);
+    let mut batch = vec![first];
+    while batch.len() < MAX_COMMANDS && bytes < MAX_BYTES {
+        let Ok(next) = queue.try_recv() else { break };
+        bytes += weight(&next.command);
+        batch.push(next);
+    }
+    batch
 }
 
 /// Rough encoded size: the payload plus a generous allowance for the rest.
@@ -132,15 +212,23 @@ fn op_weight(op: &TxnOp) -> usize {
     op.path().len() + data + 32
 }
 
-/// One attempt for the whole batch; one outcome per command, in order.
-async fn submit(replica: &Replica, commands: Vec<Command>) -> Vec<Attempt> {
-    let count = commands.len();
+/// One attempt for the whole batch; every pending write gets its own
+/// command's outcome.
+async fn submit(replica: &Replica, batch: Vec<Pending>) {
+    let (commands, answers): (Vec<Command>, Vec<oneshot::Sender<Attempt>>) =
+        batch.into_iter().map(|p| (p.command, p.answer)).unzip();
     match attempt(replica, commands).await {
-        Ok((index, results)) => results
-            .into_iter()
-            .map(|applied| Ok((index, applied)))
-            .collect(),
-        Err(e) => (0..count).map(|_| Err(e.clone())).collect(),
+        Ok((index, results)) => {
+            for (answer, applied) in answers.into_iter().zip(results) {
+                // A caller that gave up is fine.
+                let _ = answer.send(Ok((index, applied)));
+            }
+        }
+        Err(e) => {
+            for answer in answers {
+                let _ = answer.send(Err(e.clone()));
+            }
+        }
     }
 }
 
