@@ -15,6 +15,11 @@
 #   scripts/overload.sh                  # all four, one after the other
 #   scripts/overload.sh full_slowloris   # one of them (test names)
 #
+# On a machine with two cores or more, the members run on CPU 0 and the
+# test process (the load generator and the lock holder's thread) on CPU 1
+# (tests/support/pin.rs), so that the generator cannot take the members'
+# CPU; OVERLOAD_PIN=0 runs everything unpinned (docs/overload.md).
+#
 # Needs many file descriptors: the client side holds up to 15,000
 # connections, so the limit is raised here as far as the hard limit
 # allows (each case checks it has enough).

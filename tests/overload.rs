@@ -12,6 +12,9 @@
 //! low so that they are hit; the full-size versions (`#[ignore]`d, run by
 //! scripts/overload.sh with `ulimit -n` raised) use the defaults and the
 //! counts of the issue, and print the figures recorded in docs/overload.md.
+//! The full-size versions pin the members to one core and this process to
+//! another when there are two (`support::pin`), so that the load
+//! generator's CPU use is not counted as the members' starvation.
 
 mod support;
 
@@ -35,9 +38,23 @@ const HOLDER_TTL_MS: u64 = 3_000;
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A three-member cluster with `api` appended to its config, and its
-/// leader.
-async fn cluster(api: &str) -> (ProcessCluster, u64, Vec<u64>) {
+/// leader. With `pin` (the full-size cases) and two cores, the members
+/// run on one core and this process on the other (`support::pin`;
+/// `OVERLOAD_PIN=0` turns it off).
+async fn cluster(api: &str, pin: bool) -> (ProcessCluster, u64, Vec<u64>) {
     let mut cluster = ProcessCluster::configure(3);
+    let wanted = pin && std::env::var("OVERLOAD_PIN").map_or(true, |v| v != "0");
+    if wanted && support::pin::can_pin() {
+        support::pin::pin_process(support::pin::LOAD_CPU).expect("pin the load generator");
+        cluster.pin_members(support::pin::MEMBER_CPU);
+        println!(
+            "OVERLOAD pinning: members on CPU {}, the load generator and the holder on CPU {}",
+            support::pin::MEMBER_CPU,
+            support::pin::LOAD_CPU
+        );
+    } else {
+        println!("OVERLOAD pinning: none (asked: {wanted})");
+    }
     // More `[api]` keys for a measurement (`OVERLOAD_API="key = value"`),
     // e.g. to compare a limit's settings under the same load.
     let api = match std::env::var("OVERLOAD_API") {
@@ -117,6 +134,8 @@ fn needs_files(n: u64) {
 // Connections
 
 struct Connections {
+    /// Members on one core, the load generator on another (`cluster`).
+    pin: bool,
     /// `[api]` table.
     api: &'static str,
     cap: u64,
@@ -132,7 +151,7 @@ struct Connections {
 /// /v1/health`; those admitted keep their connection busy for `hold`.
 async fn connections(case: Connections) {
     needs_files(case.conns as u64 + 1_000);
-    let (cluster, leader, others) = cluster(case.api).await;
+    let (cluster, leader, others) = cluster(case.api, case.pin).await;
     let holder = Holder::start(&cluster, leader, &others, "held", HOLDER_TTL_MS).await;
     let sampler = Sampler::start(&cluster, &[1, 2, 3]);
     let addr = address(&cluster, leader);
@@ -290,6 +309,7 @@ async fn holder_done(
 async fn a_connection_flood_is_capped_and_refused_with_503() {
     let _one = ONE_AT_A_TIME.lock().await;
     connections(Connections {
+        pin: false,
         api: "[api]\nmax_connections = 20\n",
         cap: 20,
         conns: 60,
@@ -305,6 +325,7 @@ async fn a_connection_flood_is_capped_and_refused_with_503() {
 async fn full_ten_thousand_connections() {
     let _one = ONE_AT_A_TIME.lock().await;
     connections(Connections {
+        pin: true,
         api: "",
         cap: 8_192,
         conns: 10_000,
@@ -319,6 +340,8 @@ async fn full_ten_thousand_connections() {
 // Waiting acquires
 
 struct Waiters {
+    /// Members on one core, the load generator on another (`cluster`).
+    pin: bool,
     api: &'static str,
     max_waiters: u64,
     acquires: usize,
@@ -332,7 +355,7 @@ struct Waiters {
 /// the held lock, `concurrency` at a time.
 async fn waiters(case: Waiters) {
     needs_files(case.concurrency as u64 + 1_000);
-    let (cluster, leader, others) = cluster(case.api).await;
+    let (cluster, leader, others) = cluster(case.api, case.pin).await;
     let holder = Holder::start(&cluster, leader, &others, "hot", HOLDER_TTL_MS).await;
     let sampler = Sampler::start(&cluster, &[1, 2, 3]);
     let started = Instant::now();
@@ -490,6 +513,7 @@ async fn waiters(case: Waiters) {
 async fn a_crowd_of_waiters_is_capped_with_429() {
     let _one = ONE_AT_A_TIME.lock().await;
     waiters(Waiters {
+        pin: false,
         api: "[api]\nmax_waiters_per_lock = 40\n",
         max_waiters: 40,
         acquires: 300,
@@ -505,6 +529,7 @@ async fn a_crowd_of_waiters_is_capped_with_429() {
 async fn full_hundred_thousand_waiting_acquires() {
     let _one = ONE_AT_A_TIME.lock().await;
     waiters(Waiters {
+        pin: true,
         api: "",
         max_waiters: 10_000,
         acquires: 100_000,
@@ -519,6 +544,8 @@ async fn full_hundred_thousand_waiting_acquires() {
 // Renewals at a 1 s TTL
 
 struct Renewals {
+    /// Members on one core, the load generator on another (`cluster`).
+    pin: bool,
     api: &'static str,
     sessions: usize,
     /// Requests in flight at once per member (above the connection cap to
@@ -532,7 +559,7 @@ struct Renewals {
 /// reopened when it expired) for `hold`.
 async fn renewals(case: Renewals) {
     needs_files(3 * case.per_member as u64 + 1_000);
-    let (cluster, leader, others) = cluster(case.api).await;
+    let (cluster, leader, others) = cluster(case.api, case.pin).await;
     let holder = Holder::start(&cluster, leader, &others, "held", HOLDER_TTL_MS).await;
     let sampler = Sampler::start(&cluster, &[1, 2, 3]);
     // Idle connections are closed by the client after 1 s, before the
@@ -674,6 +701,7 @@ async fn renewals(case: Renewals) {
 async fn a_renewal_storm_at_one_second_ttl_keeps_the_held_lock() {
     let _one = ONE_AT_A_TIME.lock().await;
     renewals(Renewals {
+        pin: false,
         api: "[api]\nmax_connections = 30\n",
         sessions: 600,
         per_member: 60,
@@ -696,6 +724,7 @@ async fn full_fifty_thousand_sessions_renewing_at_one_second_ttl() {
     let cap = env_or("OVERLOAD_MAX_CONNECTIONS", 4_096);
     let api: &'static str = Box::leak(format!("[api]\nmax_connections = {cap}\n").into_boxed_str());
     renewals(Renewals {
+        pin: true,
         api,
         sessions: env_or("OVERLOAD_SESSIONS", 50_000) as usize,
         per_member: env_or("OVERLOAD_PER_MEMBER", 5_000) as usize,
@@ -709,6 +738,8 @@ async fn full_fifty_thousand_sessions_renewing_at_one_second_ttl() {
 // Slowloris
 
 struct Slowloris {
+    /// Members on one core, the load generator on another (`cluster`).
+    pin: bool,
     api: &'static str,
     header_timeout: Duration,
     cap: u64,
@@ -724,7 +755,7 @@ struct Slowloris {
 /// those over the cap, and come back to serve new connections after.
 async fn slowloris(case: Slowloris) {
     needs_files(case.clients as u64 + 1_000);
-    let (cluster, leader, others) = cluster(case.api).await;
+    let (cluster, leader, others) = cluster(case.api, case.pin).await;
     let holder = Holder::start(&cluster, leader, &others, "held", HOLDER_TTL_MS).await;
     let sampler = Sampler::start(&cluster, &[1, 2, 3]);
     let addr = address(&cluster, leader);
@@ -851,6 +882,7 @@ async fn slowloris(case: Slowloris) {
 async fn slowloris_clients_are_cut_at_the_header_timeout() {
     let _one = ONE_AT_A_TIME.lock().await;
     slowloris(Slowloris {
+        pin: false,
         api: "[api]\nheader_read_timeout_ms = 1000\nmax_connections = 20\n",
         header_timeout: Duration::from_millis(1_000),
         cap: 20,
@@ -866,6 +898,7 @@ async fn slowloris_clients_are_cut_at_the_header_timeout() {
 async fn full_slowloris() {
     let _one = ONE_AT_A_TIME.lock().await;
     slowloris(Slowloris {
+        pin: true,
         api: "",
         header_timeout: Duration::from_millis(10_000),
         cap: 8_192,

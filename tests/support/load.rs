@@ -118,6 +118,8 @@ pub struct Sampler {
     start: BTreeMap<u64, (u64, f64, f64)>,
     started: Instant,
     load_start: f64,
+    /// Each CPU's busy and niced time at the start (`pin::cpu_times`).
+    cpus_start: Vec<(usize, f64, f64)>,
 }
 
 impl Sampler {
@@ -167,6 +169,7 @@ impl Sampler {
             start,
             started: Instant::now(),
             load_start: load_average(),
+            cpus_start: super::pin::cpu_times(),
         }
     }
 
@@ -192,11 +195,24 @@ impl Sampler {
                 }
             })
             .collect();
+        let took = self.started.elapsed().as_secs_f64();
+        let cpus: Vec<String> = super::pin::cpu_times()
+            .iter()
+            .filter_map(|&(cpu, busy, nice)| {
+                let &(_, busy0, nice0) = self.cpus_start.iter().find(|c| c.0 == cpu)?;
+                Some(format!(
+                    "CPU {cpu} busy {:.0}% (niced work {:.0}%)",
+                    100.0 * (busy - busy0) / took,
+                    100.0 * (nice - nice0) / took
+                ))
+            })
+            .collect();
         println!(
-            "OVERLOAD machine: {} cores, load average {:.1} at the start, {:.1} at the end",
-            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            "OVERLOAD machine: {} cores, load average {:.1} at the start, {:.1} at the end; {}",
+            self.cpus_start.len(),
             self.load_start,
-            load_average()
+            load_average(),
+            cpus.join(", ")
         );
         (usage, self.started.elapsed())
     }
@@ -440,8 +456,13 @@ async fn keep_alive(
     (stop, record, ok): (Arc<AtomicBool>, Arc<Mutex<KeepaliveRecord>>, Arc<AtomicU64>),
 ) {
     // Built on the runtime that uses it: its connections live there.
+    // `OVERLOAD_HOLDER_FRESH_CONNECTIONS=1`: a new connection for every
+    // keepalive, as a holder whose connection was lost must make: it then
+    // waits for the member to accept it (docs/overload.md).
+    let fresh = std::env::var_os("OVERLOAD_HOLDER_FRESH_CONNECTIONS").is_some();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_millis(ttl_ms / 3))
+        .pool_max_idle_per_host(if fresh { 0 } else { usize::MAX })
         .build()
         .expect("http client");
     let mut last_ok = Instant::now();

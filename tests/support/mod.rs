@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod load;
+pub mod pin;
 pub mod tls;
 
 use std::path::PathBuf;
@@ -43,6 +44,8 @@ pub struct ProcessCluster {
     pub raft: Vec<String>,
     processes: Vec<Option<Child>>,
     pub http: reqwest::Client,
+    /// The core members started from now on are confined to (`pin`).
+    member_cpu: Option<usize>,
 }
 
 impl ProcessCluster {
@@ -105,6 +108,7 @@ impl ProcessCluster {
             api,
             raft,
             processes: (0..total).map(|_| None).collect(),
+            member_cpu: None,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(40))
                 .build()
@@ -123,6 +127,12 @@ impl ProcessCluster {
             .default_headers(headers)
             .build()
             .expect("http client");
+    }
+
+    /// Confines members started from now on to `cpu` (the full-size
+    /// overload runs, `pin`).
+    pub fn pin_members(&mut self, cpu: usize) {
+        self.member_cpu = Some(cpu);
     }
 
     pub fn start_member(&mut self, id: u64) {
@@ -176,7 +186,8 @@ impl ProcessCluster {
         // (tests/overload.rs, docs/overload.md); this build's by default.
         let binary =
             std::env::var("RAFTLOCK_SERVE_BINARY").unwrap_or_else(|_| RAFTLOCK.to_string());
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .args(["serve", "--config"])
             .arg(&config)
             .args(["--id", &id.to_string()])
@@ -184,9 +195,12 @@ impl ProcessCluster {
             .env("RUST_LOG", "info,openraft=warn")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn raftlock serve");
+            .stderr(log);
+        let child = match self.member_cpu {
+            Some(cpu) => pin::on_cpu(cpu, || command.spawn()),
+            None => command.spawn(),
+        }
+        .expect("spawn raftlock serve");
         self.processes[(id - 1) as usize] = Some(child);
     }
 
