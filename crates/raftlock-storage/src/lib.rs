@@ -50,6 +50,7 @@ mod durable;
 mod error;
 mod floor;
 mod meta;
+mod migrate;
 mod reader;
 mod segment;
 mod sled_dirty;

@@ -27,19 +27,19 @@ use crate::sync_worker::{SyncMeter, SyncStall, SyncStats, SyncWorker};
 use crate::watermark::{self, Mark, WatermarkFile};
 
 /// sled tree names. Part of the on-disk format: do not rename.
-mod trees {
+pub(crate) mod trees {
     /// Log entries of format 1; format 2 keeps them in segment files.
-    pub(super) const LOG: &str = "raft_log";
-    pub(super) const VOTE: &str = "raft_vote";
+    pub(crate) const LOG: &str = "raft_log";
+    pub(crate) const VOTE: &str = "raft_vote";
     /// Committed log id of format 1; format 2 writes it in the segments.
-    pub(super) const COMMITTED: &str = "raft_committed";
-    pub(super) const PURGED: &str = "raft_purged";
-    pub(super) const META: &str = "meta";
-    pub(super) const FORMAT: &str = "raftlock_format";
+    pub(crate) const COMMITTED: &str = "raft_committed";
+    pub(crate) const PURGED: &str = "raft_purged";
+    pub(crate) const META: &str = "meta";
+    pub(crate) const FORMAT: &str = "raftlock_format";
 }
 
 /// Key of the format number in [`trees::FORMAT`].
-const FORMAT_KEY: &[u8] = b"version";
+pub(crate) const FORMAT_KEY: &[u8] = b"version";
 
 /// Checks (or, in a new store, writes) the store's format number.
 /// Format 1: every sled value sealed with a checksum, the log in sled, the
@@ -60,14 +60,6 @@ fn check_format(
         Some(bytes) => {
             let format: u32 = decode_sealed("storage format", FORMAT_KEY, &bytes)
                 .map_err(|e| format!("sled tree `{}`: {e}", trees::FORMAT))?;
-            if format == 1 {
-                return Err(format!(
-                    "the log store is in format 1 (log entries in sled), written by an older \
-                     raftlock; this version keeps the log in segment files (format {}) and does \
-                     not convert a format-1 store",
-                    watermark::FORMAT
-                ));
-            }
             if format != watermark::FORMAT {
                 return Err(format!(
                     "the log store is in format {format}; this version reads format {}",
@@ -206,6 +198,17 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         let meta_tree = db.open_tree(trees::META)?;
 
         let mark_path = config.path.join(watermark::FILE);
+        // The format first: a format-1 store is converted (its watermark
+        // record is of the old format) before anything else is read.
+        if let Some(bytes) = db.open_tree(trees::FORMAT)?.get(FORMAT_KEY)? {
+            let format: u32 = decode_sealed("storage format", FORMAT_KEY, &bytes)
+                .map_err(|e| refuse(format!("sled tree `{}`: {e}", trees::FORMAT)))?;
+            if format == 1 {
+                crate::migrate::format_1_to_2::<C>(&db, config)?.map_err(|reason| {
+                    refuse(format!("converting the format-1 log store: {reason}"))
+                })?;
+            }
+        }
         let sled_has_data = [
             trees::LOG,
             trees::VOTE,
@@ -217,13 +220,6 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         .map(|name| db.open_tree(name).map(|t| !t.is_empty()))
         .collect::<Result<Vec<_>, _>>()?
         .contains(&true);
-        // The format first: an older store is refused by name, before its
-        // watermark record (another format) is read.
-        let format_tree = db.open_tree(trees::FORMAT)?;
-        if format_tree.get(FORMAT_KEY)?.is_some() {
-            check_format(&db, false, false, Some(&Mark::default()), &mark_path, &dirty)
-                .map_err(refuse)?;
-        }
         let recorded = watermark::read(&mark_path)?
             .map_err(|reason| refuse(format!("{}: {reason}", mark_path.display())))?;
         let recorded_seq = recorded.as_ref().map_or(0, |(seq, _)| *seq);

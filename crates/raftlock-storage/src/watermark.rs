@@ -61,8 +61,8 @@ impl Mark {
     }
 }
 
-/// Why a slot is not a valid record.
-fn decode_slot(slot: &[u8]) -> Result<(u64, Mark), String> {
+/// Why a slot is not a valid record of `expected` format.
+fn decode_slot(slot: &[u8], expected: u32) -> Result<(u64, Mark), String> {
     let crc = u32::from_le_bytes(slot[CRC_AT..].try_into().expect("4 bytes"));
     let computed = crc32fast::hash(&slot[..CRC_AT]);
     if crc != computed {
@@ -75,8 +75,8 @@ fn decode_slot(slot: &[u8]) -> Result<(u64, Mark), String> {
     }
     let u64_at = |at: usize| u64::from_le_bytes(slot[at..at + 8].try_into().expect("8 bytes"));
     let format = u32::from_le_bytes(slot[4..8].try_into().expect("4 bytes"));
-    if format != FORMAT {
-        return Err(format!("format {format}, this version reads {FORMAT}"));
+    if format != expected {
+        return Err(format!("format {format}, this version reads {expected}"));
     }
     let (seq, purged) = (u64_at(8), u64_at(16));
     let len = u16::from_le_bytes(slot[24..26].try_into().expect("2 bytes"));
@@ -118,6 +118,15 @@ fn encode_slot(seq: u64, mark: &Mark) -> io::Result<[u8; SLOT]> {
 /// The newest valid record in `path`: `Ok(None)` if the file does not
 /// exist, `Err(reason)` if it exists but holds no valid record.
 pub(crate) fn read(path: &Path) -> io::Result<Result<Option<(u64, Mark)>, String>> {
+    read_format(path, FORMAT)
+}
+
+/// [`read`] for records of `format` (1: the format before the segment
+/// files, whose `purged` field held the greatest acknowledged index).
+pub(crate) fn read_format(
+    path: &Path,
+    format: u32,
+) -> io::Result<Result<Option<(u64, Mark)>, String>> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Ok(None)),
@@ -130,7 +139,10 @@ pub(crate) fn read(path: &Path) -> io::Result<Result<Option<(u64, Mark)>, String
             2 * SLOT
         )));
     }
-    let slots = [decode_slot(&bytes[..SLOT]), decode_slot(&bytes[SLOT..])];
+    let slots = [
+        decode_slot(&bytes[..SLOT], format),
+        decode_slot(&bytes[SLOT..], format),
+    ];
     let best = slots
         .iter()
         .filter_map(|s| s.as_ref().ok())

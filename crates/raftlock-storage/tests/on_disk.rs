@@ -271,16 +271,6 @@ async fn a_damaged_watermark_record_or_old_format_refuses_the_start() -> anyhow:
     let msg = refusal(dir.path());
     assert!(msg.contains("raftlock.watermark is missing"), "{msg}");
 
-    // A data directory of format 1 (entries in sled): refused by name.
-    let dir = TempDir::new()?;
-    store_with_five_entries(dir.path()).await?;
-    edit(dir.path(), "raftlock_format", |t| {
-        t.insert(b"version", sealed(b"version", &1u32.to_le_bytes()))
-            .map(drop)
-    })?;
-    let msg = refusal(dir.path());
-    assert!(msg.contains("format 1 (log entries in sled)"), "{msg}");
-
     // A data directory of the format before checksums.
     let dir = TempDir::new()?;
     store_with_five_entries(dir.path()).await?;
@@ -288,6 +278,87 @@ async fn a_damaged_watermark_record_or_old_format_refuses_the_start() -> anyhow:
     std::fs::remove_file(dir.path().join("raftlock.watermark"))?;
     let msg = refusal(dir.path());
     assert!(msg.contains("written by an older raftlock"), "{msg}");
+    Ok(())
+}
+
+/// A data directory as format 1 wrote it: entries 1..=5 sealed in sled's
+/// `raft_log` (entry `damaged` with a flipped bit), vote (1, 0),
+/// committed (1, 4), and a format-1 watermark record saying entries
+/// through `acked` were acknowledged.
+fn format_1_dir(dir: &Path, acked: u64, damaged: Option<u64>) -> anyhow::Result<()> {
+    let db = sled::open(dir)?;
+    let log = db.open_tree("raft_log")?;
+    for i in 1..=5u64 {
+        let key = i.to_be_bytes();
+        let mut value = sealed(&key, &bincode::serialize(&put_entry(1, i, 16))?);
+        if damaged == Some(i) {
+            value[10] ^= 0x01;
+        }
+        log.insert(key, value)?;
+    }
+    let vote = bincode::serialize(&Vote::<u64>::new(1, 0))?;
+    db.open_tree("raft_vote")?
+        .insert(b"value", sealed(b"value", &vote))?;
+    let committed = bincode::serialize(&Some(log_id(1, 4)))?;
+    db.open_tree("raft_committed")?
+        .insert(b"value", sealed(b"value", &committed))?;
+    db.open_tree("raftlock_format")?
+        .insert(b"version", sealed(b"version", &1u32.to_le_bytes()))?;
+    db.flush()?;
+    drop(db);
+    // The record's slot for sequence number 1 (the second of two).
+    let mut slot = [0u8; 256];
+    slot[..4].copy_from_slice(b"RLWM");
+    slot[4..8].copy_from_slice(&1u32.to_le_bytes());
+    slot[8..16].copy_from_slice(&1u64.to_le_bytes());
+    slot[16..24].copy_from_slice(&acked.to_le_bytes());
+    slot[24..26].copy_from_slice(&(vote.len() as u16).to_le_bytes());
+    slot[26..26 + vote.len()].copy_from_slice(&vote);
+    let crc = crc32fast::hash(&slot[..252]);
+    slot[252..].copy_from_slice(&crc.to_le_bytes());
+    let mut file = vec![0u8; 256];
+    file.extend_from_slice(&slot);
+    std::fs::write(dir.join("raftlock.watermark"), file)?;
+    Ok(())
+}
+
+/// A format-1 directory (entries in sled) is converted once at open, its
+/// entries, vote and committed id kept, and checked as format 1 checked
+/// it: a damaged acknowledged entry refuses, a damaged tail above the
+/// recorded index is left behind.
+#[tokio::test]
+async fn a_format_1_directory_is_converted_at_open() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    format_1_dir(dir.path(), 5, None)?;
+    {
+        let mut store = try_open(dir.path())?;
+        assert_eq!(
+            store.try_get_log_entries(..).await?,
+            (1..=5).map(|i| put_entry(1, i, 16)).collect::<Vec<_>>()
+        );
+        assert_eq!(store.read_vote().await?, Some(Vote::new(1, 0)));
+        assert_eq!(store.read_committed().await?, Some(log_id(1, 4)));
+        store.blocking_append([put_entry(2, 6, 16)]).await?;
+    }
+    edit(dir.path(), "raft_log", |t| {
+        assert!(t.is_empty(), "the old entries are gone from sled");
+        Ok(())
+    })?;
+    assert!(segment(dir.path()).exists());
+    let mut store = try_open(dir.path())?;
+    assert_eq!(indexes(&store.try_get_log_entries(..).await?), vec![1, 2, 3, 4, 5, 6]);
+    drop(store);
+
+    let dir = TempDir::new()?;
+    format_1_dir(dir.path(), 5, Some(3))?;
+    let msg = refusal(dir.path());
+    assert!(msg.contains("converting the format-1 log store"), "{msg}");
+    assert!(msg.contains("index 3 (acknowledged"), "{msg}");
+
+    let dir = TempDir::new()?;
+    format_1_dir(dir.path(), 4, Some(5))?;
+    let mut store = try_open(dir.path())?;
+    assert_eq!(indexes(&store.try_get_log_entries(..).await?), vec![1, 2, 3, 4]);
     Ok(())
 }
 

@@ -32,6 +32,11 @@ use file::{SegmentFile, HEADER};
 use index::{half_open, Index, Loc};
 use record::{encode as encode_record, mark_payload, parse, read_mark, Kind, Parsed, Pos};
 
+/// Whether a directory entry is a segment file.
+pub(crate) fn is_segment_file(name: &std::ffi::OsStr) -> bool {
+    name.to_str().and_then(file::parse_name).is_some()
+}
+
 /// Default size at which a segment is closed and the next one started.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 16 * 1024 * 1024;
 
