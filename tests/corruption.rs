@@ -70,7 +70,8 @@ async fn a_follower_whose_log_file_was_damaged_refuses_to_start() {
     // Records after the damage say it was acknowledged: refused, naming
     // the file and offset.
     assert!(
-        stderr.contains("refusing to start from") && stderr.contains("segment-0000000000000001.log, offset"),
+        stderr.contains("refusing to start from")
+            && stderr.contains("segment-0000000000000001.log, offset"),
         "{stderr}"
     );
 

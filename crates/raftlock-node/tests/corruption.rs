@@ -129,7 +129,10 @@ async fn a_damaged_snapshot_or_log_refuses_the_start() {
     let message = refused(cluster.restart(1).await);
     println!("segment: {message}");
     assert!(message.contains("refusing to start from"), "{message}");
-    assert!(message.contains("segment-0000000000000001.log, offset"), "{message}");
+    assert!(
+        message.contains("segment-0000000000000001.log, offset"),
+        "{message}"
+    );
 
     // The watermark record missing: nothing to check sled against.
     restore(&pristine, &data_dir);

@@ -56,7 +56,6 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-
 use crate::config::Durability;
 use crate::error::StoreError;
 use crate::segment::LogSync;

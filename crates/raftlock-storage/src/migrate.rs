@@ -111,19 +111,20 @@ pub(crate) fn format_1_to_2<C: RaftTypeConfig>(
             });
         match entry {
             Ok(e) => entries.push(e),
-            Err(e) if index <= acked => {
-                return Ok(Err(format!(
-                    "sled tree `{}`, index {index} (acknowledged: the watermark is at {acked}): {e}",
-                    trees::LOG
-                )))
-            }
+            Err(e) if index <= acked => return Ok(Err(format!(
+                "sled tree `{}`, index {index} (acknowledged: the watermark is at {acked}): {e}",
+                trees::LOG
+            ))),
             Err(e) => {
                 tracing::warn!(index, error = %e, "a never-acknowledged, damaged tail of the format-1 log is left behind");
                 break;
             }
         }
     }
-    let last = entries.last().map(|e| e.get_log_id().index).max(purged_index);
+    let last = entries
+        .last()
+        .map(|e| e.get_log_id().index)
+        .max(purged_index);
     if last.unwrap_or(0) < acked {
         return Ok(Err(format!(
             "sled tree `{}` ends at index {}, but {} records entries through index {acked} \
@@ -141,10 +142,11 @@ pub(crate) fn format_1_to_2<C: RaftTypeConfig>(
             std::fs::remove_file(entry.path())?;
         }
     }
-    let log = match SegmentLog::<C::NodeId>::open::<C::Entry>(dir, config.segment_bytes, purged_index)? {
-        Ok((log, _)) => log,
-        Err(reason) => return Ok(Err(reason)),
-    };
+    let log =
+        match SegmentLog::<C::NodeId>::open::<C::Entry>(dir, config.segment_bytes, purged_index)? {
+            Ok((log, _)) => log,
+            Err(reason) => return Ok(Err(reason)),
+        };
     log.set_committed(encode("committed log id", &committed)?);
     let count = entries.len();
     let mut entries = entries.into_iter().peekable();

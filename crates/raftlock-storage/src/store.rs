@@ -286,9 +286,8 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         // pointer, which is committed by definition, or nothing).
         let committed = match &opened.committed {
             None => None,
-            Some(bytes) => decode_raw::<Option<LogId<C::NodeId>>>(bytes).map_err(|e| {
-                refuse(format!("the log's committed log id does not decode: {e}"))
-            })?,
+            Some(bytes) => decode_raw::<Option<LogId<C::NodeId>>>(bytes)
+                .map_err(|e| refuse(format!("the log's committed log id does not decode: {e}")))?,
         };
         let committed = committed
             .filter(|c| log.contains(c) || Some(c.index) <= purged_index)
@@ -296,16 +295,17 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
 
         let last = log.last_index();
         let on_disk = last.max(purged_index).unwrap_or(0);
-        let mut barrier = Barrier::open(db.clone(), &config.path, config.durability, dirty.clone())?
-            .with_log(Box::new(log.clone()))
-            .with_watermark(WatermarkHook {
-                file: WatermarkFile::open(
-                    &mark_path,
-                    recorded_seq,
-                    config.durability == Durability::Fsync,
-                )?,
-                source: mark_source::<C>(&db, &dirty)?,
-            })?;
+        let mut barrier =
+            Barrier::open(db.clone(), &config.path, config.durability, dirty.clone())?
+                .with_log(Box::new(log.clone()))
+                .with_watermark(WatermarkHook {
+                    file: WatermarkFile::open(
+                        &mark_path,
+                        recorded_seq,
+                        config.durability == Durability::Fsync,
+                    )?,
+                    source: mark_source::<C>(&db, &dirty)?,
+                })?;
         // Makes the clean-up above, the new segment or the cut tail, and
         // everything sled created while opening durable.
         barrier.sync()?;

@@ -144,7 +144,10 @@ async fn a_corrupt_acknowledged_entry_refuses_the_start() -> anyhow::Result<()> 
             "{msg}"
         );
         assert!(msg.contains("checksum mismatch"), "{msg}");
-        assert!(msg.contains("acknowledged log entries are damaged"), "{msg}");
+        assert!(
+            msg.contains("acknowledged log entries are damaged"),
+            "{msg}"
+        );
     }
     Ok(())
 }
@@ -346,7 +349,10 @@ async fn a_format_1_directory_is_converted_at_open() -> anyhow::Result<()> {
     })?;
     assert!(segment(dir.path()).exists());
     let mut store = try_open(dir.path())?;
-    assert_eq!(indexes(&store.try_get_log_entries(..).await?), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        indexes(&store.try_get_log_entries(..).await?),
+        vec![1, 2, 3, 4, 5, 6]
+    );
     drop(store);
 
     let dir = TempDir::new()?;
@@ -358,7 +364,10 @@ async fn a_format_1_directory_is_converted_at_open() -> anyhow::Result<()> {
     let dir = TempDir::new()?;
     format_1_dir(dir.path(), 4, Some(5))?;
     let mut store = try_open(dir.path())?;
-    assert_eq!(indexes(&store.try_get_log_entries(..).await?), vec![1, 2, 3, 4]);
+    assert_eq!(
+        indexes(&store.try_get_log_entries(..).await?),
+        vec![1, 2, 3, 4]
+    );
     Ok(())
 }
 

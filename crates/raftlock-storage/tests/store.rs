@@ -197,7 +197,10 @@ async fn segments_rotate_and_purges_delete_whole_old_ones() -> anyhow::Result<()
     store.blocking_append([put_entry(2, 1_001, 8)]).await?;
     drop(store);
     let mut store = Store::open(&config)?;
-    assert_eq!(store.try_get_log_entries(..).await?, vec![put_entry(2, 1_001, 8)]);
+    assert_eq!(
+        store.try_get_log_entries(..).await?,
+        vec![put_entry(2, 1_001, 8)]
+    );
     Ok(())
 }
 

@@ -53,7 +53,10 @@ pub(crate) fn check_header(bytes: &[u8], seq: u64) -> Result<(), String> {
         Some(h) if h == header(seq) => Ok(()),
         Some(h) if h.iter().all(|b| *b == 0) => Err("the file header is zero".into()),
         Some(_) => Err(format!("not the header of segment {seq}")),
-        None => Err(format!("{} bytes long, shorter than its header", bytes.len())),
+        None => Err(format!(
+            "{} bytes long, shorter than its header",
+            bytes.len()
+        )),
     }
 }
 

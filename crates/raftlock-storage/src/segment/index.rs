@@ -155,7 +155,10 @@ mod tests {
         assert_eq!(index.first_gap_after(Some(4)), None);
         assert_eq!(index.first_gap_after(Some(0)), Some((4, 4)));
         index.remove_upto(2);
-        assert_eq!(index.range(0, None).map(|(i, _)| i).collect::<Vec<_>>(), vec![3, 5, 6]);
+        assert_eq!(
+            index.range(0, None).map(|(i, _)| i).collect::<Vec<_>>(),
+            vec![3, 5, 6]
+        );
         index.remove_from(5);
         assert_eq!(index.last().map(|id| id.index), Some(3));
         assert_eq!(index.last_upto(2), None);

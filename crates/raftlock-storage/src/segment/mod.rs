@@ -141,7 +141,10 @@ pub(crate) struct Opened {
 }
 
 fn broken_error(kind: io::ErrorKind, msg: &str) -> StoreError {
-    StoreError::Io(io::Error::new(kind, format!("an earlier log write failed: {msg}")))
+    StoreError::Io(io::Error::new(
+        kind,
+        format!("an earlier log write failed: {msg}"),
+    ))
 }
 
 impl<NID: NodeId> SegmentLog<NID> {
@@ -261,7 +264,11 @@ impl<NID: NodeId> SegmentLog<NID> {
         let (active, head, active_max) = match last {
             Some(seg) => {
                 let max = max_by_seq.last().copied().flatten();
-                (SegmentFile::open(&seg.path, seg.seq, seg.len)?, seg.end.max(HEADER), max)
+                (
+                    SegmentFile::open(&seg.path, seg.seq, seg.len)?,
+                    seg.end.max(HEADER),
+                    max,
+                )
             }
             None => (SegmentFile::create(dir, next_seq)?, HEADER, None),
         };
@@ -561,8 +568,13 @@ impl<NID: NodeId> Inner<NID> {
         let mark = self.acked > self.claimed || self.committed.is_some();
         if mark {
             let committed = self.committed.as_deref().unwrap_or_default();
-            encode_record(&mut buf, Kind::Mark, 0, &mark_payload(self.acked, committed))
-                .ok_or_else(|| too_large(committed.len()))?;
+            encode_record(
+                &mut buf,
+                Kind::Mark,
+                0,
+                &mark_payload(self.acked, committed),
+            )
+            .ok_or_else(|| too_large(committed.len()))?;
         }
         let mark_len = buf.len() as u64;
         buf.extend_from_slice(body);

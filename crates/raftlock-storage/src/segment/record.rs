@@ -135,7 +135,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Parsed<'_> {
     if header.iter().all(|b| *b == 0) {
         return Parsed::Zero;
     }
-    let word = |at: usize| u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    let word = |at: usize| {
+        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
     let len = word(0) as usize;
     let stored = word(4);
     let Some(kind) = Kind::from_byte(header[8]) else {
@@ -176,7 +178,10 @@ mod tests {
         assert_eq!(out.len() % ALIGN, 0);
         match parse(&out) {
             Parsed::Valid(r) => {
-                assert_eq!((r.kind, r.index, r.payload, r.framed), (Kind::Entry, 42, &b"hello"[..], out.len()));
+                assert_eq!(
+                    (r.kind, r.index, r.payload, r.framed),
+                    (Kind::Entry, 42, &b"hello"[..], out.len())
+                );
             }
             other => panic!("{other:?}"),
         }

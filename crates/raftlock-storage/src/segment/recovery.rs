@@ -197,7 +197,10 @@ pub(crate) fn scan(dir: &Path) -> std::io::Result<Result<Scanned, String>> {
             _ => None,
         };
         let Some((at, why)) = damage else { continue };
-        let at = Pos { seq: *seq, offset: at };
+        let at = Pos {
+            seq: *seq,
+            offset: at,
+        };
         if let Some(claim) = claim.filter(|c| *c > at) {
             return Ok(Err(format!(
                 "{}, offset {}: {why}; a later record says the log was durable through segment \
@@ -210,7 +213,10 @@ pub(crate) fn scan(dir: &Path) -> std::io::Result<Result<Scanned, String>> {
         }
         out.cut = Some(Cut {
             at,
-            drop: scans[i + 1..].iter().map(|(_, p, _, _)| p.clone()).collect(),
+            drop: scans[i + 1..]
+                .iter()
+                .map(|(_, p, _, _)| p.clone())
+                .collect(),
             reason: format!("{}, offset {}: {why}", path.display(), at.offset),
         });
         return Ok(Ok(out));
@@ -276,12 +282,24 @@ mod tests {
     #[test]
     fn damage_nothing_claims_is_a_torn_tail() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let offs = segment(dir.path(), 1, &[entry(1), entry(2), mark(1, 0), entry(3), entry(4)]);
+        let offs = segment(
+            dir.path(),
+            1,
+            &[entry(1), entry(2), mark(1, 0), entry(3), entry(4)],
+        );
         flip(&dir.path().join(name(1)), offs[3] + 30);
-        let s = scan(dir.path()).expect("io").expect("a torn tail is not refused");
+        let s = scan(dir.path())
+            .expect("io")
+            .expect("a torn tail is not refused");
         assert_eq!(indexes(&s), vec![1, 2]);
         let cut = s.cut.expect("cut");
-        assert_eq!(cut.at, Pos { seq: 1, offset: offs[3] });
+        assert_eq!(
+            cut.at,
+            Pos {
+                seq: 1,
+                offset: offs[3]
+            }
+        );
     }
 
     #[test]
@@ -292,7 +310,10 @@ mod tests {
         segment(dir.path(), 2, &[mark(1, end), entry(4)]);
         flip(&dir.path().join(name(1)), offs[1] + 30);
         let err = scan(dir.path()).expect("io").expect_err("refused");
-        assert!(err.contains(&format!("{}, offset {}", name(1), offs[1])), "{err}");
+        assert!(
+            err.contains(&format!("{}, offset {}", name(1), offs[1])),
+            "{err}"
+        );
         assert!(err.contains("checksum mismatch"), "{err}");
         // The same damage with the claim short of it: a torn tail, and the
         // later segment goes with it.
@@ -318,7 +339,11 @@ mod tests {
         std::fs::write(&path, &bytes).expect("write");
         let s = scan(dir.path()).expect("io").expect("unclaimed");
         assert_eq!(indexes(&s), vec![1]);
-        assert!(s.cut.expect("cut").reason.contains("followed by a valid record"));
+        assert!(s
+            .cut
+            .expect("cut")
+            .reason
+            .contains("followed by a valid record"));
         // Claimed by the mark after it: refused.
         let dir = tempfile::tempdir().expect("tempdir");
         let offs = segment(dir.path(), 1, &[entry(1), entry(2), entry(3)]);
