@@ -111,10 +111,12 @@ pub(crate) fn format_1_to_2<C: RaftTypeConfig>(
             });
         match entry {
             Ok(e) => entries.push(e),
-            Err(e) if index <= acked => return Ok(Err(format!(
+            Err(e) if index <= acked => {
+                return Ok(Err(format!(
                 "sled tree `{}`, index {index} (acknowledged: the watermark is at {acked}): {e}",
                 trees::LOG
-            ))),
+            )))
+            }
             Err(e) => {
                 tracing::warn!(index, error = %e, "a never-acknowledged, damaged tail of the format-1 log is left behind");
                 break;
