@@ -1,8 +1,9 @@
 //! Issue 14, as reported: 200 bytes flipped in the middle of a stopped
-//! follower's sled file (`data/node-3/log/db`) made sled silently drop
-//! everything written after the damaged record, vote and log tail with it,
-//! and the member started without a word. Now the real `raftlock serve`
-//! process refuses to start, naming what sled lost.
+//! follower's log file made the member start without a word (sled, which
+//! held the log then, silently dropped everything written after the
+//! damaged record). The log is now in segment files whose records are
+//! checked at open: the real `raftlock serve` process refuses to start,
+//! naming the file and offset.
 
 mod support;
 
@@ -13,7 +14,7 @@ use serde_json::json;
 use support::{ProcessCluster, RAFTLOCK};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_follower_whose_sled_file_was_damaged_refuses_to_start() {
+async fn a_follower_whose_log_file_was_damaged_refuses_to_start() {
     let mut cluster = ProcessCluster::start(3);
     let leader = cluster.leader(&[1, 2, 3]).await;
     let follower = (1..=3).find(|id| *id != leader).expect("a follower");
@@ -28,13 +29,17 @@ async fn a_follower_whose_sled_file_was_damaged_refuses_to_start() {
     assert_eq!(status, 200, "{}", cluster.logs());
     cluster.kill9(follower);
 
-    let db = cluster.data_dir(follower).join("log").join("db");
-    let mut bytes = std::fs::read(&db).expect("read sled file");
-    let middle = bytes.len() / 2;
+    let segment = cluster
+        .data_dir(follower)
+        .join("log")
+        .join("segment-0000000000000001.log");
+    let mut bytes = std::fs::read(&segment).expect("read the log's segment file");
+    // The middle of the records written (the rest of the file is zeros).
+    let middle = bytes.iter().rposition(|b| *b != 0).expect("records") / 2;
     for b in &mut bytes[middle..middle + 200] {
         *b ^= 0xa5;
     }
-    std::fs::write(&db, bytes).expect("write sled file");
+    std::fs::write(&segment, bytes).expect("write the segment file");
 
     let mut child = Command::new(RAFTLOCK)
         .args(["serve", "--config"])
@@ -62,12 +67,11 @@ async fn a_follower_whose_sled_file_was_damaged_refuses_to_start() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stderr}");
     assert!(!status.success(), "exited with success: {stderr}");
-    // Where the damage lands decides what sled does: usually it drops the
-    // records after it (the watermark check names what was lost); it may
-    // also refuse to open its file. Either way the member does not start.
+    // Records after the damage say it was acknowledged: refused, naming
+    // the file and offset.
     assert!(
-        (stderr.contains("refusing to start from") && stderr.contains("raftlock.watermark"))
-            || stderr.contains("cannot open sled database"),
+        stderr.contains("refusing to start from")
+            && stderr.contains("segment-0000000000000001.log, offset"),
         "{stderr}"
     );
 

@@ -1,6 +1,7 @@
 //! Issue 14: a stopped member whose files were damaged refuses to start,
 //! naming the file (or sled tree) and the offset (or index), and never
-//! serves the damaged state. The member's log (`log/`, sled) and snapshot
+//! serves the damaged state. The member's log (`log/`: segment files and
+//! sled) and snapshot
 //! (`snapshot.bin`) are damaged in place between a stop and a restart; an
 //! undamaged copy of the same directory still starts.
 
@@ -38,6 +39,14 @@ fn flip(path: &Path, at_per_mille: usize, len: usize) {
     let at = bytes.len() * at_per_mille / 1000;
     let end = (at + len).min(bytes.len());
     for b in &mut bytes[at..end] {
+        *b ^= 0xa5;
+    }
+    std::fs::write(path, bytes).expect("write");
+}
+
+fn flip_range(path: &Path, at: usize, len: usize) {
+    let mut bytes = std::fs::read(path).expect("read");
+    for b in &mut bytes[at..at + len] {
         *b ^= 0xa5;
     }
     std::fs::write(path, bytes).expect("write");
@@ -106,13 +115,24 @@ async fn a_damaged_snapshot_or_log_refuses_the_start() {
     let message = refused(cluster.restart(1).await);
     assert!(message.contains("no whole trailer"), "{message}");
 
-    // 200 bytes flipped in the middle of sled's data file (the issue's
-    // report: sled silently dropped everything after the damage).
+    // 200 bytes flipped in the middle of the log's records (the issue's
+    // report was about sled's file, which held the log then): later
+    // records say the damaged ones were acknowledged, so it refuses.
     restore(&pristine, &data_dir);
-    flip(&data_dir.join("log").join("db"), 500, 200);
+    let segment = data_dir.join("log").join("segment-0000000000000001.log");
+    let written = std::fs::read(&segment)
+        .expect("read segment")
+        .iter()
+        .rposition(|b| *b != 0)
+        .expect("records");
+    flip_range(&segment, written / 2, 200);
     let message = refused(cluster.restart(1).await);
-    println!("sled: {message}");
+    println!("segment: {message}");
     assert!(message.contains("refusing to start from"), "{message}");
+    assert!(
+        message.contains("segment-0000000000000001.log, offset"),
+        "{message}"
+    );
 
     // The watermark record missing: nothing to check sled against.
     restore(&pristine, &data_dir);

@@ -1,7 +1,15 @@
 //! The durability barrier: after [`Barrier::sync`] returns `Ok`, everything
-//! written to the sled database before the call survives a power loss (in
-//! [`Durability::Fsync`] mode) or a process crash (in
-//! [`Durability::FlushOnly`] mode).
+//! written to the log's segment files and the sled database before the call
+//! survives a power loss (in [`Durability::Fsync`] mode) or a process crash
+//! (in [`Durability::FlushOnly`] mode).
+//!
+//! # The common case: one `fdatasync`
+//!
+//! Appends and committed ids go to the segment files (`segment/`), which a
+//! barrier syncs with one `fdatasync` per segment written since the last
+//! one (almost always one). sled is flushed and synced (below) only when it
+//! was written since the last barrier (`sled_dirty.rs`: votes, purges,
+//! metadata), and the watermark record only when it changed.
 //!
 //! # Why sled's `flush()` is not enough
 //!
@@ -48,10 +56,10 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use std::sync::{Arc, Mutex};
-
 use crate::config::Durability;
 use crate::error::StoreError;
+use crate::segment::LogSync;
+use crate::sled_dirty::SledDirty;
 use crate::watermark::{Mark, WatermarkFile};
 
 /// Makes prior writes to one sled database durable. Owned by the single
@@ -63,31 +71,28 @@ pub(crate) struct Barrier {
     /// The record of what sled must still hold at the next open (see
     /// `watermark.rs`); `None` only in unit tests of the worker.
     watermark: Option<WatermarkHook>,
+    /// The log's segment files; `None` only in unit tests of the worker.
+    log: Option<Box<dyn LogSync>>,
+    /// Whether sled must be flushed and synced.
+    sled_dirty: SledDirty,
+    /// [`Durability::Fsync`].
+    fsync: bool,
 }
 
 /// Reads the [`Mark`] sled's trees justify now; run before sled is flushed.
 pub(crate) type MarkSource = Box<dyn FnMut() -> Result<Mark, StoreError> + Send>;
 
-/// Caps the recorded `acked` while a truncation is under way (`None`: no
-/// cap). Shared with the store.
-pub(crate) type MarkCap = Arc<Mutex<Option<u64>>>;
-
 /// What a barrier needs to keep the watermark record.
 pub(crate) struct WatermarkHook {
     pub(crate) file: WatermarkFile,
     pub(crate) source: MarkSource,
-    pub(crate) cap: MarkCap,
 }
 
 impl WatermarkHook {
     /// The mark to record: taken from sled before it is flushed, so the
     /// flush covers everything it claims.
     fn take(&mut self) -> Result<Mark, StoreError> {
-        let mut mark = (self.source)()?;
-        if let Some(cap) = *self.cap.lock().unwrap_or_else(|e| e.into_inner()) {
-            mark.acked = mark.acked.min(cap);
-        }
-        Ok(mark)
+        (self.source)()
     }
 }
 
@@ -95,7 +100,12 @@ impl Barrier {
     /// Prepares the barrier for the database open at `dir`, and in
     /// [`Durability::Fsync`] mode makes everything sled wrote during open
     /// (and all writes made so far) durable.
-    pub(crate) fn open(db: sled::Db, dir: &Path, mode: Durability) -> Result<Self, StoreError> {
+    pub(crate) fn open(
+        db: sled::Db,
+        dir: &Path,
+        mode: Durability,
+        sled_dirty: SledDirty,
+    ) -> Result<Self, StoreError> {
         db.flush()?;
         let files = match mode {
             Durability::FlushOnly => None,
@@ -105,7 +115,25 @@ impl Barrier {
             db,
             files,
             watermark: None,
+            log: None,
+            sled_dirty,
+            fsync: mode == Durability::Fsync,
         })
+    }
+
+    /// Syncs the log's segment files with every barrier from now on.
+    pub(crate) fn with_log(mut self, log: Box<dyn LogSync>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// At close, after the last barrier: the log's final mark (see
+    /// `segment/recovery.rs`).
+    pub(crate) fn close(&mut self) -> Result<(), StoreError> {
+        match &self.log {
+            Some(log) => log.close(self.fsync),
+            None => Ok(()),
+        }
     }
 
     /// Keeps the watermark record with every barrier from now on, and
@@ -125,15 +153,35 @@ impl Barrier {
             .as_mut()
             .map(WatermarkHook::take)
             .transpose()?;
-        self.db.flush()?;
-        if let Some(files) = &mut self.files {
-            files.sync()?;
+        let ticket = self.log.as_ref().map(|log| log.begin_sync()).transpose()?;
+        if self.sled_dirty.take() {
+            self.db.flush()?;
+            if let Some(files) = &mut self.files {
+                files.sync()?;
+            }
+        }
+        if let Some(ticket) = &ticket {
+            if self.fsync {
+                ticket.sync()?;
+            }
+            // After sled's sync: the purge pointer that lets these go is
+            // durable (a file that survives a crash holds only purged
+            // entries, and is deleted again at open).
+            for path in &ticket.doomed {
+                match std::fs::remove_file(path) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e.into()),
+                    _ => {}
+                }
+            }
         }
         // After sled's data is durable, before any waiter is told: the
         // record never claims more than sled holds, and covers every
         // acknowledgement.
         if let (Some(hook), Some(mark)) = (&mut self.watermark, mark) {
             hook.file.write(&mark)?;
+        }
+        if let (Some(log), Some(ticket)) = (&self.log, &ticket) {
+            log.finish_sync(ticket);
         }
         Ok(())
     }

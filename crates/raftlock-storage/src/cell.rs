@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::codec::{decode_sealed, encode_sealed, unseal};
 use crate::error::StoreError;
+use crate::sled_dirty::SledDirty;
 
 /// The only key used in a cell's tree.
 const KEY: &[u8] = b"value";
@@ -18,15 +19,22 @@ pub(crate) struct Cell<T> {
     tree: sled::Tree,
     /// Names the value in errors (`"vote"`, ...).
     what: &'static str,
+    dirty: SledDirty,
     _value: PhantomData<fn() -> T>,
 }
 
 impl<T: Serialize + DeserializeOwned> Cell<T> {
     /// Opens (or creates) the tree `name` of `db`.
-    pub(crate) fn open(db: &sled::Db, name: &str, what: &'static str) -> Result<Self, StoreError> {
+    pub(crate) fn open(
+        db: &sled::Db,
+        name: &str,
+        what: &'static str,
+        dirty: &SledDirty,
+    ) -> Result<Self, StoreError> {
         Ok(Self {
             tree: db.open_tree(name)?,
             what,
+            dirty: dirty.clone(),
             _value: PhantomData,
         })
     }
@@ -57,6 +65,7 @@ impl<T: Serialize + DeserializeOwned> Cell<T> {
     pub(crate) fn set(&self, value: &T) -> Result<(), StoreError> {
         self.tree
             .insert(KEY, encode_sealed(self.what, KEY, value)?)?;
+        self.dirty.mark();
         Ok(())
     }
 }

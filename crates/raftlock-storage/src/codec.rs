@@ -1,8 +1,6 @@
-//! On-disk encoding: log keys and bincode values.
+//! On-disk encoding: bincode values, and the seal of sled values.
 //!
-//! Log keys are the entry index as 8 big-endian bytes, so sled's
-//! lexicographic key order is numeric order and range scans, `last()` and
-//! prefix deletions need no decoding. Values are bincode 1.3 with fixed-width
+//! Values are bincode 1.3 with fixed-width
 //! integers (the layout of `bincode::serialize`), decoded with a byte limit
 //! equal to the input length, so a corrupt length prefix yields an error
 //! instead of a huge allocation.
@@ -17,19 +15,6 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::StoreError;
-
-/// Key under which the entry with `index` is stored.
-pub(crate) fn index_key(index: u64) -> [u8; 8] {
-    index.to_be_bytes()
-}
-
-/// Inverse of [`index_key`]; any other key length is corruption.
-pub(crate) fn key_index(key: &[u8]) -> Result<u64, StoreError> {
-    let bytes: [u8; 8] = key
-        .try_into()
-        .map_err(|_| StoreError::CorruptKey { len: key.len() })?;
-    Ok(u64::from_be_bytes(bytes))
-}
 
 /// Bytes of the checksum in front of every stored value.
 pub(crate) const SEAL_LEN: usize = 4;
@@ -145,25 +130,6 @@ pub(crate) fn decode_raw<T: DeserializeOwned>(bytes: &[u8]) -> bincode::Result<T
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_sort_numerically() {
-        let mut keys: Vec<[u8; 8]> = [300u64, 2, 1 << 40, 0, 255, 256]
-            .iter()
-            .map(|i| index_key(*i))
-            .collect();
-        keys.sort();
-        let back: Vec<u64> = keys.iter().map(|k| key_index(k).unwrap()).collect();
-        assert_eq!(back, vec![0, 2, 255, 256, 300, 1 << 40]);
-    }
-
-    #[test]
-    fn short_key_is_an_error() {
-        assert!(matches!(
-            key_index(&[1, 2, 3]),
-            Err(StoreError::CorruptKey { len: 3 })
-        ));
-    }
 
     #[test]
     fn layout_matches_bincode_serialize() {

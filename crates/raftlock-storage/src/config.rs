@@ -30,7 +30,9 @@ pub enum Durability {
     FlushOnly,
 }
 
-/// Where and how to open a [`SledLogStore`](crate::SledLogStore).
+/// Where and how to open a [`SledLogStore`](crate::SledLogStore) (the name
+/// is kept from when the log lived in sled: sled still holds the vote, the
+/// purge pointer and the metadata).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SledLogConfig {
     /// Directory holding the sled database (created if missing). One
@@ -56,6 +58,11 @@ pub struct SledLogConfig {
     /// purged until the caller raises the floor. Default: `false` (a purge
     /// deletes what openraft asks, at once).
     pub snapshot_gated_purge: bool,
+    /// Size at which a log segment file is closed and the next one begun
+    /// (a purge deletes whole segments, so it is also the unit in which
+    /// disk space comes back). Default: 16 MiB. A batch of entries larger
+    /// than this gets a segment of its own.
+    pub segment_bytes: u64,
 }
 
 impl SledLogConfig {
@@ -67,6 +74,7 @@ impl SledLogConfig {
             durability: Durability::default(),
             deferred_durability: false,
             snapshot_gated_purge: false,
+            segment_bytes: crate::segment::DEFAULT_SEGMENT_BYTES,
         }
     }
 
@@ -85,6 +93,12 @@ impl SledLogConfig {
     /// Sets [`SledLogConfig::deferred_durability`].
     pub fn with_deferred_durability(mut self, deferred: bool) -> Self {
         self.deferred_durability = deferred;
+        self
+    }
+
+    /// Sets [`SledLogConfig::segment_bytes`].
+    pub fn with_segment_bytes(mut self, bytes: u64) -> Self {
+        self.segment_bytes = bytes;
         self
     }
 

@@ -34,7 +34,7 @@ use tokio::sync::watch;
 use crate::cell::Cell;
 use crate::durable::DurableIndex;
 use crate::error::StoreError;
-use crate::log_tree::LogTree;
+use crate::segment::SegmentLog;
 use crate::sync_worker::SyncWorker;
 
 /// Longest an append waits for the snapshot that a purge past the log's
@@ -124,7 +124,7 @@ pub(crate) trait FloorTarget: Send + Sync {
 /// asked for, and the snapshot floor between them. Shared by the store
 /// (openraft's purges) and [`SnapshotFloor`] (the snapshot's owner).
 pub(crate) struct LogHead<C: RaftTypeConfig> {
-    log: LogTree,
+    log: SegmentLog<C::NodeId>,
     /// The purge pointer on disk.
     pointer: Cell<LogId<C::NodeId>>,
     sync: Arc<SyncWorker>,
@@ -154,7 +154,7 @@ struct HeadState<NID: NodeId> {
 impl<C: RaftTypeConfig> LogHead<C> {
     /// `written` is the pointer found on disk; entries up to it are gone.
     pub(crate) fn new(
-        log: LogTree,
+        log: SegmentLog<C::NodeId>,
         pointer: Cell<LogId<C::NodeId>>,
         written: Option<LogId<C::NodeId>>,
         sync: Arc<SyncWorker>,
@@ -185,7 +185,7 @@ impl<C: RaftTypeConfig> LogHead<C> {
     /// carried out), and the last log id.
     pub(crate) fn log_state(&self) -> Result<LogState<C>, StoreError> {
         let state = self.lock();
-        let last = self.log.last_log_id::<C::Entry, C::NodeId>()?;
+        let last = self.log.last_log_id();
         let purged = state.requested.clone();
         // No entry openraft still knows of is kept at or below `purged`, so
         // the last entry, when there is one, is the greater; `max` also
@@ -257,7 +257,7 @@ impl<C: RaftTypeConfig> LogHead<C> {
         if Some(requested) <= written {
             return Ok(None);
         }
-        let end = self.log.last_index()?.max(written);
+        let end = self.log.last_index().max(written);
         Ok((Some(requested) > end).then_some(requested))
     }
 
@@ -277,7 +277,7 @@ impl<C: RaftTypeConfig> LogHead<C> {
             _ if !self.gated => Some(requested),
             Some(floor) if floor >= requested.index => Some(requested),
             // Part of it: through the newest entry the snapshot covers.
-            Some(floor) => self.log.last_log_id_upto::<C::Entry, C::NodeId>(floor)?,
+            Some(floor) => self.log.last_log_id_upto(floor),
             None => None,
         };
         let wrote = match target.filter(|t| Some(t.index) > written) {
@@ -288,7 +288,7 @@ impl<C: RaftTypeConfig> LogHead<C> {
                 // with no pointer saying so.
                 self.pointer.set(&target)?;
                 state.written = Some(target.clone());
-                self.log.remove_upto(target.index)?;
+                self.log.remove_upto(target.index);
                 true
             }
             None => false,
@@ -325,7 +325,7 @@ impl<C: RaftTypeConfig> FloorTarget for LogHead<C> {
         }
         // Replay starts right after the snapshot: every entry from there on
         // must be present. (Missing entries at or below it are not needed.)
-        if let Some((first_missing, last_missing)) = self.log.first_gap_after(covered)? {
+        if let Some((first_missing, last_missing)) = self.log.first_gap_after(covered) {
             return Err(StoreError::LogHole {
                 snapshot: covered,
                 first_missing,

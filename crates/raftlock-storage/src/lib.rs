@@ -2,19 +2,22 @@
 //!
 //! [`SledLogStore`] implements openraft 0.9's v2 storage traits
 //! ([`RaftLogStorage`](openraft::storage::RaftLogStorage) and
-//! [`RaftLogReader`](openraft::RaftLogReader)) on sled, for any openraft type
-//! config. This crate is the only place that knows about sled: the node crate
-//! sees openraft's traits, [`SledLogConfig`] and [`StoreError`], so another
-//! engine (an in-memory store for simulation, fjall, redb) can replace it
-//! behind the same traits.
+//! [`RaftLogReader`](openraft::RaftLogReader)) for any openraft type
+//! config. This crate is the only place that knows about sled and the log's
+//! files: the node crate sees openraft's traits, [`SledLogConfig`] and
+//! [`StoreError`], so another engine can replace it behind the same traits.
 //!
-//! Layout: one sled tree per kind of data — log entries (keyed by
-//! big-endian index, bincode values), vote, committed log id, last purged
-//! log id — plus a `meta` tree for the node's own records ([`MetaStore`]).
+//! Layout (format 2): the log's entries in segment files of our own
+//! (`segment-<seq>.log`: records with a CRC each, appended with `pwrite`
+//! into zero-filled space, truncations and the committed log id as records
+//! too); sled holds the vote and the last purged log id (one tree each)
+//! and a `meta` tree for the node's own records ([`MetaStore`]); a small
+//! watermark record checks that sled lost neither.
 //!
-//! Durability: a dedicated worker thread runs *barriers* (sled flush, then
-//! `fdatasync` of sled's data file and any new blob file; see
-//! [`Durability`]). An append's callback fires only after a barrier that
+//! Durability: a dedicated worker thread runs *barriers* (`fdatasync` of
+//! the segment written since the last one; sled's flush and `fdatasync`
+//! only when sled was written; see [`Durability`]). An append's callback
+//! fires only after a barrier that
 //! started after the append was written; appends queued while a barrier runs
 //! share the next one (group commit). Votes, truncations and purges wait for
 //! a barrier before returning. [`DurableIndex`] follows the durable prefix
@@ -46,9 +49,11 @@ mod config;
 mod durable;
 mod error;
 mod floor;
-mod log_tree;
 mod meta;
+mod migrate;
 mod reader;
+mod segment;
+mod sled_dirty;
 mod store;
 mod sync_worker;
 mod watermark;
@@ -59,5 +64,6 @@ pub use error::{EngineError, StoreError};
 pub use floor::SnapshotFloor;
 pub use meta::MetaStore;
 pub use reader::SledLogReader;
+pub use segment::DEFAULT_SEGMENT_BYTES;
 pub use store::SledLogStore;
 pub use sync_worker::{SyncMeter, SyncStall, SyncStats};

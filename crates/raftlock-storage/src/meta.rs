@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::codec::{decode_sealed, encode_sealed};
 use crate::error::StoreError;
+use crate::sled_dirty::SledDirty;
 use crate::sync_worker::SyncWorker;
 
 /// A handful of named, bincode-encoded values (for example the node's own
@@ -21,11 +22,12 @@ use crate::sync_worker::SyncWorker;
 pub struct MetaStore {
     tree: sled::Tree,
     sync: Arc<SyncWorker>,
+    dirty: SledDirty,
 }
 
 impl MetaStore {
-    pub(crate) fn new(tree: sled::Tree, sync: Arc<SyncWorker>) -> Self {
-        Self { tree, sync }
+    pub(crate) fn new(tree: sled::Tree, sync: Arc<SyncWorker>, dirty: SledDirty) -> Self {
+        Self { tree, sync, dirty }
     }
 
     /// The value stored under `key`, `None` if absent. Bytes that do not
@@ -41,12 +43,14 @@ impl MetaStore {
     pub async fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), StoreError> {
         self.tree
             .insert(key, encode_sealed("metadata value", key.as_bytes(), value)?)?;
+        self.dirty.mark();
         self.sync.sync().await
     }
 
     /// Removes `key` (absent is fine); durable when this returns.
     pub async fn remove(&self, key: &str) -> Result<(), StoreError> {
         self.tree.remove(key)?;
+        self.dirty.mark();
         self.sync.sync().await
     }
 }

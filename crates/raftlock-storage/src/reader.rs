@@ -8,20 +8,18 @@ use openraft::{
     ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader, RaftTypeConfig, StorageError,
 };
 
-use crate::log_tree::LogTree;
+use crate::segment::SegmentLog;
 
-/// Reads log entries concurrently with the store's writes (sled trees are
-/// safe to share). Cheap to clone.
-///
-/// A reader keeps the database open: the directory stays locked until the
-/// store and every reader are dropped.
+/// Reads log entries concurrently with the store's writes (the segment
+/// files are read with `pread`, the index behind a read lock). Cheap to
+/// clone.
 pub struct SledLogReader<C: RaftTypeConfig> {
-    log: LogTree,
+    log: SegmentLog<C::NodeId>,
     _config: PhantomData<C>,
 }
 
 impl<C: RaftTypeConfig> SledLogReader<C> {
-    pub(crate) fn new(log: LogTree) -> Self {
+    pub(crate) fn new(log: SegmentLog<C::NodeId>) -> Self {
         Self {
             log,
             _config: PhantomData,
@@ -41,7 +39,7 @@ impl<C: RaftTypeConfig> RaftLogReader<C> for SledLogReader<C> {
         range: RB,
     ) -> Result<Vec<C::Entry>, StorageError<C::NodeId>> {
         self.log
-            .range::<C::Entry, C::NodeId>(range)
+            .range::<C::Entry>(range)
             .map_err(|e| e.into_storage(ErrorSubject::Logs, ErrorVerb::Read))
     }
 }

@@ -11,40 +11,47 @@ use openraft::{
     StorageError, Vote,
 };
 
-use crate::barrier::{Barrier, MarkCap, MarkSource, WatermarkHook};
+use crate::barrier::{Barrier, MarkSource, WatermarkHook};
 use crate::cell::Cell;
-use crate::codec::{decode, decode_sealed, encode_sealed};
+use crate::codec::{decode, decode_raw, decode_sealed, encode, encode_sealed};
 use crate::config::Durability;
 use crate::config::SledLogConfig;
 use crate::durable::DurableIndex;
 use crate::error::StoreError;
 use crate::floor::{FloorTarget, LogHead, SnapshotFloor};
-use crate::log_tree::{decode_entry, LogTree};
 use crate::meta::MetaStore;
 use crate::reader::SledLogReader;
+use crate::segment::SegmentLog;
+use crate::sled_dirty::SledDirty;
 use crate::sync_worker::{SyncMeter, SyncStall, SyncStats, SyncWorker};
 use crate::watermark::{self, Mark, WatermarkFile};
 
 /// sled tree names. Part of the on-disk format: do not rename.
-mod trees {
-    pub(super) const LOG: &str = "raft_log";
-    pub(super) const VOTE: &str = "raft_vote";
-    pub(super) const COMMITTED: &str = "raft_committed";
-    pub(super) const PURGED: &str = "raft_purged";
-    pub(super) const META: &str = "meta";
-    pub(super) const FORMAT: &str = "raftlock_format";
+pub(crate) mod trees {
+    /// Log entries of format 1; format 2 keeps them in segment files.
+    pub(crate) const LOG: &str = "raft_log";
+    pub(crate) const VOTE: &str = "raft_vote";
+    /// Committed log id of format 1; format 2 writes it in the segments.
+    pub(crate) const COMMITTED: &str = "raft_committed";
+    pub(crate) const PURGED: &str = "raft_purged";
+    pub(crate) const META: &str = "meta";
+    pub(crate) const FORMAT: &str = "raftlock_format";
 }
 
 /// Key of the format number in [`trees::FORMAT`].
-const FORMAT_KEY: &[u8] = b"version";
+pub(crate) const FORMAT_KEY: &[u8] = b"version";
 
-/// Checks (or, in a new database, writes) the store's format number.
-/// Format 1: every value sealed with a checksum, plus the watermark record.
+/// Checks (or, in a new store, writes) the store's format number.
+/// Format 1: every sled value sealed with a checksum, the log in sled, the
+/// watermark record. Format 2: the log's entries in segment files
+/// (`segment/`), the watermark record keeping the vote and purge pointer.
 fn check_format(
     db: &sled::Db,
-    has_data: bool,
+    sled_has_data: bool,
+    log_has_records: bool,
     recorded: Option<&Mark>,
     mark_path: &std::path::Path,
+    dirty: &SledDirty,
 ) -> Result<(), String> {
     let tree = db.open_tree(trees::FORMAT).map_err(|e| e.to_string())?;
     let stored = tree.get(FORMAT_KEY).map_err(|e| e.to_string())?;
@@ -59,7 +66,7 @@ fn check_format(
                     watermark::FORMAT
                 ));
             }
-            if recorded.is_none() && has_data {
+            if recorded.is_none() && (sled_has_data || log_has_records) {
                 return Err(format!(
                     "{} is missing, so sled's state cannot be checked for lost writes",
                     mark_path.display()
@@ -67,78 +74,45 @@ fn check_format(
             }
             Ok(())
         }
-        None if has_data => Err(format!(
+        None if sled_has_data => Err(format!(
             "the log store has no format number: it was written by an older raftlock \
              (format 0, no checksums); this version reads format {}",
             watermark::FORMAT
         )),
-        None if claims => Err(format!(
-            "the sled database is empty, but {} records acknowledged state: sled lost \
-             everything (a damaged `db` file makes sled drop everything after the damage)",
+        None if claims || log_has_records => Err(format!(
+            "the sled database is empty, but {} or the log's segment files record \
+             acknowledged state: sled lost everything (a damaged `db` file makes sled drop \
+             everything after the damage)",
             mark_path.display()
         )),
         None => {
             let value = encode_sealed("storage format", FORMAT_KEY, &watermark::FORMAT)
                 .map_err(|e| e.to_string())?;
             tree.insert(FORMAT_KEY, value).map_err(|e| e.to_string())?;
+            dirty.mark();
             Ok(())
         }
     }
 }
 
-/// Checks every entry after the purge pointer. A bad entry above `acked`
-/// (never acknowledged: see `watermark.rs`) is dropped together with every
-/// entry after it; any other is refused, naming its index.
-fn check_log<C: RaftTypeConfig>(
-    log: &LogTree,
-    purged: Option<u64>,
-    acked: u64,
-    path: &std::path::Path,
-) -> Result<(), String> {
-    let from = purged.map_or(0, |p| p.saturating_add(1));
-    let entries = log.raw_from(from).map_err(|e| e.to_string())?;
-    let mut previous: Option<u64> = None;
-    for (index, value) in entries {
-        let key = crate::codec::index_key(index);
-        if let Err(e) = decode_entry::<C::Entry, C::NodeId>(&key, &value) {
-            if index <= acked {
-                return Err(format!(
-                    "sled tree `{}`, index {index} (acknowledged: the watermark is at {acked}): {e}",
-                    trees::LOG
-                ));
-            }
-            let kept = previous.map_or("none".to_string(), |p| p.to_string());
-            tracing::warn!(
-                path = %path.display(),
-                index,
-                acked,
-                error = %e,
-                "the log's tail from index {index} was never acknowledged and is corrupt: \
-                 truncating it (last entry kept: {kept})"
-            );
-            log.remove_from(index).map_err(|e| e.to_string())?;
-            return Ok(());
-        }
-        previous = Some(index);
-    }
-    Ok(())
-}
-
 /// What the watermark record should say, read from sled's trees.
-fn mark_source<C: RaftTypeConfig>(db: &sled::Db, log: LogTree) -> Result<MarkSource, StoreError> {
-    let vote: Cell<Vote<C::NodeId>> = Cell::open(db, trees::VOTE, "vote")?;
-    let purged: Cell<LogId<C::NodeId>> = Cell::open(db, trees::PURGED, "last purged log id")?;
+fn mark_source<C: RaftTypeConfig>(
+    db: &sled::Db,
+    dirty: &SledDirty,
+) -> Result<MarkSource, StoreError> {
+    let vote: Cell<Vote<C::NodeId>> = Cell::open(db, trees::VOTE, "vote", dirty)?;
+    let purged: Cell<LogId<C::NodeId>> =
+        Cell::open(db, trees::PURGED, "last purged log id", dirty)?;
     Ok(Box::new(move || {
-        let last = log.last_index()?;
-        let purged = purged.get()?.map(|p| p.index);
         Ok(Mark {
-            acked: last.max(purged).unwrap_or(0),
+            purged: purged.get()?.map_or(0, |p| p.index),
             vote: vote.get_raw()?,
         })
     }))
 }
 
-/// The Raft log, vote and log pointers of one node, stored in sled.
+/// The Raft log, vote and log pointers of one node: entries in segment
+/// files, the rest in sled.
 ///
 /// Generic over the openraft type config so the node crate plugs in its own
 /// (entries must be serde, which openraft's `serde` feature guarantees).
@@ -149,14 +123,15 @@ fn mark_source<C: RaftTypeConfig>(db: &sled::Db, log: LogTree) -> Result<MarkSou
 /// * `save_vote`, `truncate` and `purge` return only after a barrier (with
 ///   [`SledLogConfig::snapshot_gated_purge`], `purge` deletes only what a
 ///   durable snapshot covers and finishes later: see [`SnapshotFloor`]);
-/// * `save_committed` is written without waiting: it becomes durable with
-///   the next barrier (openraft treats a committed id as an optional hint;
-///   losing the latest one only means replaying a little more at start-up).
+/// * `save_committed` is written without waiting: it is written with the
+///   next append (or at close) and durable with the barrier after that
+///   (openraft treats a committed id as an optional hint; losing the latest
+///   one only means replaying a little more at start-up).
 pub struct SledLogStore<C: RaftTypeConfig> {
     reader: SledLogReader<C>,
-    log: LogTree,
+    log: SegmentLog<C::NodeId>,
     vote: Cell<Vote<C::NodeId>>,
-    committed: Cell<Option<LogId<C::NodeId>>>,
+    committed: Option<LogId<C::NodeId>>,
     /// The purge pointer (greatest log id removed from the head of the log,
     /// kept even when the log is empty: it is then also the last log id)
     /// and the purges waiting for a durable snapshot.
@@ -166,8 +141,6 @@ pub struct SledLogStore<C: RaftTypeConfig> {
     durable: DurableIndex,
     /// [`SledLogConfig::deferred_durability`].
     deferred: bool,
-    /// Caps the watermark record while a truncation is under way.
-    cap: MarkCap,
 }
 
 /// How long an open waits for a lock that a store of this process just
@@ -180,7 +153,8 @@ const LOCK_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2)
 /// a store right after dropping it (a member restarted in the same
 /// process) can find the lock still held for a few milliseconds. A lock
 /// held by a live member lasts its whole life, far past the wait, and is
-/// still refused.
+/// still refused. The segment files are only opened once sled's lock is
+/// held, so that lock guards them too.
 fn open_sled(config: &SledLogConfig) -> sled::Result<sled::Db> {
     let deadline = std::time::Instant::now() + LOCK_RELEASE_WAIT;
     loop {
@@ -203,8 +177,9 @@ fn open_sled(config: &SledLogConfig) -> sled::Result<sled::Db> {
 impl<C: RaftTypeConfig> SledLogStore<C> {
     /// Opens (creating if needed) the store in `config.path`.
     ///
-    /// Blocking file IO (sled recovery, the initial sync): call it at
-    /// start-up or from `spawn_blocking`, not from a busy async task.
+    /// Blocking file IO (sled recovery, the scan of the log, the initial
+    /// sync): call it at start-up or from `spawn_blocking`, not from a busy
+    /// async task.
     pub fn open(config: &SledLogConfig) -> Result<Self, StoreError> {
         std::fs::create_dir_all(&config.path)?;
         let db = open_sled(config).map_err(|source| StoreError::Open {
@@ -215,18 +190,26 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
             path: config.path.clone(),
             reason,
         };
+        let dirty = SledDirty::default();
 
-        let log = LogTree::open(&db, trees::LOG)?;
-        let purged: Cell<LogId<C::NodeId>> = Cell::open(&db, trees::PURGED, "last purged log id")?;
-        let vote: Cell<Vote<C::NodeId>> = Cell::open(&db, trees::VOTE, "vote")?;
-        let committed: Cell<Option<LogId<C::NodeId>>> =
-            Cell::open(&db, trees::COMMITTED, "committed log id")?;
+        let purged: Cell<LogId<C::NodeId>> =
+            Cell::open(&db, trees::PURGED, "last purged log id", &dirty)?;
+        let vote: Cell<Vote<C::NodeId>> = Cell::open(&db, trees::VOTE, "vote", &dirty)?;
         let meta_tree = db.open_tree(trees::META)?;
 
         let mark_path = config.path.join(watermark::FILE);
-        let recorded = watermark::read(&mark_path)?
-            .map_err(|reason| refuse(format!("{}: {reason}", mark_path.display())))?;
-        let has_data = [
+        // The format first: a format-1 store is converted (its watermark
+        // record is of the old format) before anything else is read.
+        if let Some(bytes) = db.open_tree(trees::FORMAT)?.get(FORMAT_KEY)? {
+            let format: u32 = decode_sealed("storage format", FORMAT_KEY, &bytes)
+                .map_err(|e| refuse(format!("sled tree `{}`: {e}", trees::FORMAT)))?;
+            if format == 1 {
+                crate::migrate::format_1_to_2::<C>(&db, config)?.map_err(|reason| {
+                    refuse(format!("converting the format-1 log store: {reason}"))
+                })?;
+            }
+        }
+        let sled_has_data = [
             trees::LOG,
             trees::VOTE,
             trees::COMMITTED,
@@ -237,37 +220,44 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         .map(|name| db.open_tree(name).map(|t| !t.is_empty()))
         .collect::<Result<Vec<_>, _>>()?
         .contains(&true);
-        check_format(&db, has_data, recorded.as_ref().map(|(_, m)| m), &mark_path)
-            .map_err(refuse)?;
+        let recorded = watermark::read(&mark_path)?
+            .map_err(|reason| refuse(format!("{}: {reason}", mark_path.display())))?;
         let recorded_seq = recorded.as_ref().map_or(0, |(seq, _)| *seq);
-        let recorded = recorded.map(|(_, mark)| mark).unwrap_or_default();
+        let recorded = recorded.map(|(_, mark)| mark);
 
         // Every stored record is checked once here, so a damaged member
         // refuses to start instead of failing (or worse) later.
         let cell_error = |tree: &str, e: StoreError| refuse(format!("sled tree `{tree}`: {e}"));
         let written = purged.get().map_err(|e| cell_error(trees::PURGED, e))?;
         let stored_vote = vote.get().map_err(|e| cell_error(trees::VOTE, e))?;
-        committed
-            .get()
-            .map_err(|e| cell_error(trees::COMMITTED, e))?;
-
-        // `purge` records the purged id before deleting the entries; if a
-        // crash fell between the two, finish the deletion now.
-        if let Some(p) = &written {
-            log.remove_upto(p.index)?;
-        }
         let purged_index = written.as_ref().map(|p| p.index);
-        check_log::<C>(&log, purged_index, recorded.acked, &config.path).map_err(refuse)?;
-        let last = log.last_index()?;
-        let on_disk = last.max(purged_index).unwrap_or(0);
-        if on_disk < recorded.acked {
+
+        let (log, opened) = SegmentLog::<C::NodeId>::open::<C::Entry>(
+            &config.path,
+            config.segment_bytes,
+            purged_index,
+        )?
+        .map_err(refuse)?;
+        check_format(
+            &db,
+            sled_has_data,
+            opened.had_records,
+            recorded.as_ref(),
+            &mark_path,
+            &dirty,
+        )
+        .map_err(refuse)?;
+        let recorded = recorded.unwrap_or_default();
+
+        if recorded.purged > purged_index.unwrap_or(0) {
             return Err(refuse(format!(
-                "sled tree `{}` ends at index {on_disk}, but {} records that entries through \
-                 index {} were acknowledged: sled lost acknowledged log entries (a damaged \
-                 `db` file makes sled drop everything written after the damage)",
-                trees::LOG,
+                "sled tree `{}` holds purge pointer {}, but {} records that the log was purged \
+                 through index {}: sled lost the purge pointer (a damaged `db` file makes sled \
+                 drop everything written after the damage)",
+                trees::PURGED,
+                purged_index.map_or("none".to_string(), |p| p.to_string()),
                 mark_path.display(),
-                recorded.acked
+                recorded.purged
             )));
         }
         if let Some(bytes) = &recorded.vote {
@@ -291,20 +281,34 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
             }
         }
 
-        // Also makes the clean-up above, and everything sled created while
-        // opening, durable; then records the watermark of what is on disk.
-        let cap: MarkCap = Arc::default();
-        let source = mark_source::<C>(&db, log.clone())?;
-        let barrier =
-            Barrier::open(db, &config.path, config.durability)?.with_watermark(WatermarkHook {
-                file: WatermarkFile::open(
-                    &mark_path,
-                    recorded_seq,
-                    config.durability == Durability::Fsync,
-                )?,
-                source,
-                cap: Arc::clone(&cap),
-            })?;
+        // The committed id written last, if the log still holds it (a torn
+        // tail cut above may have taken the entry it names: then the purge
+        // pointer, which is committed by definition, or nothing).
+        let committed = match &opened.committed {
+            None => None,
+            Some(bytes) => decode_raw::<Option<LogId<C::NodeId>>>(bytes)
+                .map_err(|e| refuse(format!("the log's committed log id does not decode: {e}")))?,
+        };
+        let committed = committed
+            .filter(|c| log.contains(c) || Some(c.index) <= purged_index)
+            .or_else(|| written.clone());
+
+        let last = log.last_index();
+        let on_disk = last.max(purged_index).unwrap_or(0);
+        let mut barrier =
+            Barrier::open(db.clone(), &config.path, config.durability, dirty.clone())?
+                .with_log(Box::new(log.clone()))
+                .with_watermark(WatermarkHook {
+                    file: WatermarkFile::open(
+                        &mark_path,
+                        recorded_seq,
+                        config.durability == Durability::Fsync,
+                    )?,
+                    source: mark_source::<C>(&db, &dirty)?,
+                })?;
+        // Makes the clean-up above, the new segment or the cut tail, and
+        // everything sled created while opening durable.
+        barrier.sync()?;
         let sync = Arc::new(SyncWorker::spawn(barrier)?);
         let durable = DurableIndex::starting_at(on_disk);
         let head = Arc::new(LogHead::new(
@@ -322,11 +326,10 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
             vote,
             committed,
             head,
-            meta: MetaStore::new(meta_tree, Arc::clone(&sync)),
+            meta: MetaStore::new(meta_tree, Arc::clone(&sync), dirty),
             sync,
             durable,
             deferred: config.deferred_durability,
-            cap,
         })
     }
 
@@ -369,15 +372,11 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
         self.sync.meter()
     }
 
-    fn set_cap(&self, cap: Option<u64>) {
-        *self.cap.lock().unwrap_or_else(|e| e.into_inner()) = cap;
-    }
-
-    /// A log or vote write failed (a full disk shows up here when sled
-    /// writes its buffers out): final, like a failed barrier. sled 0.34
-    /// keeps failing every later write anyway (its "global error", reset
-    /// only when the database is reopened), and what it buffered before
-    /// may not be on disk.
+    /// A log or vote write failed (a full disk shows up here when the
+    /// segment grows, or when sled writes its buffers out): final, like a
+    /// failed barrier. The segment log fails every later write and barrier
+    /// after one failed write (what reached the disk is unknown), as sled
+    /// 0.34 does (its "global error", reset only by reopening).
     fn write_failed(
         &self,
         e: StoreError,
@@ -455,22 +454,20 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
         &mut self,
         committed: Option<LogId<C::NodeId>>,
     ) -> Result<(), StorageError<C::NodeId>> {
-        // No barrier (see the type docs). sled's log is written in order,
-        // so a recovered committed id never outruns the entries written
-        // before it.
-        self.committed
-            .set(&committed)
-            .map_err(sto(ErrorSubject::Store, ErrorVerb::Write))
+        // No barrier (see the type docs): kept for the next mark record.
+        // A recovered id is checked against the log at open, so it never
+        // names an entry the log lost.
+        let bytes = encode("committed log id", &committed)
+            .map_err(sto(ErrorSubject::Store, ErrorVerb::Write))?;
+        self.log.set_committed(bytes);
+        self.committed = committed;
+        Ok(())
     }
 
     async fn read_committed(
         &mut self,
     ) -> Result<Option<LogId<C::NodeId>>, StorageError<C::NodeId>> {
-        let stored = self
-            .committed
-            .get()
-            .map_err(sto(ErrorSubject::Store, ErrorVerb::Read))?;
-        Ok(stored.flatten())
+        Ok(self.committed.clone())
     }
 
     async fn append<I>(
@@ -492,7 +489,7 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
         // Readable from here on (openraft requires that when we return) ...
         let last = self
             .log
-            .append::<C::Entry, C::NodeId>(entries)
+            .append(entries)
             .map_err(|e| self.write_failed(e, ErrorSubject::Logs))?;
         // ... and durable only after a barrier that started after the batch
         // above was written: the worker then advances the durable index and
@@ -523,23 +520,15 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
     }
 
     async fn truncate(&mut self, log_id: LogId<C::NodeId>) -> Result<(), StorageError<C::NodeId>> {
-        // Lower the watermark record durably first: sled may write the
-        // removal out at any moment (its flusher thread), and a record above
-        // the log's end on disk would make the next open refuse the member.
-        // Entries between the lowered record and the old end were
-        // acknowledged once, but Raft truncates only uncommitted entries, so
-        // treating them as unacknowledged at open is safe.
-        self.set_cap(Some(log_id.index.saturating_sub(1)));
-        self.barrier(ErrorSubject::Logs).await?;
+        // A truncate record: the entries are gone from the index at once
+        // and, after the barrier, for good (the record is replayed at open).
         self.log
             .remove_from(log_id.index)
-            .map_err(sto(ErrorSubject::Logs, ErrorVerb::Delete))?;
+            .map_err(|e| self.write_failed(e, ErrorSubject::Logs))?;
         // Durable before returning: openraft may next append entries with
         // the same indexes and must never see the old ones come back after
         // it was told they were gone.
         self.barrier(ErrorSubject::Logs).await?;
-        // Every barrier from here on reads the shorter log.
-        self.set_cap(None);
         self.durable.lower_to(log_id.index.saturating_sub(1));
         Ok(())
     }

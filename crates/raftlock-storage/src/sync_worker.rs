@@ -266,6 +266,13 @@ fn run(mut barrier: Barrier, rx: &mpsc::Receiver<Waiter>, counters: &Counters, s
             waiter(result.clone());
         }
     }
+    // Every handle is gone: the store is closing. A last mark lets the next
+    // open tell damage to the final records from a torn tail.
+    if failed.is_none() {
+        if let Err(e) = barrier.close() {
+            tracing::warn!(error = %e, "could not write the log's closing mark");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -277,7 +284,8 @@ mod tests {
 
     fn worker(dir: &tempfile::TempDir) -> SyncWorker {
         let db = sled::open(dir.path()).expect("open sled");
-        let barrier = Barrier::open(db, dir.path(), Durability::FlushOnly).expect("barrier");
+        let barrier = Barrier::open(db, dir.path(), Durability::FlushOnly, Default::default())
+            .expect("barrier");
         SyncWorker::spawn(barrier).expect("spawn")
     }
 

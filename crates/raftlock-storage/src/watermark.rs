@@ -1,31 +1,29 @@
 //! The watermark record: a small file next to sled's (`raftlock.watermark`)
-//! saying how far the log was acknowledged and which vote was cast.
+//! saying which vote was cast and how far the log was purged.
 //!
 //! sled 0.34 recovers its data file by replaying it in order and stops at
 //! the first record whose own checksum fails, *silently*: a few flipped
 //! bytes in the middle of `db` lose every later write, the vote and the
-//! log's tail with it, and the store opens as if nothing happened (issue
+//! purge pointer with it, and the store opens as if nothing happened (issue
 //! 14). Forgetting a vote lets a member vote twice in one term; forgetting
-//! acknowledged entries can lose committed writes. This record lives
-//! outside sled, so sled cannot drop it together with what it describes.
+//! the purge pointer makes the log claim entries it deleted. This record
+//! lives outside sled, so sled cannot drop it together with what it
+//! describes. (Log entries are not in sled any more: the segment files
+//! check their own tail, see `segment/recovery.rs`.)
 //!
 //! Written by the durability barrier *after* sled's data is synced and
-//! *before* any request the barrier serves is completed, so:
-//! * `acked` is at least every log index ever acknowledged (a durability
-//!   callback fired, or `DurableIndex` advanced), and at most what sled
-//!   holds durably: it is taken from sled's own trees when the barrier
-//!   starts (`max(last entry, purge pointer)`), before sled is flushed;
-//! * the vote is one sled held durably, never newer than sled's.
+//! *before* any request the barrier serves is completed, and only when it
+//! changed (votes and purges are rare: the appends' barriers skip it):
+//! * `purged` is the purge pointer's index, and the vote is one sled held
+//!   durably, never newer than sled's: both are taken from sled's trees
+//!   when the barrier starts, before sled is flushed.
 //!
-//! A truncation lowers `acked` durably *before* it removes entries (see
-//! `SledLogStore::truncate`), so `acked` never exceeds the log's end on disk.
-//! At open, then: a log that ends below `acked`, or a vote older than the
-//! record's, means sled lost acknowledged state (refuse); a corrupt entry
-//! above `acked` was never acknowledged, and may be dropped.
+//! At open, then: a purge pointer or a vote older than the record's means
+//! sled lost acknowledged state (refuse).
 //!
 //! Layout: two 256-byte slots, written alternately with `pwrite` and
 //! `fdatasync`; each is `RLWM`, format (u32 LE), sequence number (u64 LE),
-//! `acked` (u64 LE), vote length (u16 LE, `u16::MAX`: no vote), the vote's
+//! `purged` (u64 LE), vote length (u16 LE, `u16::MAX`: no vote), the vote's
 //! bincode bytes, zero padding, and a CRC32 of the slot's first 252 bytes.
 //! A torn write spoils one slot; the other still holds the previous record
 //! (older, so weaker claims: never a false refusal). Reading picks the valid
@@ -39,7 +37,7 @@ use std::path::{Path, PathBuf};
 /// File name in the log store's directory.
 pub(crate) const FILE: &str = "raftlock.watermark";
 /// Format of the record (and of the whole store: see `store.rs`).
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
 
 const MAGIC: &[u8; 4] = b"RLWM";
 const SLOT: usize = 256;
@@ -50,9 +48,8 @@ const NO_VOTE: u16 = u16::MAX;
 /// What the record says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Mark {
-    /// Every log index up to this one was acknowledged at some point (or
-    /// purged); none above it was.
-    pub(crate) acked: u64,
+    /// Index of the purge pointer sled held (0: none).
+    pub(crate) purged: u64,
     /// bincode of the vote sled held durably; `None`: no vote yet.
     pub(crate) vote: Option<Vec<u8>>,
 }
@@ -60,12 +57,12 @@ pub(crate) struct Mark {
 impl Mark {
     /// Whether the record claims anything at all.
     pub(crate) fn is_empty(&self) -> bool {
-        self.acked == 0 && self.vote.is_none()
+        self.purged == 0 && self.vote.is_none()
     }
 }
 
-/// Why a slot is not a valid record.
-fn decode_slot(slot: &[u8]) -> Result<(u64, Mark), String> {
+/// Why a slot is not a valid record of `expected` format.
+fn decode_slot(slot: &[u8], expected: u32) -> Result<(u64, Mark), String> {
     let crc = u32::from_le_bytes(slot[CRC_AT..].try_into().expect("4 bytes"));
     let computed = crc32fast::hash(&slot[..CRC_AT]);
     if crc != computed {
@@ -78,10 +75,10 @@ fn decode_slot(slot: &[u8]) -> Result<(u64, Mark), String> {
     }
     let u64_at = |at: usize| u64::from_le_bytes(slot[at..at + 8].try_into().expect("8 bytes"));
     let format = u32::from_le_bytes(slot[4..8].try_into().expect("4 bytes"));
-    if format != FORMAT {
-        return Err(format!("format {format}, this version reads {FORMAT}"));
+    if format != expected {
+        return Err(format!("format {format}, this version reads {expected}"));
     }
-    let (seq, acked) = (u64_at(8), u64_at(16));
+    let (seq, purged) = (u64_at(8), u64_at(16));
     let len = u16::from_le_bytes(slot[24..26].try_into().expect("2 bytes"));
     let vote = match len {
         NO_VOTE => None,
@@ -90,7 +87,7 @@ fn decode_slot(slot: &[u8]) -> Result<(u64, Mark), String> {
         }
         len => return Err(format!("vote length {len} exceeds the slot")),
     };
-    Ok((seq, Mark { acked, vote }))
+    Ok((seq, Mark { purged, vote }))
 }
 
 fn encode_slot(seq: u64, mark: &Mark) -> io::Result<[u8; SLOT]> {
@@ -98,7 +95,7 @@ fn encode_slot(seq: u64, mark: &Mark) -> io::Result<[u8; SLOT]> {
     slot[..4].copy_from_slice(MAGIC);
     slot[4..8].copy_from_slice(&FORMAT.to_le_bytes());
     slot[8..16].copy_from_slice(&seq.to_le_bytes());
-    slot[16..24].copy_from_slice(&mark.acked.to_le_bytes());
+    slot[16..24].copy_from_slice(&mark.purged.to_le_bytes());
     let len = match &mark.vote {
         None => NO_VOTE,
         Some(vote) if VOTE_AT + vote.len() <= CRC_AT => {
@@ -121,6 +118,15 @@ fn encode_slot(seq: u64, mark: &Mark) -> io::Result<[u8; SLOT]> {
 /// The newest valid record in `path`: `Ok(None)` if the file does not
 /// exist, `Err(reason)` if it exists but holds no valid record.
 pub(crate) fn read(path: &Path) -> io::Result<Result<Option<(u64, Mark)>, String>> {
+    read_format(path, FORMAT)
+}
+
+/// [`read`] for records of `format` (1: the format before the segment
+/// files, whose `purged` field held the greatest acknowledged index).
+pub(crate) fn read_format(
+    path: &Path,
+    format: u32,
+) -> io::Result<Result<Option<(u64, Mark)>, String>> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Ok(None)),
@@ -133,7 +139,10 @@ pub(crate) fn read(path: &Path) -> io::Result<Result<Option<(u64, Mark)>, String
             2 * SLOT
         )));
     }
-    let slots = [decode_slot(&bytes[..SLOT]), decode_slot(&bytes[SLOT..])];
+    let slots = [
+        decode_slot(&bytes[..SLOT], format),
+        decode_slot(&bytes[SLOT..], format),
+    ];
     let best = slots
         .iter()
         .filter_map(|s| s.as_ref().ok())
@@ -217,11 +226,11 @@ mod tests {
         assert_eq!(read(&path).expect("io"), Ok(None));
         let mut file = WatermarkFile::open(&path, 0, true).expect("open");
         let first = Mark {
-            acked: 7,
+            purged: 7,
             vote: Some(vec![1, 2, 3]),
         };
         let second = Mark {
-            acked: 9,
+            purged: 9,
             vote: None,
         };
         file.write(&first).expect("write");

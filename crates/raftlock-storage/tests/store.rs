@@ -1,5 +1,6 @@
 //! Behaviour of `SledLogStore` beyond openraft's suite: state survives a
-//! reopen, one barrier per append batch, large entries, the metadata helper.
+//! reopen, one barrier per append batch, large entries, segment rotation
+//! and deletion, the metadata helper.
 
 mod common;
 
@@ -115,21 +116,91 @@ async fn one_barrier_per_append_whatever_the_batch_size() -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Entries over ~128 KiB go to sled's separate blob files, which sled never
-/// syncs itself; the barrier must find and sync them.
+/// Segment files of the log in `dir`.
+fn segment_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("segment-"))
+        })
+        .count()
+}
+
+/// An entry larger than a segment and than the zero-filled chunks the
+/// file grows by gets a segment of its own, and reads back after a reopen.
 #[tokio::test]
 async fn large_entries_round_trip() -> anyhow::Result<()> {
     let dir = TempDir::new()?;
-    let big = [put_entry(1, 1, 300 * 1024), put_entry(1, 2, 16)];
+    let config = SledLogConfig::new(dir.path()).with_segment_bytes(1024 * 1024);
+    let big = [
+        put_entry(1, 1, 16),
+        put_entry(1, 2, 3 * 1024 * 1024),
+        put_entry(1, 3, 16),
+    ];
     {
-        let mut store = open(dir.path(), Durability::Fsync);
-        store.blocking_append(big.clone()).await?;
+        let mut store = Store::open(&config)?;
+        store.blocking_append(big[..1].to_vec()).await?;
+        store.blocking_append(big[1..].to_vec()).await?;
     }
-    let blobs = std::fs::read_dir(dir.path().join("blobs"))?.count();
-    assert!(blobs > 0, "expected sled to store the big entry as a blob");
-
-    let mut store = open(dir.path(), Durability::Fsync);
+    // The big batch went to a segment of its own (and the mark written at
+    // close, past that segment's size, to a third).
+    assert!(segment_files(dir.path()) >= 2);
+    let mut store = Store::open(&config)?;
     assert_eq!(store.try_get_log_entries(..).await?, big.to_vec());
+    Ok(())
+}
+
+/// The log moves on to a new segment file when one is full, and a purge
+/// deletes the oldest segments once every entry in them is purged (and
+/// never one holding an entry after the purge point).
+#[tokio::test]
+async fn segments_rotate_and_purges_delete_whole_old_ones() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let config = SledLogConfig::new(dir.path())
+        .with_durability(Durability::FlushOnly)
+        .with_segment_bytes(64 * 1024);
+    let entries: Vec<_> = (1..=1_000).map(|i| put_entry(1, i, 200)).collect();
+    let mut store = Store::open(&config)?;
+    for chunk in entries.chunks(10) {
+        store.blocking_append(chunk.to_vec()).await?;
+    }
+    let before = segment_files(dir.path());
+    assert!(before >= 4, "{before} segments for ~270 KB at 64 KiB each");
+    store.purge(log_id(1, 700)).await?;
+    let after = segment_files(dir.path());
+    assert!(
+        after < before && after >= 2,
+        "{before} segments before the purge, {after} after"
+    );
+    assert_eq!(
+        store.try_get_log_entries(..).await?,
+        entries[700..].to_vec()
+    );
+    drop(store);
+    let mut store = Store::open(&config)?;
+    assert_eq!(
+        store.get_log_state().await?,
+        LogState {
+            last_purged_log_id: Some(log_id(1, 700)),
+            last_log_id: Some(log_id(1, 1_000)),
+        }
+    );
+    assert_eq!(
+        store.try_get_log_entries(..).await?,
+        entries[700..].to_vec()
+    );
+    // Purging everything keeps the active segment (the next append goes
+    // there) and deletes every other.
+    store.purge(log_id(1, 1_000)).await?;
+    assert_eq!(segment_files(dir.path()), 1);
+    store.blocking_append([put_entry(2, 1_001, 8)]).await?;
+    drop(store);
+    let mut store = Store::open(&config)?;
+    assert_eq!(
+        store.try_get_log_entries(..).await?,
+        vec![put_entry(2, 1_001, 8)]
+    );
     Ok(())
 }
 
