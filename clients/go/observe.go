@@ -27,8 +27,6 @@ func (c *Client) Observe(ctx context.Context, election string) <-chan ObserveEve
 	return ch
 }
 
-var observeStream = streamKind{name: "observe"}
-
 func (c *Client) observe(ctx context.Context, election string, ch chan<- ObserveEvent) {
 	defer close(ch)
 	send := func(ev ObserveEvent) bool { return sendEvent(ctx, ch, ev) }
@@ -61,7 +59,7 @@ func sameLeader(a, b *Leader) bool {
 // observeOnce reads one SSE connection until it ends. delivered says
 // whether any event arrived; fatal whether reconnecting is pointless.
 func (c *Client) observeOnce(ctx context.Context, endpoint, path string, deliver func(*Leader) bool) (delivered, fatal bool, err error) {
-	fatal, err = c.readStream(ctx, endpoint, path, observeStream, func(ev sseEvent) *streamEnd {
+	fatal, err = c.readStream(ctx, endpoint, path, "observe", func(ev sseEvent) *streamEnd {
 		if ev.name != "leader" {
 			return nil
 		}

@@ -16,12 +16,6 @@ import (
 // its events under an idle watchdog, and reconnecting with failover.
 // Each caller keeps only what its events mean.
 
-// streamKind is what differs between the client's streams.
-type streamKind struct {
-	// name prefixes the error of a broken stream ("observe", "watch").
-	name string
-}
-
 // sendEvent hands ev to ch; false when ctx ended first.
 func sendEvent[T any](ctx context.Context, ch chan<- T, ev T) bool {
 	select {
@@ -73,11 +67,12 @@ type streamEnd struct {
 	err   error
 }
 
-// readStream opens route on endpoint as kind's event stream and hands
+// readStream opens route on endpoint as an event stream and hands
 // each event to handle until handle returns an end, or the stream breaks
 // or stays silent for c.cfg.ObserveIdleTimeout. fatal says whether
-// reconnecting is pointless.
-func (c *Client) readStream(ctx context.Context, endpoint, route string, kind streamKind, handle func(sseEvent) *streamEnd) (fatal bool, err error) {
+// reconnecting is pointless. name ("observe", "watch") prefixes the
+// error of a broken stream.
+func (c *Client) readStream(ctx context.Context, endpoint, route, name string, handle func(sseEvent) *streamEnd) (fatal bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Bounds the wait for the headers, then each silence (the server
@@ -98,7 +93,7 @@ func (c *Client) readStream(ctx context.Context, endpoint, route string, kind st
 			if errors.Is(err, io.EOF) {
 				err = errors.New("the server closed the stream")
 			}
-			return false, &Error{Code: CodeUnavailable, Message: endpoint + ": " + kind.name + ": " + err.Error(), Err: err}
+			return false, &Error{Code: CodeUnavailable, Message: endpoint + ": " + name + ": " + err.Error(), Err: err}
 		}
 		watchdog.Reset(c.cfg.ObserveIdleTimeout)
 		if ev, ok := parser.line(line); ok {

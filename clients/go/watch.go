@@ -101,8 +101,6 @@ func (w *watching) since() uint64 {
 	return w.revision
 }
 
-var watchStream = streamKind{name: "watch"}
-
 func (c *Client) watch(ctx context.Context, path string, since uint64, ch chan<- WatchEvent) {
 	defer close(ch)
 	send := func(ev WatchEvent) bool { return sendEvent(ctx, ch, ev) }
@@ -137,7 +135,7 @@ type changeBody struct {
 // whether any change arrived; fatal whether the watch is over (err nil
 // after "compacted", which was delivered).
 func (c *Client) watchOnce(ctx context.Context, endpoint, route string, w *watching) (delivered, fatal bool, err error) {
-	fatal, err = c.readStream(ctx, endpoint, route, watchStream, func(ev sseEvent) *streamEnd {
+	fatal, err = c.readStream(ctx, endpoint, route, "watch", func(ev sseEvent) *streamEnd {
 		switch ev.name {
 		case "put", "delete":
 			var body changeBody
