@@ -293,6 +293,25 @@ enum SnapshotStoreError {
     Purge(#[from] StoreError),
 }
 
+impl SnapshotStoreError {
+    /// The cause as the log store's error type, keeping the kind of an I/O
+    /// error (a full disk must still read as one).
+    fn into_store_error(self) -> StoreError {
+        match self {
+            SnapshotStoreError::Purge(e) => e,
+            SnapshotStoreError::File(SnapshotFileError::Io { path, source }) => {
+                StoreError::Io(std::io::Error::new(
+                    source.kind(),
+                    format!("snapshot file {}: {source}", path.display()),
+                ))
+            }
+            SnapshotStoreError::File(corrupt) => {
+                StoreError::Io(std::io::Error::other(corrupt.to_string()))
+            }
+        }
+    }
+}
+
 fn storage_error(e: impl std::fmt::Display) -> StorageError {
     StorageIOError::write_state_machine(&std::io::Error::other(e.to_string())).into()
 }
@@ -315,6 +334,22 @@ impl StateMachineStore {
     pub fn new(shared: Arc<Shared>, durable: DurableIndex) -> Self {
         StateMachineStore { shared, durable }
     }
+
+    /// A snapshot that could not be stored stops openraft, but not the
+    /// log's barriers: failing the durable index too takes the member out
+    /// of the Raft group the way a failed barrier does, so its API says
+    /// why and, after `ENOSPC`, it recovers in place once there is room
+    /// (storage_watch.rs; docs/design.md, "A full disk").
+    fn snapshot_not_stored(
+        &self,
+        meta: Option<&SnapshotMeta>,
+        e: SnapshotStoreError,
+    ) -> StorageError {
+        let reported = snapshot_error(meta, &e);
+        tracing::error!(error = %e, "storing a snapshot failed");
+        self.durable.fail_beside_log(e.into_store_error());
+        reported
+    }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
@@ -331,7 +366,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             })
             .await
             .map_err(storage_error)?
-            .map_err(|e| snapshot_error(None, e))?;
+            .map_err(|e| self.snapshot_not_stored(None, e))?;
         tracing::info!(id = %meta.snapshot_id, bytes, "snapshot built");
         // Without the data: openraft 0.9 keeps only the meta of a built
         // snapshot (`sm::worker` answers `BuildSnapshot(snap.meta)`, and the
@@ -445,7 +480,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         })
         .await
         .map_err(storage_error)?
-        .map_err(|e| snapshot_error(Some(meta), e))?;
+        .map_err(|e| self.snapshot_not_stored(Some(meta), e))?;
         let checkpointed = checkpointed(&state);
         let held_off = state.held_off();
         let revision = state.revision();

@@ -1,6 +1,7 @@
-//! A member whose log disk failed a durability barrier leaves the Raft
-//! group rather than carry on as if its data were safe; after a full disk
-//! it comes back by itself once there is room.
+//! A member whose log disk failed a durability barrier (or whose snapshot
+//! could not be written: `StateMachineStore` fails the durable index then
+//! too) leaves the Raft group rather than carry on as if its data were
+//! safe; after a full disk it comes back by itself once there is room.
 //!
 //! After `fdatasync` reports an error the kernel may already have dropped
 //! the dirty pages, so retrying it could "succeed" over data that is gone
@@ -71,7 +72,8 @@ pub(crate) async fn watch_log_storage(replica: Arc<Replica>, recovery: Recovery)
             tracing::error!(
                 id = replica.id,
                 error = %failure,
-                "the log disk failed: it is full. This member stops taking part in Raft \
+                "the data disk is full (a log, snapshot or purge write failed). This member \
+                 stops taking part in Raft \
                  (no writes, votes or acknowledgements; requests get disk_full). What it \
                  acknowledged before is on a majority. It reopens its log and rejoins by \
                  itself once the data directory has room again"
@@ -80,7 +82,8 @@ pub(crate) async fn watch_log_storage(replica: Arc<Replica>, recovery: Recovery)
             tracing::error!(
                 id = replica.id,
                 error = %failure,
-                "the log disk failed (a durability barrier or log write returned an error): \
+                "the data disk failed (a durability barrier, log write or snapshot write \
+                 returned an error): \
                  this member stops taking part in Raft (no writes, votes or acknowledgements; \
                  requests get storage_failed). What it acknowledged before is on a majority. \
                  Fix the disk, then restart the member"

@@ -119,13 +119,25 @@ impl DurableIndex {
             Watermark::Failed(_) => false,
         });
     }
+
+    /// Something this member keeps on disk beside the log (its snapshot
+    /// file) failed to write with `cause`. openraft stops at such an error
+    /// without the log's barriers failing, so nothing else would tell the
+    /// member's API and its storage watcher that it left the Raft group:
+    /// failing the index here makes the member answer `storage_failed` /
+    /// `disk_full` and, after `ENOSPC`, recover in place exactly as after a
+    /// failed log barrier. The first cause is kept.
+    pub fn fail_beside_log(&self, cause: StoreError) {
+        self.fail(Arc::new(StoreError::BesideLog(Arc::new(cause))));
+    }
 }
 
-/// The error reported for a failed index: the cause, as the barrier that
-/// met it reported it.
+/// The error reported for a failed index: the cause, as the barrier (or
+/// the write beside the log) that met it reported it.
 fn failed(cause: &Arc<StoreError>) -> StoreError {
     match &**cause {
         StoreError::Barrier(inner) => StoreError::Barrier(Arc::clone(inner)),
+        StoreError::BesideLog(inner) => StoreError::BesideLog(Arc::clone(inner)),
         _ => StoreError::Barrier(Arc::clone(cause)),
     }
 }
@@ -173,6 +185,18 @@ mod tests {
         durable.fail(Arc::new(StoreError::SyncWorkerGone));
         assert!(waiter.await.expect("join").is_err());
         assert!(durable.wait_for(0).await.is_err());
+        durable.advance(9);
+        assert!(durable.current().is_err(), "a failure is final");
+    }
+
+    #[tokio::test]
+    async fn a_full_disk_beside_the_log_fails_it_as_out_of_space() {
+        let durable = DurableIndex::starting_at(3);
+        let full = std::io::Error::new(std::io::ErrorKind::StorageFull, "snapshot file");
+        durable.fail_beside_log(StoreError::Io(full));
+        let failure = durable.wait_for(u64::MAX).await.expect_err("failed");
+        assert!(failure.is_out_of_space(), "{failure}");
+        assert!(failure.to_string().contains("beside the log"), "{failure}");
         durable.advance(9);
         assert!(durable.current().is_err(), "a failure is final");
     }

@@ -112,6 +112,13 @@ pub enum StoreError {
     #[error("durability barrier failed: {0}")]
     Barrier(#[source] std::sync::Arc<StoreError>),
 
+    /// A write of this member's other durable state failed (its snapshot
+    /// file, or the log purge a snapshot allows): the member stops as it
+    /// does after a failed log barrier
+    /// ([`DurableIndex::fail_beside_log`](crate::DurableIndex::fail_beside_log)).
+    #[error("a write beside the log failed: {0}")]
+    BesideLog(#[source] std::sync::Arc<StoreError>),
+
     /// The durability worker thread is gone (it panicked): nothing written
     /// from now on can be made durable.
     #[error("durability worker thread has stopped")]
@@ -222,7 +229,7 @@ impl StoreError {
             StoreError::Open { source, .. } => {
                 matches!(&source.0, sled::Error::Io(e) if full(e))
             }
-            StoreError::Barrier(inner) => inner.is_out_of_space(),
+            StoreError::Barrier(inner) | StoreError::BesideLog(inner) => inner.is_out_of_space(),
             _ => false,
         }
     }

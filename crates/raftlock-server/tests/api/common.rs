@@ -103,6 +103,19 @@ impl TestCluster {
     /// loudly on stderr, when not running as root (mounting needs it; CI
     /// runs as root); a failed mount as root panics.
     pub async fn start_on_tmpfs(size_mb: u64) -> Option<TestCluster> {
+        Self::start_on_tmpfs_snapshotting(
+            size_mb,
+            ClusterSettings::default().snapshot_every_entries,
+        )
+        .await
+    }
+
+    /// [`start_on_tmpfs`](Self::start_on_tmpfs), with a snapshot every
+    /// `snapshot_every_entries` applied entries.
+    pub async fn start_on_tmpfs_snapshotting(
+        size_mb: u64,
+        snapshot_every_entries: u64,
+    ) -> Option<TestCluster> {
         let serial = SERIAL.lock().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let mut mounts = Vec::new();
@@ -121,6 +134,7 @@ impl TestCluster {
         }
         let settings = ClusterSettings {
             fsync: true,
+            snapshot_every_entries,
             ..settings()
         };
         Some(Self::start_in(serial, dir, mounts, ApiConfig::default(), settings).await)

@@ -41,6 +41,97 @@ async fn a_follower_whose_disk_fills_up_rejoins_in_place_once_there_is_room() {
     full_disk_round(Role::Follower).await;
 }
 
+/// Snapshots in [`a_snapshot_that_meets_the_full_disk_first_recovers_in_place`]:
+/// often, so the next one comes within a few writes of the disk filling.
+const SNAPSHOT_EVERY: u64 = 20;
+/// What the ballast leaves free there: eight of the log's 64 KiB
+/// zero-filled chunks (thousands of small entries), far less than the
+/// snapshot, which holds [`BIG_NODES`] nodes of [`BIG_NODE_BYTES`].
+const ROOM_LEFT: u64 = 512 * 1024;
+const BIG_NODES: usize = 3;
+const BIG_NODE_BYTES: usize = 399_999;
+
+/// The first write that meets the full disk is a snapshot, not the log:
+/// openraft stops at the snapshot's error while the log's barriers still
+/// succeed. The member must still leave the Raft group saying
+/// `disk_full`, and come back in place once there is room, as it does
+/// when its log meets the full disk first (state_machine.rs,
+/// `StateMachineStore::snapshot_not_stored`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_that_meets_the_full_disk_first_recovers_in_place() {
+    let Some(cluster) = TestCluster::start_on_tmpfs_snapshotting(TMPFS_MB, SNAPSHOT_EVERY).await
+    else {
+        return;
+    };
+    let leader = cluster.leader().await;
+    let full = (leader + 1) % 3;
+    let full_id = full as u64 + 1;
+
+    // A state whose snapshot cannot fit in the room the ballast leaves.
+    let big = "AAAA".repeat(BIG_NODE_BYTES / 3);
+    let mut acked = Vec::new();
+    for i in 0..BIG_NODES {
+        let path = format!("acked/big-{i}");
+        cluster
+            .call(
+                leader,
+                Method::PUT,
+                &format!("/v1/nodes/{path}"),
+                Some(json!({ "data": big })),
+            )
+            .await
+            .expect(201, "a large node");
+        acked.push(path);
+    }
+
+    let ballast = cluster.tmpfs[full].fill_leaving(ROOM_LEFT);
+    let deadline = Instant::now() + WAIT;
+    let failure = loop {
+        let path = format!("acked/small-{}", acked.len());
+        if put(&cluster, leader, &path).await.status.as_u16() == 201 {
+            acked.push(path);
+        }
+        let health = cluster.get(full, "/v1/health").await;
+        if health.status.as_u16() == 503 && health.body["error"] == "disk_full" {
+            break health.body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "n{full_id} never said its disk is full: {}",
+            health.body
+        );
+    };
+    assert!(
+        failure.contains("snapshot"),
+        "the snapshot, not the log, met the full disk: {failure}"
+    );
+    assert_eq!(cluster.node(full).storage_recoveries(), 0);
+
+    ballast.remove();
+    eventually("the member to rejoin and catch up", || async {
+        cluster.get(full, "/v1/health").await.status.as_u16() == 200
+    })
+    .await;
+    assert_eq!(
+        cluster.node(full).storage_recoveries(),
+        1,
+        "the member rebuilt its Raft in place exactly once"
+    );
+    for path in &acked {
+        cluster
+            .get(full, &format!("/v1/nodes/{path}"))
+            .await
+            .expect(200, &format!("{path} through the recovered member"));
+    }
+    put(&cluster, full, "acked/after")
+        .await
+        .expect(201, "a write through the recovered member");
+    cluster.shutdown().await;
+}
+
 async fn full_disk_round(role: Role) {
     let Some(cluster) = TestCluster::start_on_tmpfs(TMPFS_MB).await else {
         return;

@@ -69,6 +69,20 @@ impl Tmpfs {
         while file.write(&[0xa5]).is_ok_and(|n| n == 1) {}
         Ballast { path }
     }
+
+    /// Fills the file system up, then gives `free` bytes back: room for
+    /// small writes, none for a large one.
+    pub fn fill_leaving(&self, free: u64) -> Ballast {
+        let ballast = self.fill();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&ballast.path)
+            .expect("open the ballast file");
+        let len = file.metadata().expect("ballast metadata").len();
+        file.set_len(len.saturating_sub(free))
+            .expect("shorten the ballast file");
+        ballast
+    }
 }
 
 impl Drop for Tmpfs {
