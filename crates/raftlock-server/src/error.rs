@@ -374,9 +374,11 @@ impl IntoResponse for ApiError {
                 | ErrorCode::MembershipChanging
                 | ErrorCode::NotCaughtUp
                 | ErrorCode::Overloaded
+                | ErrorCode::DiskFull
         ) {
             // All are safe to retry; a short pause lets an election settle
-            // (or a loaded member apply its log).
+            // (or a loaded member apply its log, or a full one find room:
+            // it looks for free space every 250 ms).
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if self.code == ErrorCode::TooManyRequests {

@@ -220,9 +220,13 @@ async fn full_disk_round(role: Role) {
 
     // The full member refuses writes, saying why; it still answers stale
     // reads from memory.
-    put(&cluster, full, "acked/on-the-full-one")
-        .await
-        .expect_error(503, "disk_full", "a write on the full member");
+    let refused = put(&cluster, full, "acked/on-the-full-one").await;
+    assert_eq!(
+        refused.headers.get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..]),
+        "a disk_full answer says when to retry"
+    );
+    refused.expect_error(503, "disk_full", "a write on the full member");
     cluster
         .acquire(full, "another", &session, 0)
         .await
