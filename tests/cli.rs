@@ -707,6 +707,7 @@ async fn lock_delay_holds_the_next_command_off_after_a_close() {
     assert!(closed.status.success(), "{closed:?}");
     let during = lock_info(&cluster, "ledger");
     let text = run(&mut raftlock(&cluster, &["lock-info", "ledger"]));
+    let listed = run(&mut raftlock(&cluster, &["locks", "ledger"]));
     let output = tokio::task::spawn_blocking(move || waiter.wait_with_output())
         .await
         .expect("join")
@@ -733,6 +734,10 @@ async fn lock_delay_holds_the_next_command_off_after_a_close() {
     assert!(
         String::from_utf8_lossy(&text.stdout).contains("held off"),
         "{text:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("(held off)"),
+        "the lock listing says it too: {listed:?}"
     );
     let after: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&granted).expect("granted")).expect("json");

@@ -70,6 +70,9 @@ type LockSummary struct {
 	Name    string  `json:"lock"`
 	Holder  *Holder `json:"holder"`
 	Waiters int     `json:"waiters"`
+	// LockDelayMS and HeldOff as in LockState.
+	LockDelayMS uint64 `json:"lock_delay_ms"`
+	HeldOff     bool   `json:"held_off"`
 }
 
 // FencingStatus answers FencingCheck.

@@ -237,6 +237,13 @@ func TestLockDelayHoldsOffAfterACloseBySomeoneElse(t *testing.T) {
 	if !st.HeldOff || st.Holder != nil || st.LockDelayMS != 1500 {
 		t.Fatalf("during the delay: %+v, want held off with lock_delay_ms 1500", st)
 	}
+	listed, err := other.Locks(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || !listed[0].HeldOff || listed[0].LockDelayMS != 1500 {
+		t.Fatalf("listed during the delay: %+v, want one held off with lock_delay_ms 1500", listed)
+	}
 	if err := waiter.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

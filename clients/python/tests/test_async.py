@@ -26,8 +26,9 @@ async def apoll(check: Callable[[], Awaitable[bool]], timeout: float, what: str)
 def test_async_lock_try_lock_and_fencing(cluster: UpCluster, name: str) -> None:
     async def main() -> None:
         async with AsyncClient(cluster.endpoints, timeout=5) as client:
-            async with client.lock(name, timeout=5) as guard:
+            async with client.lock(name, timeout=5, lock_delay=0.7) as guard:
                 assert (await client.fencing_check(name, guard.fencing_token)).valid
+                assert (await client.lock_state(name)).lock_delay == 0.7
                 async with client.session(ttl=5) as other:
                     with pytest.raises(raftlock.LockHeld):
                         await other.try_lock(name)

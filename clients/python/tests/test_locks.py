@@ -127,3 +127,10 @@ def test_lock_delay_holds_the_lock_off_after_a_close_by_someone_else(cluster: Up
                 assert not after.held_off and after.holder is not None
                 assert after.holder.fencing_token == guard.fencing_token
         stuck.close()
+
+
+def test_the_clients_own_session_takes_a_lock_delay(cluster: UpCluster, name: str) -> None:
+    """``Client.lock`` passes ``lock_delay`` on, as ``Session.lock`` does."""
+    with raftlock.Client(cluster.endpoints, timeout=5) as client:
+        with client.lock(name, timeout=5, lock_delay=0.7):
+            assert client.lock_state(name).lock_delay == 0.7

@@ -176,6 +176,8 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
                 .find(|v| !v.is_empty())
                 .unwrap_or_else(|| cell(h.session))
         });
+        // A lost holder's lock-delay runs: nobody holds it, nobody gets it.
+        let who = who.or_else(|| lock.held_off.then(|| "(held off)".to_string()));
         table.row(vec![
             lock.name,
             cell(who),

@@ -177,6 +177,10 @@ pub struct LockSummary {
     pub holder: Option<Holder>,
     /// How many sessions wait behind the holder.
     pub waiters: u64,
+    /// The lock's lock-delay, if it has one (as in [`LockState`]).
+    pub lock_delay: Option<Duration>,
+    /// True while the lock is held off (as in [`LockState`]).
+    pub held_off: bool,
 }
 
 /// A holder of a read-write lock, with what it holds it for.

@@ -155,6 +155,8 @@ impl StateMachine {
             }
         }
         node.mod_revision = revision;
+        // The node changed (no owner, a new revision): watchers see it.
+        effects.written.push(path.to_string());
         effects.held_off.push(HeldOff {
             node: path.to_string(),
             delay_ms,

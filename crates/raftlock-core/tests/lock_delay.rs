@@ -304,6 +304,12 @@ fn an_expired_holder_holds_the_lock_off_and_a_release_does_not() {
     let held_off = sm.held_off();
     assert_eq!(held_off.len(), 1);
     assert_eq!(sm.holder(QueueKind::Lock, "l"), None);
+    // The held-off node lost its owner and got a new mod_revision: that is
+    // a change node watches must see, so it is among the written nodes.
+    assert_eq!(expired.effects.written, vec![held_off[0].node.clone()]);
+    let node = sm.node(&held_off[0].node).expect("the held-off node stays");
+    assert_eq!(node.ephemeral_owner, None);
+    assert_eq!(node.mod_revision, sm.revision());
     // The delay ends: the next in line holds, its waiter is woken by the
     // deletion of its predecessor, as after a release.
     let ended = sm.apply(&Command::EndLockDelays {

@@ -139,6 +139,10 @@ struct LockLine {
     lock: String,
     holder: Option<Holder>,
     waiters: usize,
+    /// As in `GET /v1/locks/{name}`: the lock's lock-delay, `null` for none.
+    lock_delay_ms: Option<u64>,
+    /// As in `GET /v1/locks/{name}`: a lost holder's delay runs.
+    held_off: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -313,24 +317,27 @@ async fn list(
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<LockList>, ApiError> {
-    let queues = read_queues(
-        &app,
-        &caller,
-        QueueKind::Lock,
-        &query.prefix,
-        query.consistency,
-    )
-    .await?;
-    Ok(Json(LockList {
-        locks: queues
-            .into_iter()
-            .map(|q| LockLine {
-                lock: q.name,
-                holder: q.holder.map(|h| Holder::new(h, &caller)),
-                waiters: q.waiters,
-            })
-            .collect(),
-    }))
+    // The delays are read with the queues: one consistent view.
+    let locks = app
+        .node
+        .read(query.consistency.into(), |s| {
+            s.queues(QueueKind::Lock, &query.prefix)
+                .into_iter()
+                .filter(|q| caller.may(Permission::Read, &q.name))
+                .map(|q| {
+                    let delay = s.lock_delay(&q.name);
+                    LockLine {
+                        lock_delay_ms: (delay > 0).then_some(delay),
+                        held_off: s.lock_held_off(&q.name),
+                        holder: q.holder.map(|h| Holder::new(h, &caller)),
+                        waiters: q.waiters,
+                        lock: q.name,
+                    }
+                })
+                .collect()
+        })
+        .await?;
+    Ok(Json(LockList { locks }))
 }
 
 /// Is this fencing token still the lock's current one?

@@ -181,12 +181,12 @@ class Client(ClientBase):
                 self._default = self.session()
             return self._default
 
-    def lock(self, name: str, timeout: Optional[float] = None) -> LockGuard:
+    def lock(self, name: str, timeout: Optional[float] = None, lock_delay: Optional[float] = None) -> LockGuard:
         """Takes the lock ``name``, waiting up to ``timeout`` seconds
         (``None``: until granted), through the client's own session.
         Raises :class:`~raftlock.errors.Timeout` when the time runs out.
-        See :meth:`Session.lock`."""
-        return self._default_session().lock(name, timeout)
+        See :meth:`Session.lock` (``lock_delay`` as there)."""
+        return self._default_session().lock(name, timeout, lock_delay)
 
     def try_lock(self, name: str) -> LockGuard:
         """Takes the lock only if it is free right now, else raises

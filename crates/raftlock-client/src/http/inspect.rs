@@ -20,6 +20,11 @@ struct LockLine {
     lock: String,
     holder: Option<HolderBody>,
     waiters: u64,
+    // Absent from the listings of servers before lock-delays were listed.
+    #[serde(default)]
+    lock_delay_ms: Option<u64>,
+    #[serde(default)]
+    held_off: bool,
 }
 
 #[derive(Deserialize)]
@@ -95,6 +100,8 @@ impl HttpClient {
                     name: line.lock,
                     holder: line.holder.map(HolderBody::into_holder).transpose()?,
                     waiters: line.waiters,
+                    lock_delay: line.lock_delay_ms.map(std::time::Duration::from_millis),
+                    held_off: line.held_off,
                 })
             })
             .collect()

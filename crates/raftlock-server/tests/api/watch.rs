@@ -103,3 +103,73 @@ async fn a_watch_from_a_reads_revision_misses_nothing() {
     assert_eq!(seen[1].3["node"]["data"], BASE64.encode("3"));
     c.shutdown().await;
 }
+
+/// A lock with a lock-delay whose holder's session ends is held off: its
+/// node stays, without an owner, until the delay has passed. Both steps
+/// are changes of that node, and a watch on the lock sees both, in order
+/// (docs/api.md, "Lock-delay"); the listing shows the hold-off meanwhile.
+#[tokio::test]
+async fn a_watch_sees_a_lock_held_off_and_then_handed_on() {
+    // Long enough to list the lock while it is held off, on a busy machine.
+    const LOCK_DELAY_MS: u64 = 3_000;
+    let c = TestCluster::start().await;
+    let l = c.leader().await;
+    let f = (l + 1) % 3;
+    let holder = c
+        .post(
+            l,
+            "/v1/sessions",
+            json!({"ttl_ms": 10_000, "owner": "holder"}),
+        )
+        .await
+        .expect(201, "open")["session_id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    let grant = c
+        .post(
+            l,
+            "/v1/locks/ledger/acquire",
+            json!({"session_id": holder, "lock_delay_ms": LOCK_DELAY_MS}),
+        )
+        .await;
+    let node = grant.expect(200, "acquire")["node"]
+        .as_str()
+        .expect("node")
+        .to_string();
+    let read = c.get(f, &format!("/v1/nodes{node}")).await;
+    read.expect(200, "the holder's node");
+    let revision: u64 = read.headers["raftlock-revision"]
+        .to_str()
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .expect("a revision header");
+    let url = format!(
+        "{}/v1/nodes{node}?watch=true&since_revision={revision}",
+        c.urls[f]
+    );
+    let mut stream = c.http.get(url).send().await.expect("watch");
+    assert_eq!(stream.status(), 200);
+    let mut buffer = String::new();
+
+    c.call(l, Method::DELETE, &format!("/v1/sessions/{holder}"), None)
+        .await
+        .expect(204, "close the holder's session");
+    let (kind, held_off) = next_event(&mut stream, &mut buffer).await;
+    assert_eq!((kind.as_str(), &held_off["path"]), ("put", &json!(node)));
+    assert_eq!(
+        held_off["node"]["ephemeral_owner"],
+        Value::Null,
+        "{held_off}"
+    );
+    let listed = c.get(l, "/v1/locks?prefix=ledger").await;
+    let listed = &listed.expect(200, "list")["locks"][0];
+    assert_eq!(listed["lock_delay_ms"], LOCK_DELAY_MS, "{listed}");
+    assert_eq!(listed["held_off"], true, "{listed}");
+    assert_eq!(listed["holder"], Value::Null, "{listed}");
+    let (kind, ended) = next_event(&mut stream, &mut buffer).await;
+    assert_eq!((kind.as_str(), &ended["path"]), ("delete", &json!(node)));
+    let revisions = [&held_off["revision"], &ended["revision"]].map(|r| r.as_u64());
+    assert!(revisions[0] < revisions[1], "{revisions:?}");
+    c.shutdown().await;
+}

@@ -185,13 +185,15 @@ class AsyncClient(ClientBase):
                 self._default = await self.session()
             return self._default
 
-    def lock(self, name: str, timeout: Optional[float] = None) -> Pending[AsyncLockGuard]:
+    def lock(
+        self, name: str, timeout: Optional[float] = None, lock_delay: Optional[float] = None
+    ) -> Pending[AsyncLockGuard]:
         """Takes ``name`` through the client's own session:
         ``async with client.lock("orders/42", timeout=5) as guard``, or
         ``guard = await client.lock(...)``. See :meth:`raftlock.Client.lock`."""
 
         async def start() -> AsyncLockGuard:
-            return await (await self._default_session()).lock(name, timeout)
+            return await (await self._default_session()).lock(name, timeout, lock_delay)
 
         return Pending(start)
 
