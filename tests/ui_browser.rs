@@ -206,9 +206,19 @@ impl Drop for Browser {
 const LOCK_ROWS: &str = r#"
 return [...document.querySelectorAll('#locks tbody tr[data-lock]')].map(r => ({
   lock: r.dataset.lock,
+  held_off: r.dataset.heldOff === 'true',
   holder: r.querySelector('.holder').textContent,
   fencing: r.querySelector('.fencing').textContent,
   waiters: [...r.querySelectorAll('.waiters li')].map(li => li.textContent),
+}));"#;
+
+/// The read-write locks and semaphores table as `[{name, kind, holders, permits}]`.
+const SHARED_ROWS: &str = r#"
+return [...document.querySelectorAll('#shared tbody tr[data-shared]')].map(r => ({
+  name: r.dataset.shared,
+  kind: r.dataset.kind,
+  holders: [...r.querySelectorAll('.shared-holders li')].map(li => li.textContent),
+  permits: r.children[3].textContent,
 }));"#;
 
 /// The sessions table as `{owner: [holds, waits]}`.
@@ -273,6 +283,39 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         )
         .await;
     assert_eq!(status, 200, "campaign: {body}");
+    // Two readers of a read-write lock, a semaphore's permit, and a lock
+    // held off by its lock-delay after its holder's session was closed.
+    for session in [&worker, &importer] {
+        let (status, body) = cluster
+            .post(
+                leader,
+                "/v1/rwlocks/config/routes/acquire",
+                json!({"session_id": session, "mode": "read", "wait_ms": 0}),
+            )
+            .await;
+        assert_eq!(status, 200, "read lock: {body}");
+    }
+    let (status, body) = cluster
+        .post(
+            leader,
+            "/v1/semaphores/exports/acquire",
+            json!({"session_id": cron, "permits": 3, "wait_ms": 0}),
+        )
+        .await;
+    assert_eq!(status, 200, "semaphore: {body}");
+    let stuck = cluster.open_session(leader, "stuck-writer", 120_000).await;
+    let (status, body) = cluster
+        .post(
+            leader,
+            "/v1/locks/ledger/acquire",
+            json!({"session_id": stuck, "lock_delay_ms": 60_000, "wait_ms": 0}),
+        )
+        .await;
+    assert_eq!(status, 200, "acquire with a lock-delay: {body}");
+    let (status, body) = cluster
+        .delete(leader, &format!("/v1/sessions/{stuck}"))
+        .await;
+    assert_eq!(status, 204, "close the holder's session: {body}");
 
     browser.open(&cluster.url(serving, "/ui")).await;
     let rows = browser
@@ -289,6 +332,44 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         .as_str()
         .is_some_and(|w| w.contains("billing-2")));
     assert!(lock_row(&rows, "reports/daily").is_some(), "{rows}");
+    let ledger = browser
+        .wait_for("ledger held off", LOCK_ROWS, |rows| {
+            lock_row(rows, "ledger").is_some_and(|r| r["held_off"] == json!(true))
+        })
+        .await;
+    let ledger = lock_row(&ledger, "ledger").expect("row");
+    assert!(
+        ledger["holder"]
+            .as_str()
+            .is_some_and(|h| h.contains("held off") && h.contains("1 min")),
+        "{ledger}"
+    );
+    let shared = browser
+        .wait_for(
+            "the read-write lock and the semaphore",
+            SHARED_ROWS,
+            |rows| rows.as_array().is_some_and(|r| r.len() == 2),
+        )
+        .await;
+    assert_eq!(shared[0]["name"], "config/routes", "{shared}");
+    assert_eq!(shared[0]["kind"], "read-write lock", "{shared}");
+    let readers = shared[0]["holders"].as_array().expect("holders");
+    assert_eq!(readers.len(), 2, "{shared}");
+    assert!(
+        readers
+            .iter()
+            .all(|h| h.as_str().is_some_and(|h| h.contains("(read)"))),
+        "{shared}"
+    );
+    assert_eq!(shared[1]["name"], "exports", "{shared}");
+    assert_eq!(shared[1]["kind"], "semaphore", "{shared}");
+    assert_eq!(shared[1]["permits"], "3", "{shared}");
+    assert!(
+        shared[1]["holders"][0]
+            .as_str()
+            .is_some_and(|h| h.contains("cron-nightly")),
+        "{shared}"
+    );
     let sessions = browser
         .wait_for("the sessions", SESSION_ROWS, |s| s["billing-2"].is_array())
         .await;
@@ -299,12 +380,17 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
     );
     assert_eq!(
         sessions["worker-7"],
-        json!(["orders/42", "—"]),
+        json!(["orders/42, rwlock config/routes", "—"]),
         "{sessions}"
     );
     assert_eq!(
         sessions["cron-nightly"],
-        json!(["election scheduler, reports/daily", "—"]),
+        json!(["election scheduler, reports/daily, semaphore exports", "—"]),
+        "{sessions}"
+    );
+    assert_eq!(
+        sessions["importer-eu"][0],
+        json!("inventory/sku-1138, payments/settlement-2026-11, rwlock config/routes"),
         "{sessions}"
     );
 

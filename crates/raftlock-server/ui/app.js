@@ -122,14 +122,17 @@ async function refresh() {
   if (leaderless) params.set("consistency", "stale");
   const query = params.toString() ? "?" + params.toString() : "";
   const stale = leaderless ? "?consistency=stale" : "";
-  const [cluster, reach, locks, elections, sessions] = await Promise.allSettled([
+  const [cluster, reach, locks, elections, sessions, rwlocks, semaphores] = await Promise.allSettled([
     api("/v1/cluster"),
     api("/v1/cluster/reachability"),
     api("/v1/locks" + query),
     api("/v1/elections" + query),
     api("/v1/sessions" + stale),
+    api("/v1/rwlocks" + query),
+    api("/v1/semaphores" + query),
   ]);
-  const failures = [cluster, reach, locks, elections, sessions].filter((r) => r.status === "rejected");
+  const failures = [cluster, reach, locks, elections, sessions, rwlocks, semaphores]
+    .filter((r) => r.status === "rejected");
   if (cluster.status === "fulfilled") {
     leaderless = cluster.value.leader_id === null;
     renderCluster(cluster.value, reach.status === "fulfilled" ? reach.value : null);
@@ -142,8 +145,13 @@ async function refresh() {
     renderLocks(locks.value.locks, details);
   }
   if (elections.status === "fulfilled") renderElections(elections.value.elections);
-  if ([locks, elections, sessions].every((r) => r.status === "fulfilled")) {
-    renderSessions(sessions.value, locks.value.locks, elections.value.elections, prefix);
+  let shared = null;
+  if (rwlocks.status === "fulfilled" && semaphores.status === "fulfilled") {
+    shared = sharedLines(rwlocks.value.rwlocks, semaphores.value.semaphores);
+    renderShared(shared);
+  }
+  if ([locks, elections, sessions].every((r) => r.status === "fulfilled") && shared) {
+    renderSessions(sessions.value, locks.value.locks, elections.value.elections, shared, prefix);
   }
   $("search-summary").textContent = prefix ? `showing names that start with “${prefix}”` : "showing every name";
   // /v1/cluster is a local read: when it fails to connect or times out,
@@ -242,9 +250,14 @@ function renderLocks(locks, details) {
             who(w), w.principal ? el("span", { class: "muted" }, ` (${w.principal})`) : null)));
     else waiters = `${l.waiters} waiting`;
     const since = h ? heldSince(l.lock, h, now) : null;
-    return el("tr", { "data-lock": l.lock, "data-held": h ? "true" : "false" },
+    // A lost holder's lock-delay runs: nobody holds it, nobody is granted it.
+    const free = l.held_off
+      ? el("span", { class: "held-off", title: "the holder's session ended; the next in line waits for the lock-delay" },
+        `held off (lock-delay ${duration(l.lock_delay_ms)})`)
+      : el("span", { class: "muted" }, "free");
+    return el("tr", { "data-lock": l.lock, "data-held": h ? "true" : "false", "data-held-off": l.held_off ? "true" : "false" },
       el("td", { class: "mono lock-name" }, l.lock),
-      el("td", { class: "holder" }, h ? who(h) : el("span", { class: "muted" }, "free"),
+      el("td", { class: "holder" }, h ? who(h) : free,
         h && h.principal ? el("span", { class: "muted" }, ` (${h.principal})`) : null),
       el("td", { class: "mono", title: h && h.session_id ? h.session_id : "" }, h ? shortId(h.session_id) : ""),
       el("td", { class: "num fencing" }, h ? h.fencing_token : ""),
@@ -269,10 +282,43 @@ function renderElections(elections) {
   fill("elections", rows, 5, "no elections");
 }
 
+// Read-write locks and semaphores in one table: both are queues whose
+// first entries hold together.
+function sharedLines(rwlocks, semaphores) {
+  const lines = [
+    ...rwlocks.map((r) => ({ name: r.rwlock, kind: "read-write lock", permits: null, holders: r.holders, waiters: r.waiters })),
+    ...semaphores.map((s) => ({ name: s.semaphore, kind: "semaphore", permits: s.permits, holders: s.holders, waiters: s.waiters })),
+  ];
+  return lines.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.kind < b.kind ? -1 : 1));
+}
+
+function renderShared(lines) {
+  $("shared-count").textContent = `(${lines.length})`;
+  const rows = lines.map((line) =>
+    el("tr", { "data-shared": line.name, "data-kind": line.kind },
+      el("td", { class: "mono" }, line.name),
+      el("td", {}, line.kind),
+      el("td", { class: "shared-holders" },
+        line.holders.length === 0
+          ? el("span", { class: "muted" }, "none")
+          : el("ul", { class: "waiters" },
+            line.holders.map((h) =>
+              el("li", { title: h.session_id ? "session " + h.session_id : "another principal's session" },
+                who(h), h.mode ? ` (${h.mode})` : "", el("span", { class: "muted mono" }, ` #${h.fencing_token}`))))),
+      el("td", { class: "num" }, line.permits === null ? "" : line.permits),
+      el("td", { class: "num" }, line.waiters)));
+  fill("shared", rows, 5, "no read-write locks or semaphores" + ($("prefix").value.trim() ? " under this prefix" : ""));
+}
+
 // Sessions from GET /v1/sessions; each queue node of a session holds when
-// it is its queue's holder in the listings above, else it waits.
+// it is among its queue's holders in the listings above, else it waits.
 function queueOf(path) {
-  for (const [root, label] of [["/locks/", ""], ["/elections/", "election "]]) {
+  for (const [root, label] of [
+    ["/locks/", ""],
+    ["/elections/", "election "],
+    ["/rwlocks/", "rwlock "],
+    ["/semaphores/", "semaphore "],
+  ]) {
     if (path.startsWith(root)) {
       const rest = path.slice(root.length);
       const cut = rest.lastIndexOf("/");
@@ -282,10 +328,11 @@ function queueOf(path) {
   return null;
 }
 
-function renderSessions(list, locks, elections, prefix) {
+function renderSessions(list, locks, elections, shared, prefix) {
   const holding = new Set();
   for (const l of locks) if (l.holder) holding.add(l.holder.node);
   for (const e of elections) if (e.leader) holding.add(e.leader.node);
+  for (const line of shared) for (const h of line.holders) holding.add(h.node);
   const rows = [];
   for (const s of list.sessions) {
     const holds = [];
