@@ -30,9 +30,10 @@
 #   5. run jepsen/tests/disk.rs: mutex for 20 s under the disk nemeses
 #      (`disk-full`: a member's next log sync fails with ENOSPC, a clean
 #      stop, restarted when the fault ends; `slow-fsync`: its syncs take
-#      100-300 ms longer), and register under disk faults, kills and
-#      partitions, must be valid, and the faults must have reached the
-#      members' disk path (about 1.5 min).
+#      100-300 ms longer), register under disk faults, kills and
+#      partitions, and mutex under `disk-fill` (a real full tmpfs under a
+#      member, root only), must be valid, and the faults must have reached
+#      the members' disk path (about 2 min).
 #
 # How the injected build is made (JEPSEN_INJECTED_BUILD):
 #   target-dir  (default outside CI) `--target-dir target/injected`: never

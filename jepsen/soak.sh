@@ -65,23 +65,25 @@ echo "soak: binaries of $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(g
 # What the soak cycles through: workload, client mode, nemesis. `all` is
 # every network and process fault against `raftlock serve`; the rows with
 # `disk` run `raftlock-jepsen member` processes, which carry the disk
-# fault hooks (jepsen/src/member/fault.rs).
+# fault hooks (jepsen/src/member/fault.rs); `disk-fill` (a real full
+# tmpfs under a member) joins them when the soak runs as root.
+if [[ "$(id -u)" == 0 ]]; then fill=",disk-fill"; else fill=""; fi
 combos=(
     "mutex sticky all"
-    "register sticky all,disk"
+    "register sticky all,disk$fill"
     "fenced sticky all"
     "mutex embedded disk,kill,pause,partition,client-pause"
     "register random all"
     "fenced sticky all,disk"
-    "mutex random all,disk"
+    "mutex random all,disk$fill"
     "register sticky disk"
     "fenced embedded all"
-    "mutex sticky disk"
+    "mutex sticky disk$fill"
     "register sticky all"
     "fenced random all,disk"
 )
 
-printf 'run\tseed\tworkload\tclients\tnemesis\texit\tops\tfaults\tdisk_full\tslow_fsync\tkills\tpauses\tpartitions\tmembership\trestarts\tseconds\tverdict\tdir\n' > "$out/soak.tsv"
+printf 'run\tseed\tworkload\tclients\tnemesis\texit\tops\tfaults\tdisk_full\tslow_fsync\tdisk_fill\tkills\tpauses\tpartitions\tmembership\trestarts\tseconds\tverdict\tdir\n' > "$out/soak.tsv"
 echo "soak: $minutes min of ${run_seconds}s runs from seed $seed into $out" | tee -a "$out/soak.log"
 deadline=$(( $(date +%s) + minutes * 60 ))
 run=0
@@ -115,9 +117,9 @@ while (( $(date +%s) < deadline )); do
         3) verdict=unknown ;;
         *) verdict="error($code)" ;;
     esac
-    printf '%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n' \
+    printf '%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n' \
         "$run" "$seed" "$workload" "$clients" "$nemesis" "$code" "${ops:-0}" "${faults:-0}" \
-        "$(count 'disk-full')" "$(count 'slow-fsync')" "$(count 'kill')" \
+        "$(count 'disk-full')" "$(count 'slow-fsync')" "$(count 'disk-fill')" "$(count 'kill')" \
         "$(count 'pause')" "$(count 'partition|isolate-leader')" "$(count 'membership')" \
         "${restarts:-0}" "$secs" "$verdict" "${dir:-none}" >> "$out/soak.tsv"
     echo "run $run: $workload $clients $nemesis seed $seed: $verdict, ${ops:-0} ops, ${faults:-0} faults, ${secs} s"

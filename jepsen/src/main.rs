@@ -70,7 +70,9 @@ struct TestArgs {
     /// Faults, comma separated: partition (= partition-one,
     /// partition-leader, partition-halves, partition-bridge), kill (=
     /// kill, kill-leader), pause (= pause, pause-leader), client-pause,
-    /// delay, isolate-leader, all, none.
+    /// delay, isolate-leader, membership, all (= every one of these),
+    /// disk (= disk-full, slow-fsync: through member fault hooks),
+    /// disk-fill (a real full tmpfs per member; root), none.
     #[arg(long, default_value = "partition,kill,pause")]
     nemesis: String,
     /// Seconds of workload and faults (the quiet phase and the check come

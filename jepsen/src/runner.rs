@@ -147,6 +147,10 @@ pub struct TestOutcome {
 }
 
 /// Runs one test.
+/// Size of each member's data tmpfs in runs with the `disk-fill` fault:
+/// room for minutes of log and snapshots, filled in a blink.
+const DATA_TMPFS_MB: u64 = 64;
+
 pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
     anyhow::ensure!(opts.nodes >= 1, "--nodes must be at least 1");
     anyhow::ensure!(opts.concurrency >= 1, "--concurrency must be at least 1");
@@ -175,6 +179,11 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
             embedded,
             log_dir: dir.clone(),
             timing: opts.timing.clone(),
+            data_tmpfs_mb: opts
+                .faults
+                .iter()
+                .any(|f| f.needs_tmpfs())
+                .then_some(DATA_TMPFS_MB),
         })
         .await?,
     );

@@ -6,8 +6,11 @@
 //! - [`process`]: one member's process (kill -9, SIGSTOP/SIGCONT, restart);
 //! - [`net`]: the per-link proxies and partitions built from them;
 //! - [`roster`]: which ids are members now (the `membership` nemesis
-//!   adds spare ids and removes members at run time).
+//!   adds spare ids and removes members at run time);
+//! - [`disk`]: data directories on tmpfs mounts, for the `disk-fill`
+//!   nemesis's real full disk.
 
+pub mod disk;
 pub mod net;
 pub mod process;
 pub mod roster;
@@ -24,6 +27,7 @@ use anyhow::Context as _;
 use tokio::sync::Mutex;
 
 use crate::api::{Api, Reply};
+use disk::DataDisks;
 use net::Net;
 use process::{NodeProcess, NodeSpec};
 use roster::Roster;
@@ -52,6 +56,9 @@ pub struct ClusterOptions {
     pub log_dir: PathBuf,
     /// Raft timing.
     pub timing: ClusterTiming,
+    /// `Some(MiB)`: every member's data directory is a tmpfs of that size
+    /// (needs root), for the `disk-fill` nemesis.
+    pub data_tmpfs_mb: Option<u64>,
 }
 
 /// A running cluster. Dropping it kills every node (kill_on_drop) and
@@ -84,6 +91,9 @@ pub struct Cluster {
     addrs: BTreeMap<u64, (SocketAddr, SocketAddr)>,
     /// Ids listed in the config file (1..=nodes).
     founders: usize,
+    /// The tmpfs under each data directory, if any; unmounted on drop,
+    /// after the processes are killed and before the scratch dir goes.
+    disks: DataDisks,
     /// Data directories, removed when the cluster is dropped.
     scratch: tempfile::TempDir,
 }
@@ -115,6 +125,10 @@ impl Cluster {
         );
         let total = opts.nodes + opts.spares;
         let ids: Vec<u64> = (1..=total as u64).collect();
+        let disks = match opts.data_tmpfs_mb {
+            Some(mb) => DataDisks::mount(ids.iter().map(|id| data_dir(&scratch, *id)), mb)?,
+            None => DataDisks::default(),
+        };
         let ports = if opts.member_bin.is_some() { 3 } else { 2 };
         let addrs = setup::free_addrs(ports * total).context("finding free ports")?;
         // Founders only: spares join as `raftlock serve`, which has none.
@@ -194,6 +208,7 @@ impl Cluster {
             control,
             faults,
             procs: Mutex::new(procs),
+            disks,
             scratch,
         })
     }
@@ -382,11 +397,25 @@ impl Cluster {
     /// (through `--join`, with an empty disk).
     pub async fn retire(&self, id: u64) -> std::io::Result<()> {
         self.kill(id).await;
-        let dir = self.scratch.path().join(format!("node-{id}"));
+        let dir = data_dir(&self.scratch, id);
+        if self.disks.is_mounted(&dir) {
+            return disk::remove_contents(&dir);
+        }
         match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
+    }
+
+    /// Fills member `id`'s data directory (its tmpfs) to the last byte;
+    /// the ballast's size. An error when the run has no tmpfs for it.
+    pub fn fill_disk(&self, id: u64) -> std::io::Result<u64> {
+        self.disks.fill(&data_dir(&self.scratch, id))
+    }
+
+    /// Removes the ballast of [`fill_disk`](Self::fill_disk).
+    pub fn free_disk(&self, id: u64) -> std::io::Result<()> {
+        self.disks.free(&data_dir(&self.scratch, id))
     }
 
     /// Every exit the harness did not cause, so far, per member.
@@ -413,6 +442,12 @@ impl Cluster {
             p.stop(Duration::from_secs(5)).await;
         }
     }
+}
+
+/// Member `id`'s data directory (the config's `data_dir` is the scratch
+/// directory; a member keeps its files under `node-{id}`).
+fn data_dir(scratch: &tempfile::TempDir, id: u64) -> PathBuf {
+    scratch.path().join(format!("node-{id}"))
 }
 
 /// Membership changes the harness made in one run.

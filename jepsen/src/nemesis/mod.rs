@@ -50,6 +50,9 @@ enum Undo {
     FreeSpace(u64),
     /// Make the member's log syncs quick again.
     QuickSync(u64),
+    /// Remove the ballast from the member's data tmpfs: it must rejoin by
+    /// itself, in the same process.
+    RemoveBallast(u64),
 }
 
 /// An applied fault.
@@ -164,7 +167,7 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<Applied> {
             Some(cluster.leader().await.unwrap_or(random_node))
         }
         // A disk fault hits the leader half of the time.
-        Fault::DiskFull | Fault::SlowFsync if step.pick.is_multiple_of(2) => {
+        Fault::DiskFull | Fault::SlowFsync | Fault::DiskFill if step.pick.is_multiple_of(2) => {
             Some(cluster.leader().await.unwrap_or(random_node))
         }
         _ => None,
@@ -284,6 +287,17 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<Applied> {
                 step.hold,
             )
         }
+        Fault::DiskFill => match cluster.fill_disk(target) {
+            Ok(bytes) => (
+                format!("{fault} n{target} ({} MiB of ballast)", bytes >> 20),
+                Undo::RemoveBallast(target),
+                step.hold,
+            ),
+            Err(e) => {
+                eprintln!("nemesis: filling n{target}'s disk failed: {e}");
+                return None;
+            }
+        },
         Fault::Membership => return None,
     };
     let (name, undo, hold) = applied;
@@ -334,6 +348,11 @@ async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
                 if let Err(e) = cluster.reboot(id).await {
                     eprintln!("nemesis: restarting n{id} failed: {e}");
                 }
+            }
+        }
+        Undo::RemoveBallast(id) => {
+            if let Err(e) = cluster.free_disk(id) {
+                eprintln!("nemesis: removing n{id}'s ballast failed: {e}");
             }
         }
         Undo::QuickSync(id) => {

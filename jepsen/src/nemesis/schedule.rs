@@ -42,6 +42,12 @@ pub enum Fault {
     /// Every log sync of the leader or a random member takes 100–300 ms
     /// longer, as on a disk with a slow `fdatasync`.
     SlowFsync,
+    /// A real full disk: the data directory of the leader or a random
+    /// member (each a size-limited tmpfs in runs with this fault) is
+    /// filled with a ballast file, so whichever write needs space first
+    /// (a log chunk, a snapshot, sled) meets `ENOSPC`. The ballast goes
+    /// when the fault ends, and the member must come back by itself.
+    DiskFill,
 }
 
 impl Fault {
@@ -72,6 +78,13 @@ impl Fault {
         Fault::DISK.contains(&self)
     }
 
+    /// True for a fault that needs each member's data directory on a
+    /// tmpfs of its own (mounting one needs root). Not part of `all` or
+    /// `disk`: name it (`--nemesis all,disk,disk-fill`).
+    pub fn needs_tmpfs(self) -> bool {
+        self == Fault::DiskFill
+    }
+
     /// The name used on the command line and in histories.
     pub fn name(self) -> &'static str {
         match self {
@@ -89,6 +102,7 @@ impl Fault {
             Fault::Membership => "membership",
             Fault::DiskFull => "disk-full",
             Fault::SlowFsync => "slow-fsync",
+            Fault::DiskFill => "disk-fill",
         }
     }
 
@@ -96,7 +110,8 @@ impl Fault {
     /// every partition shape, `kill` = kill and kill-leader, `pause` =
     /// pause and pause-leader, `disk` = disk-full and slow-fsync, `all` =
     /// everything but the disk faults, `none` = nothing. Exact
-    /// names (`partition-leader`, `kill-leader`, …) pick one kind.
+    /// names (`partition-leader`, `kill-leader`, `disk-fill`, …) pick one
+    /// kind.
     pub fn parse_list(spec: &str) -> Result<Vec<Fault>, String> {
         let mut out = Vec::new();
         for word in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -116,15 +131,17 @@ impl Fault {
                 other => match Fault::ALL
                     .iter()
                     .chain(Fault::DISK.iter())
+                    .chain(std::iter::once(&Fault::DiskFill))
                     .find(|f| f.name() == other)
                 {
                     Some(f) => vec![*f],
                     None => {
                         return Err(format!(
                             "unknown nemesis {other:?}; known: none, all, partition, kill, pause, \
-                         disk, {}, {}",
+                         disk, {}, {}, {}",
                             Fault::ALL.map(Fault::name).join(", "),
-                            Fault::DISK.map(Fault::name).join(", ")
+                            Fault::DISK.map(Fault::name).join(", "),
+                            Fault::DiskFill.name()
                         ))
                     }
                 },
@@ -242,7 +259,11 @@ mod tests {
         assert!(!Fault::parse_list("all")
             .unwrap()
             .iter()
-            .any(|f| f.is_disk()));
+            .any(|f| f.is_disk() || f.needs_tmpfs()));
+        assert_eq!(
+            Fault::parse_list("disk,disk-fill").unwrap(),
+            vec![Fault::DiskFull, Fault::SlowFsync, Fault::DiskFill]
+        );
     }
 
     #[test]

@@ -26,6 +26,14 @@ pub fn store() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jepsen-store")
 }
 
+/// True when running as root (mounting a tmpfs needs it).
+pub fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
 /// `path`, which must exist: a missing binary is a failure, not a skip.
 pub fn binary(path: PathBuf, build: &str) -> PathBuf {
     assert!(
