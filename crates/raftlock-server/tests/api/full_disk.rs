@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::common::{eventually, TestCluster, WAIT};
+use crate::tmpfs::Ballast;
 
 /// Size of each member's tmpfs. The member waits for 4 MiB free before it
 /// reopens (`disk_space.rs`); the ballast leaves none.
@@ -108,18 +109,7 @@ async fn a_snapshot_that_meets_the_full_disk_first_recovers_in_place() {
         failure.contains("snapshot"),
         "the snapshot, not the log, met the full disk: {failure}"
     );
-    assert_eq!(cluster.node(full).storage_recoveries(), 0);
-
-    ballast.remove();
-    eventually("the member to rejoin and catch up", || async {
-        cluster.get(full, "/v1/health").await.status.as_u16() == 200
-    })
-    .await;
-    assert_eq!(
-        cluster.node(full).storage_recoveries(),
-        1,
-        "the member rebuilt its Raft in place exactly once"
-    );
+    rejoins_once_the_ballast_is_gone(&cluster, full, ballast).await;
     for path in &acked {
         cluster
             .get(full, &format!("/v1/nodes/{path}"))
@@ -240,19 +230,7 @@ async fn full_disk_round(role: Role) {
         .get(full, "/v1/nodes/acked/before-0?consistency=stale")
         .await
         .expect(200, "a stale read on the full member");
-    assert_eq!(cluster.node(full).storage_recoveries(), 0);
-
-    // Space returns: the member comes back by itself, in this process.
-    ballast.remove();
-    eventually("the member to rejoin and catch up", || async {
-        cluster.get(full, "/v1/health").await.status.as_u16() == 200
-    })
-    .await;
-    assert_eq!(
-        cluster.node(full).storage_recoveries(),
-        1,
-        "the member rebuilt its Raft in place exactly once"
-    );
+    rejoins_once_the_ballast_is_gone(&cluster, full, ballast).await;
     let leader_now = cluster.leader().await;
     let members = cluster.get(leader_now, "/v1/cluster/members").await;
     let me = members.expect(200, "membership")["members"]
@@ -292,6 +270,22 @@ async fn full_disk_round(role: Role) {
 
     keepalive.abort();
     cluster.shutdown().await;
+}
+
+/// Space returns: the full member comes back by itself, in this process,
+/// rebuilding its Raft exactly once.
+async fn rejoins_once_the_ballast_is_gone(cluster: &TestCluster, full: usize, ballast: Ballast) {
+    assert_eq!(cluster.node(full).storage_recoveries(), 0);
+    ballast.remove();
+    eventually("the member to rejoin and catch up", || async {
+        cluster.get(full, "/v1/health").await.status.as_u16() == 200
+    })
+    .await;
+    assert_eq!(
+        cluster.node(full).storage_recoveries(),
+        1,
+        "the member rebuilt its Raft in place exactly once"
+    );
 }
 
 async fn put(cluster: &TestCluster, i: usize, path: &str) -> crate::common::Reply {
