@@ -14,7 +14,9 @@
 #      client pauses and leader faults: no grant inside a delay; bug:
 #      clients that ask for no delay, lock-delay INVALID), multilock (transfers under
 #      multi-locks conserve the total; bug: transfers locking one account,
-#      multilock-conservation INVALID), the lock
+#      multilock-conservation INVALID), the four primitive workloads
+#      with clients embedded in the members (valid, with grants; the
+#      rwlock bug caught through them too), the lock
 #      workloads under `isolate-leader` (sticky and embedded clients) must
 #      be valid, and the register workload with the leader-isolating
 #      partition must catch the injected bug (exit code 1, linearizability

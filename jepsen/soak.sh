@@ -81,6 +81,10 @@ combos=(
     "mutex sticky disk$fill"
     "register sticky all"
     "fenced random all,disk"
+    "rwlock embedded kill,pause,partition,client-pause"
+    "semaphore sticky all,disk"
+    "lock-delay embedded disk$fill,kill,pause,partition,client-pause"
+    "multilock sticky all,disk$fill"
 )
 
 printf 'run\tseed\tworkload\tclients\tnemesis\texit\tops\tfaults\tdisk_full\tslow_fsync\tdisk_fill\tkills\tpauses\tpartitions\tmembership\trestarts\tseconds\tverdict\tdir\n' > "$out/soak.tsv"

@@ -58,13 +58,14 @@ enum Command {
 
 #[derive(clap::Args)]
 struct TestArgs {
-    /// mutex, fenced or register.
+    /// mutex, fenced, register, rwlock, semaphore, lock-delay or
+    /// multilock.
     #[arg(long)]
     workload: Workload,
     /// How clients reach the cluster: sticky (each client stays on one
     /// member until it does not answer), random (every request to a
     /// random member), embedded (clients live in the members' processes;
-    /// mutex and fenced only).
+    /// every workload but register).
     #[arg(long, default_value = "sticky")]
     clients: Routing,
     /// Faults, comma separated: partition (= partition-one,

@@ -146,18 +146,18 @@ pub struct TestOutcome {
     pub summary: String,
 }
 
-/// Runs one test.
 /// Size of each member's data tmpfs in runs with the `disk-fill` fault:
 /// room for minutes of log and snapshots, filled in a blink.
 const DATA_TMPFS_MB: u64 = 64;
 
+/// Runs one test.
 pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
     anyhow::ensure!(opts.nodes >= 1, "--nodes must be at least 1");
     anyhow::ensure!(opts.concurrency >= 1, "--concurrency must be at least 1");
     let embedded = opts.clients == Routing::Embedded;
     anyhow::ensure!(
         !embedded || opts.workload != Workload::Register,
-        "--clients embedded runs the lock workloads (mutex, fenced), not register"
+        "--clients embedded runs every workload but register (its reads and writes are the HTTP API's)"
     );
     let dir = run_dir(&opts.store, opts.workload, opts.seed)?;
     // Members that join at run time are `raftlock serve --join`

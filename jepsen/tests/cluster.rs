@@ -21,6 +21,10 @@
 //!   for) invalid;
 //! - `multilock` under `all` must be valid, and with its injected client
 //!   bug (transfers that lock only one of their two accounts) invalid;
+//! - `rwlock`, `semaphore`, `lock-delay` and `multilock` with clients
+//!   embedded in the members (`raftlock-jepsen member`, its control
+//!   endpoint) under kills, pauses and partitions must be valid, with
+//!   grants, and the rwlock bug must be caught there too;
 //! - the injected-bug build (linearizable reads without a read index,
 //!   `target/injected/debug/raftlock`) must be caught by the register
 //!   workload with the leader-isolating partition, within 2 × 20 s.
@@ -241,6 +245,57 @@ fn multilock_transfers_under_one_lock_are_caught() {
         o.settings.inject_multi_one_lock = true;
     });
     assert_caught(&outcome, "multilock-conservation", "one-lock transfer");
+}
+
+/// Acquires answered `ok` in the run's history: a run whose clients
+/// could not reach their primitive has none, and proves nothing.
+fn ok_acquires(outcome: &TestOutcome) -> usize {
+    let history = std::fs::read_to_string(outcome.dir.join("history.jsonl")).unwrap_or_default();
+    history
+        .lines()
+        .filter(|l| l.contains("\"type\":\"ok\"") && l.contains("\"f\":\"acquire\""))
+        .count()
+}
+
+/// The primitives with clients embedded in the members' processes: each
+/// goes through the embedded client's own code for it (the control
+/// endpoint, `jepsen/src/member/control/`), not the HTTP API.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn primitives_with_embedded_clients_are_valid() {
+    let workloads = [
+        (Workload::RwLock, 41),
+        (Workload::Semaphore, 42),
+        (Workload::LockDelay, 43),
+        (Workload::MultiLock, 44),
+    ];
+    for (workload, seed) in workloads {
+        let outcome = run_tuned(
+            workload,
+            Routing::Embedded,
+            "kill,pause,partition",
+            seed,
+            |o| o.time_limit = Duration::from_secs(10),
+        );
+        assert_valid(&outcome);
+        assert!(
+            ok_acquires(&outcome) >= 10,
+            "{workload:?}: too few grants through the embedded clients:\n{}",
+            outcome.summary
+        );
+    }
+}
+
+/// The rwlock checker sees the embedded clients' holds: its injected bug
+/// is caught through them as through HTTP.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn rwlock_writers_in_read_mode_are_caught_with_embedded_clients() {
+    let outcome = run_tuned(Workload::RwLock, Routing::Embedded, "kill,pause", 45, |o| {
+        o.time_limit = Duration::from_secs(10);
+        o.settings.inject_rw_read_for_write = true;
+    });
+    assert_caught(&outcome, "rwlock-exclusion", "read-mode writer");
 }
 
 /// A run under `isolate-leader` must be valid, with the fault injected

@@ -1,25 +1,27 @@
-//! The member's control endpoint: the lock workloads' operations, done by
-//! an [`EmbeddedClient`] over this process's node.
+//! The member's control endpoint: the workloads' operations, done by an
+//! [`EmbeddedClient`] over this process's node.
 //!
 //! It speaks the public API's paths, bodies and error codes (the subset
-//! the lock clients use), so the harness drives embedded clients with the
+//! the workloads use), so the harness drives embedded clients with the
 //! same [`crate::api::Api`] and the same ok/fail/info classification as
 //! HTTP clients; only the base URL differs:
 //!
 //! - `POST /v1/sessions` `{"ttl_ms", "owner"}` → `201 {"session_id", "ttl_ms"}`
 //! - `POST /v1/sessions/{id}/keepalive` → `200 {"ttl_ms"}`
 //! - `DELETE /v1/sessions/{id}` → `204`
-//! - `POST /v1/locks/{name}/acquire` `{"session_id", "wait_ms"}` →
-//!   `200 {"fencing_token", …}`
-//! - `POST /v1/locks/{name}/release` `{"session_id"}` → `204`
+//! - locks, read-write locks, semaphores and multi-locks ([`queues`]);
+//! - nodes and transactions ([`nodes`]).
 //!
 //! Each request is one call of the embedded client, which (like the HTTP
 //! client) retries `no_leader` and lost answers itself for about 1.5 s.
 
+mod nodes;
+mod queues;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use raftlock_client::{ClientError, EmbeddedClient, LockClient, SessionId};
 use raftlock_node::Node;
@@ -33,7 +35,12 @@ pub fn router(node: Node) -> Router {
         .route("/v1/sessions", post(open_session))
         .route("/v1/sessions/{id}/keepalive", post(keepalive))
         .route("/v1/sessions/{id}", delete(close_session))
-        .route("/v1/locks/{*rest}", post(lock_action))
+        .route("/v1/locks/{*rest}", post(queues::lock_action))
+        .route("/v1/rwlocks/{*rest}", post(queues::rwlock_action))
+        .route("/v1/semaphores/{*rest}", post(queues::semaphore_action))
+        .route("/v1/multilocks/{action}", post(queues::multilock_action))
+        .route("/v1/nodes/{*path}", get(nodes::read).put(nodes::put))
+        .route("/v1/txn", post(nodes::txn))
         .with_state(EmbeddedClient::new(node))
 }
 
@@ -42,13 +49,6 @@ struct OpenBody {
     ttl_ms: u64,
     #[serde(default)]
     owner: String,
-}
-
-#[derive(Deserialize)]
-struct LockBody {
-    session_id: String,
-    #[serde(default)]
-    wait_ms: u64,
 }
 
 async fn open_session(
@@ -89,41 +89,6 @@ async fn close_session(State(client): State<EmbeddedClient>, Path(id): Path<Stri
     match client.close_session(id).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => error(&e),
-    }
-}
-
-/// `{name}/acquire` or `{name}/release`: lock names contain `/`, so the
-/// action is the last path component (as in the public API).
-async fn lock_action(
-    State(client): State<EmbeddedClient>,
-    Path(rest): Path<String>,
-    Json(body): Json<LockBody>,
-) -> Response {
-    let Some((name, action)) = rest.rsplit_once('/') else {
-        return bad_request(format!("no action in /v1/locks/{rest}"));
-    };
-    let Some(id) = session(&body.session_id) else {
-        return unknown_session(&body.session_id);
-    };
-    match action {
-        "acquire" => match client
-            .acquire(name, id, Duration::from_millis(body.wait_ms).into())
-            .await
-        {
-            Ok(grant) => Json(json!({
-                "lock": grant.name,
-                "node": grant.node,
-                "fencing_token": grant.fencing_token,
-                "session_id": grant.session.to_string(),
-            }))
-            .into_response(),
-            Err(e) => error(&e),
-        },
-        "release" => match client.release(name, id).await {
-            Ok(()) => StatusCode::NO_CONTENT.into_response(),
-            Err(e) => error(&e),
-        },
-        other => bad_request(format!("unknown lock action {other:?}")),
     }
 }
 
