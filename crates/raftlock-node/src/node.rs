@@ -116,7 +116,6 @@ impl RaftFactory {
         let durable = log_store.durable_index();
         let sync_stall = log_store.sync_stall();
         let sync_meter = log_store.sync_meter();
-        let inline_sync = log_store.inline_sync();
         let raft = Raft::new(
             self.config.id,
             self.raft_config.clone(),
@@ -135,7 +134,6 @@ impl RaftFactory {
             durable,
             sync_stall,
             sync_meter,
-            inline_sync,
         })
     }
 

@@ -58,12 +58,7 @@ pub(crate) async fn answer_append(replica: &Replica, body: &[u8]) -> Result<Vec<
     // The append and its durability wait concern one log store: after a
     // full disk the member swaps in a new one (storage_watch.rs).
     let incarnation = replica.raft.get();
-    // This answer waits for the entries' sync anyway: the Raft core runs it
-    // as it appends them, instead of handing it to the sync worker and
-    // this task waiting to be woken (raftlock_storage::InlineSync).
-    let inline = incarnation.inline_sync.arm();
     let answer = incarnation.raft.append_entries(request).await;
-    drop(inline);
     // The leader counts a success as these entries being on our disk, but
     // openraft here saw them only written (deferred durability): answer
     // once they are durable. A failure or a conflict claims nothing.

@@ -20,9 +20,7 @@
 //! fires only after a barrier that
 //! started after the append was written; appends queued while a barrier runs
 //! share the next one (group commit). Votes, truncations and purges wait for
-//! a barrier before returning. A follower answering an append may have
-//! the barrier run in its own thread instead, when nothing is queued
-//! ([`InlineSync`]). [`DurableIndex`] follows the durable prefix
+//! a barrier before returning. [`DurableIndex`] follows the durable prefix
 //! of the log; with [`SledLogConfig::deferred_durability`] it, not the
 //! callback, is what says an append is on disk. With
 //! [`SledLogConfig::snapshot_gated_purge`] a purge deletes only what a
@@ -51,7 +49,6 @@ mod config;
 mod durable;
 mod error;
 mod floor;
-mod inline_sync;
 mod meta;
 mod migrate;
 mod reader;
@@ -65,7 +62,6 @@ pub use config::{Durability, SledLogConfig, DEFAULT_CACHE_CAPACITY_BYTES};
 pub use durable::DurableIndex;
 pub use error::{EngineError, StoreError};
 pub use floor::SnapshotFloor;
-pub use inline_sync::{InlineSync, InlineSyncGuard};
 pub use meta::MetaStore;
 pub use reader::SledLogReader;
 pub use segment::DEFAULT_SEGMENT_BYTES;

@@ -19,7 +19,6 @@ use crate::config::SledLogConfig;
 use crate::durable::DurableIndex;
 use crate::error::StoreError;
 use crate::floor::{FloorTarget, LogHead, SnapshotFloor};
-use crate::inline_sync::InlineSync;
 use crate::meta::MetaStore;
 use crate::reader::SledLogReader;
 use crate::segment::SegmentLog;
@@ -142,8 +141,6 @@ pub struct SledLogStore<C: RaftTypeConfig> {
     durable: DurableIndex,
     /// [`SledLogConfig::deferred_durability`].
     deferred: bool,
-    /// While armed, appends sync in the appending thread when they can.
-    inline: InlineSync,
 }
 
 /// How long an open waits for a lock that a store of this process just
@@ -333,7 +330,6 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
             sync,
             durable,
             deferred: config.deferred_durability,
-            inline: InlineSync::default(),
         })
     }
 
@@ -357,13 +353,6 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
     pub fn snapshot_floor(&self) -> SnapshotFloor {
         let head: Arc<dyn FloorTarget> = self.head.clone();
         SnapshotFloor::new(Arc::downgrade(&head))
-    }
-
-    /// The switch that makes appends sync in the appending thread (see
-    /// [`InlineSync`]). Take it before handing the store to
-    /// `openraft::Raft::new`.
-    pub fn inline_sync(&self) -> InlineSync {
-        self.inline.clone()
     }
 
     /// Fault injection: stalls this store's durability barriers while set
@@ -511,25 +500,18 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
         } else {
             (Some(callback), None)
         };
-        let waiter: crate::sync_worker::Waiter = Box::new(move |result| {
-            match (&result, last) {
-                (Ok(()), Some(index)) => durable.advance(index),
-                (Ok(()), None) => {}
-                (Err(cause), _) => durable.fail(Arc::clone(cause)),
-            }
-            if let Some(callback) = late {
-                callback.log_io_completed(result.map_err(io::Error::other));
-            }
-        });
-        // A follower answering this append waits for the barrier anyway:
-        // run it here rather than wake the worker and wait to be woken.
-        match self.inline.armed().then(|| self.sync.sync_here()).flatten() {
-            Some(result) => waiter(result),
-            None => self
-                .sync
-                .submit(waiter)
-                .map_err(sto(ErrorSubject::Logs, ErrorVerb::Write))?,
-        }
+        self.sync
+            .submit(Box::new(move |result| {
+                match (&result, last) {
+                    (Ok(()), Some(index)) => durable.advance(index),
+                    (Ok(()), None) => {}
+                    (Err(cause), _) => durable.fail(Arc::clone(cause)),
+                }
+                if let Some(callback) = late {
+                    callback.log_io_completed(result.map_err(io::Error::other));
+                }
+            }))
+            .map_err(sto(ErrorSubject::Logs, ErrorVerb::Write))?;
         if let Some(callback) = early {
             // Deferred durability: the caller waits on `DurableIndex`.
             callback.log_io_completed(Ok(()));

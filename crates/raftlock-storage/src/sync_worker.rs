@@ -2,14 +2,6 @@
 //! queued waiter, sharing one barrier among all waiters queued meanwhile
 //! (group commit).
 //!
-//! A caller that has nothing to do until its writes are durable anyway (a
-//! follower answering an append, `InlineSync`) may run the barrier on its
-//! own thread instead, when nothing is queued for the worker: the worker
-//! is not woken, and the caller does not sleep until the worker wakes it
-//! (two thread hand-offs per write; docs/benchmarks.md, issue 11). Both
-//! paths run the same barrier under one lock, so a failure seen by either
-//! is final for both.
-//!
 //! Why a dedicated thread:
 //! * openraft's `append` must return once entries are *readable* and report
 //!   durability later through its callback; running the barrier elsewhere
@@ -20,7 +12,7 @@
 //!   barrier covers every write made before it was started, so durability
 //!   is acknowledged in write order, as openraft requires.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -107,13 +99,6 @@ impl SyncStall {
         self.delay_us.store(us, Ordering::SeqCst);
     }
 
-    /// Whether barriers are held (`set(true)`): a barrier run in the
-    /// caller's thread would then block it until resumed, so the caller
-    /// queues for the worker instead.
-    fn is_stalled(&self) -> bool {
-        *self.stalled.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The injected failure, if one is pending (taken once).
     fn injected_failure(&self) -> Option<StoreError> {
         match self.fail_next.swap(0, Ordering::SeqCst) {
@@ -167,54 +152,8 @@ impl Counters {
 pub(crate) struct SyncWorker {
     tx: Option<mpsc::Sender<Waiter>>,
     thread: Option<JoinHandle<()>>,
-    /// The barrier, run by the worker or by [`SyncWorker::sync_here`].
-    shared: Arc<Mutex<Syncer>>,
-    /// Waiters submitted and not yet answered. While any is, a barrier in
-    /// the caller's thread could answer a later write before an earlier
-    /// one: the caller queues behind them instead.
-    pending: Arc<AtomicUsize>,
     counters: Arc<Counters>,
     stall: SyncStall,
-}
-
-/// The barrier and its sticky failure, shared by the worker thread and
-/// callers that sync in their own thread.
-struct Syncer {
-    barrier: Barrier,
-    /// After one failed barrier every later one fails too: once fsync has
-    /// reported an error, Linux may have dropped the dirty pages, and a
-    /// later "successful" fsync would acknowledge data that is gone.
-    failed: Option<Arc<StoreError>>,
-}
-
-impl Syncer {
-    /// One barrier (or the failure that ended them), counted.
-    fn run(&mut self, counters: &Counters, stall: &SyncStall, requests: usize) -> SyncResult {
-        let result = match &self.failed {
-            Some(err) => Err(Arc::clone(err)),
-            None => match stall.injected_failure() {
-                Some(injected) => Err(injected),
-                None => {
-                    let started = std::time::Instant::now();
-                    let synced = self.barrier.sync();
-                    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    counters.barrier_micros.fetch_add(micros, Ordering::Relaxed);
-                    synced
-                }
-            }
-            .map_err(|err| {
-                tracing::error!(error = %err, "log durability barrier failed; every later durability request will fail");
-                let err = Arc::new(err);
-                self.failed = Some(Arc::clone(&err));
-                err
-            }),
-        };
-        counters.barriers.fetch_add(1, Ordering::Relaxed);
-        counters
-            .requests
-            .fetch_add(requests as u64, Ordering::Relaxed);
-        result
-    }
 }
 
 impl SyncWorker {
@@ -223,25 +162,16 @@ impl SyncWorker {
         let (tx, rx) = mpsc::channel();
         let counters = Arc::new(Counters::default());
         let stall = SyncStall::default();
-        let shared = Arc::new(Mutex::new(Syncer {
-            barrier,
-            failed: None,
-        }));
-        let pending = Arc::new(AtomicUsize::new(0));
         let thread = std::thread::Builder::new()
             .name("raftlock-sync".into()) // <= 15 bytes: Linux truncates thread names
             .spawn({
-                let shared = Arc::clone(&shared);
-                let pending = Arc::clone(&pending);
                 let counters = Arc::clone(&counters);
                 let stall = stall.clone();
-                move || run(&shared, &pending, &rx, &counters, &stall)
+                move || run(barrier, &rx, &counters, &stall)
             })?;
         Ok(Self {
             tx: Some(tx),
             thread: Some(thread),
-            shared,
-            pending,
             counters,
             stall,
         })
@@ -251,35 +181,7 @@ impl SyncWorker {
     /// call. Fails only if the worker thread died.
     pub(crate) fn submit(&self, waiter: Waiter) -> Result<(), StoreError> {
         let tx = self.tx.as_ref().ok_or(StoreError::SyncWorkerGone)?;
-        self.pending.fetch_add(1, Ordering::SeqCst);
-        tx.send(waiter).map_err(|_| {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-            StoreError::SyncWorkerGone
-        })
-    }
-
-    /// Runs a barrier in the calling thread, blocking it for the disk's
-    /// round trip, if nothing is queued for the worker and no barrier is
-    /// running or stalled; `None` otherwise (then [`submit`](Self::submit)).
-    /// Covers every write made before the call, like a queued request.
-    pub(crate) fn sync_here(&self) -> Option<SyncResult> {
-        if self.pending.load(Ordering::SeqCst) != 0 || self.stall.is_stalled() {
-            return None;
-        }
-        // Held by the worker: a barrier is running, and this caller's
-        // writes may have missed it.
-        let mut syncer = match self.shared.try_lock() {
-            Ok(syncer) => syncer,
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        // Rechecked under the lock: a waiter queued meanwhile must be
-        // answered first (the worker takes the lock to serve it).
-        if self.pending.load(Ordering::SeqCst) != 0 {
-            return None;
-        }
-        self.stall.pass();
-        Some(syncer.run(&self.counters, &self.stall, 1))
+        tx.send(waiter).map_err(|_| StoreError::SyncWorkerGone)
     }
 
     /// Waits (asynchronously) until every write made before this call is
@@ -325,34 +227,49 @@ impl Drop for SyncWorker {
     }
 }
 
-fn run(
-    shared: &Mutex<Syncer>,
-    pending: &AtomicUsize,
-    rx: &mpsc::Receiver<Waiter>,
-    counters: &Counters,
-    stall: &SyncStall,
-) {
+fn run(mut barrier: Barrier, rx: &mpsc::Receiver<Waiter>, counters: &Counters, stall: &SyncStall) {
+    // After one failed barrier every later one fails too: once fsync has
+    // reported an error, Linux may have dropped the dirty pages, and a later
+    // "successful" fsync would acknowledge data that is gone.
+    let mut failed: Option<Arc<StoreError>> = None;
     while let Ok(first) = rx.recv() {
         stall.pass();
-        let mut syncer = shared.lock().unwrap_or_else(|e| e.into_inner());
         // Everything queued so far shares this barrier: each waiter's writes
         // happened before it was queued, hence before the barrier starts.
         let mut waiters = vec![first];
         waiters.extend(rx.try_iter());
-        let served = waiters.len();
-        let result = syncer.run(counters, stall, served);
-        // Under the lock: a barrier in a caller's thread (`sync_here`)
-        // starts only after these waiters have their answer.
+
+        let result = match &failed {
+            Some(err) => Err(Arc::clone(err)),
+            None => match stall.injected_failure() {
+                Some(injected) => Err(injected),
+                None => {
+                    let started = std::time::Instant::now();
+                    let synced = barrier.sync();
+                    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    counters.barrier_micros.fetch_add(micros, Ordering::Relaxed);
+                    synced
+                }
+            }
+            .map_err(|err| {
+                tracing::error!(error = %err, "log durability barrier failed; every later durability request will fail");
+                let err = Arc::new(err);
+                failed = Some(Arc::clone(&err));
+                err
+            }),
+        };
+        counters.barriers.fetch_add(1, Ordering::Relaxed);
+        counters
+            .requests
+            .fetch_add(waiters.len() as u64, Ordering::Relaxed);
         for waiter in waiters {
             waiter(result.clone());
         }
-        pending.fetch_sub(served, Ordering::SeqCst);
     }
     // Every handle is gone: the store is closing. A last mark lets the next
     // open tell damage to the final records from a torn tail.
-    let mut syncer = shared.lock().unwrap_or_else(|e| e.into_inner());
-    if syncer.failed.is_none() {
-        if let Err(e) = syncer.barrier.close() {
+    if failed.is_none() {
+        if let Err(e) = barrier.close() {
             tracing::warn!(error = %e, "could not write the log's closing mark");
         }
     }
@@ -391,10 +308,6 @@ mod tests {
             }))
             .expect("submit");
         started_rx.recv().expect("first barrier ran");
-        assert!(
-            worker.sync_here().is_none(),
-            "a barrier in place while the worker still answers a request"
-        );
         for _ in 0..10 {
             let done_tx = done_tx.clone();
             worker
@@ -412,19 +325,6 @@ mod tests {
         // is counted is checked with a real fdatasync in
         // `tests/store.rs::one_barrier_per_append_whatever_the_batch_size`.
         assert_eq!(worker.meter().stats(), stats);
-    }
-
-    /// Nothing queued: the barrier runs in the caller's thread, counted
-    /// like the worker's; a stalled disk sends the caller to the queue.
-    #[test]
-    fn an_idle_worker_lets_the_caller_sync_in_place() {
-        let dir = tempfile::TempDir::new().expect("temp dir");
-        let worker = worker(&dir);
-        assert!(matches!(worker.sync_here(), Some(Ok(()))));
-        assert_eq!((worker.stats().barriers, worker.stats().requests), (1, 1));
-        worker.stall().set(true);
-        assert!(worker.sync_here().is_none(), "ran on a stalled disk");
-        worker.stall().set(false);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use openraft::metrics::RaftMetrics;
-use raftlock_storage::{DurableIndex, InlineSync, SyncMeter, SyncStall};
+use raftlock_storage::{DurableIndex, SyncMeter, SyncStall};
 use tokio::sync::watch;
 
 use crate::typ::{Member, NodeId, Raft};
@@ -31,9 +31,6 @@ pub(crate) struct Incarnation {
     pub sync_stall: SyncStall,
     /// This log store's barrier counters.
     pub sync_meter: SyncMeter,
-    /// Armed while this member answers an append, so that the append
-    /// syncs in place (`routes.rs`).
-    pub inline_sync: InlineSync,
 }
 
 /// The current [`Incarnation`], replaced only by the storage supervisor.
