@@ -495,7 +495,13 @@ async fn keep_alive(
                     } else {
                         "error"
                     };
-                    let why = format!("{kind}: {e}");
+                    // The innermost cause (an OS error) says which
+                    // resource ran out, reqwest's own text does not.
+                    let mut cause: &dyn std::error::Error = &e;
+                    while let Some(inner) = cause.source() {
+                        cause = inner;
+                    }
+                    let why = format!("{kind}: {e} ({cause})");
                     record
                         .lock()
                         .expect("record")

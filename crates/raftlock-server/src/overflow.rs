@@ -10,9 +10,14 @@
 //! The cap makes the member's memory for connections a fixed bound,
 //! measured in docs/overload.md, instead of whatever clients open.
 //!
-//! Refusing costs little too: at most [`REFUSING`] refusals are in flight,
-//! each for at most [`REFUSE_WITHIN`]; past that, extra connections are
-//! closed without an answer.
+//! Refusing costs little too: at most [`READING`] connections past the
+//! cap have their request head read, and at most [`REFUSING`] are being
+//! answered, each for at most [`REFUSE_WITHIN`]; past either, extra
+//! connections are closed without an answer. The two are apart because
+//! answering waits for the client to close, which a slow client makes
+//! long: with one bound for both, a storm of slow clients took every
+//! place, and a holder's keepalive past the cap was closed unread
+//! (docs/overload.md, "The door").
 //!
 //! One request is not refused: a keepalive of a session that owns nodes
 //! (holds or waits for a lock; `admission.rs` has the same lane for
@@ -33,6 +38,8 @@ use raftlock_node::{Consistency, Node};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// Connections past the cap whose request head is being read, at most.
+pub(crate) const READING: usize = 1024;
 /// Refusals (503 answers) in flight at most.
 pub(crate) const REFUSING: usize = 256;
 /// How long one refusal may take: writing the answer, then draining what
@@ -44,6 +51,7 @@ pub(crate) const REFUSE_WITHIN: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub(crate) struct Slots {
     open: Arc<Semaphore>,
+    reading: Arc<Semaphore>,
     refusing: Arc<Semaphore>,
     max: usize,
     /// Whose sessions own nodes (the holders' keepalives are served).
@@ -54,9 +62,10 @@ pub(crate) struct Slots {
 pub(crate) enum Admit {
     /// Serve it; the slot is released when the permit is dropped.
     Serve(OwnedSemaphorePermit),
-    /// Answer 503 and close; the permit bounds refusals in flight.
+    /// Read its head: a holder's keepalive is served, anything else
+    /// answered 503 and closed; the permit bounds the heads being read.
     Refuse(OwnedSemaphorePermit),
-    /// Close at once: too many refusals in flight already.
+    /// Close at once: too many heads past the cap being read already.
     Drop,
 }
 
@@ -66,6 +75,7 @@ impl Slots {
         let max = max.max(1);
         Slots {
             open: Arc::new(Semaphore::new(max)),
+            reading: Arc::new(Semaphore::new(READING)),
             refusing: Arc::new(Semaphore::new(REFUSING)),
             max,
             node: None,
@@ -96,7 +106,7 @@ impl Slots {
         if let Ok(permit) = Arc::clone(&self.open).try_acquire_owned() {
             return Admit::Serve(permit);
         }
-        match Arc::clone(&self.refusing).try_acquire_owned() {
+        match Arc::clone(&self.reading).try_acquire_owned() {
             Ok(permit) => Admit::Refuse(permit),
             Err(_) => Admit::Drop,
         }
@@ -143,12 +153,13 @@ fn keepalive_in(head: &[u8]) -> Option<SessionId> {
     id.parse().ok()
 }
 
-/// Reads the request's head (or as much of it as comes within the time);
-/// a holder's keepalive is handed to `serve` (with the bytes already
-/// read), anything else is answered `answer`: it writes it, stops
-/// writing, and reads (and drops) what the client sends until it closes,
-/// all within [`REFUSE_WITHIN`]; then the connection is closed. Runs in
-/// its own task.
+/// Reads the request's head (or as much of it as comes within the time,
+/// holding `permit`, one of [`READING`]); a holder's keepalive is handed
+/// to `serve` (with the bytes already read), anything else is answered
+/// `answer` if one of [`REFUSING`] is free (closed unanswered if not): it
+/// writes it, stops writing, and reads (and drops) what the client sends
+/// until it closes, all within [`REFUSE_WITHIN`]; then the connection is
+/// closed. Runs in its own task.
 ///
 /// The answer waits for the request because an HTTP/1 client that gets an
 /// answer before it sent anything takes it for a broken connection
@@ -184,12 +195,17 @@ pub(crate) async fn refuse<S, F, Fut>(
         _ => return,
     }
     if slots.is_holders_keepalive(&head).await {
-        // Served with the refusal's permit: the lane is bounded with the
-        // refusals.
+        // Served with the reading permit: the lane is bounded with the
+        // heads being read.
         serve(Prefixed::new(head, stream)).await;
         drop(permit);
         return;
     }
+    drop(permit);
+    let Ok(permit) = Arc::clone(&slots.refusing).try_acquire_owned() else {
+        // Too many answers in flight: closed unanswered.
+        return;
+    };
     let refusal = async {
         stream.write_all(&answer).await?;
         stream.shutdown().await?;
@@ -271,7 +287,7 @@ mod tests {
         let a = slots.admit();
         let b = slots.admit();
         assert!(matches!(a, Admit::Serve(_)) && matches!(b, Admit::Serve(_)));
-        let refusals: Vec<Admit> = (0..REFUSING).map(|_| slots.admit()).collect();
+        let refusals: Vec<Admit> = (0..READING).map(|_| slots.admit()).collect();
         assert!(refusals.iter().all(|r| matches!(r, Admit::Refuse(_))));
         assert!(matches!(slots.admit(), Admit::Drop));
         drop(a);
