@@ -58,31 +58,19 @@ impl DataDisks {
     /// Fills the tmpfs on `dir` to the last byte with a ballast file;
     /// returns its size. Refuses a directory that is not one of these
     /// mounts: filling the machine's own disk would hurt everything else.
-    pub fn fill(&self, dir: &Path) -> io::Result<u64> {
+    /// Tens of MiB of writes: off the async workers, which also run the
+    /// clients whose operations the history times.
+    pub async fn fill(&self, dir: &Path) -> io::Result<u64> {
         if !self.is_mounted(dir) {
             return Err(io::Error::other(format!(
                 "{} is not a tmpfs of this run: not filling it",
                 dir.display()
             )));
         }
-        let mut file = std::fs::File::create(dir.join(BALLAST))?;
-        let chunk = vec![0xa5u8; 1 << 20];
-        let mut written = 0u64;
-        let mut write = |buf: &[u8]| -> io::Result<bool> {
-            match file.write(buf) {
-                Ok(0) => Ok(false),
-                Ok(n) => {
-                    written += n as u64;
-                    Ok(true)
-                }
-                Err(e) if e.raw_os_error() == Some(nix::libc::ENOSPC) => Ok(false),
-                Err(e) => Err(e),
-            }
-        };
-        while write(&chunk)? {}
-        // Whatever is left in the last page.
-        while write(&[0xa5])? {}
-        Ok(written)
+        let dir = dir.to_path_buf();
+        tokio::task::spawn_blocking(move || write_ballast(&dir))
+            .await
+            .map_err(io::Error::other)?
     }
 
     /// Removes the ballast from `dir` (nothing to do when there is none).
@@ -92,6 +80,28 @@ impl DataDisks {
             _ => Ok(()),
         }
     }
+}
+
+/// Writes the ballast into `dir` until the file system is full.
+fn write_ballast(dir: &Path) -> io::Result<u64> {
+    let mut file = std::fs::File::create(dir.join(BALLAST))?;
+    let chunk = vec![0xa5u8; 1 << 20];
+    let mut written = 0u64;
+    let mut write = |buf: &[u8]| -> io::Result<bool> {
+        match file.write(buf) {
+            Ok(0) => Ok(false),
+            Ok(n) => {
+                written += n as u64;
+                Ok(true)
+            }
+            Err(e) if e.raw_os_error() == Some(nix::libc::ENOSPC) => Ok(false),
+            Err(e) => Err(e),
+        }
+    };
+    while write(&chunk)? {}
+    // Whatever is left in the last page.
+    while write(&[0xa5])? {}
+    Ok(written)
 }
 
 fn is_root() -> bool {

@@ -409,8 +409,8 @@ impl Cluster {
 
     /// Fills member `id`'s data directory (its tmpfs) to the last byte;
     /// the ballast's size. An error when the run has no tmpfs for it.
-    pub fn fill_disk(&self, id: u64) -> std::io::Result<u64> {
-        self.disks.fill(&data_dir(&self.scratch, id))
+    pub async fn fill_disk(&self, id: u64) -> std::io::Result<u64> {
+        self.disks.fill(&data_dir(&self.scratch, id)).await
     }
 
     /// Removes the ballast of [`fill_disk`](Self::fill_disk).

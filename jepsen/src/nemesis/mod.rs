@@ -287,7 +287,7 @@ async fn apply(cluster: &Cluster, ctx: &Ctx, step: &Step) -> Option<Applied> {
                 step.hold,
             )
         }
-        Fault::DiskFill => match cluster.fill_disk(target) {
+        Fault::DiskFill => match cluster.fill_disk(target).await {
             Ok(bytes) => (
                 format!("{fault} n{target} ({} MiB of ballast)", bytes >> 20),
                 Undo::RemoveBallast(target),
