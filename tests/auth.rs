@@ -161,6 +161,10 @@ async fn the_cli_authenticates_with_token_files_and_the_environment() {
 }
 
 /// `POST`/`GET` with a bearer token; (status, JSON body or Null).
+/// `no_leader` is retried for up to 10 s, as clients do (docs/api.md: it
+/// is always safe to retry): a member starved of CPU right after a
+/// restart can miss heartbeats and see an election, which is not what
+/// these tests are about.
 async fn call(
     http: &reqwest::Client,
     token: &str,
@@ -168,16 +172,26 @@ async fn call(
     url: String,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let mut request = http.request(method, url).bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    match request.send().await {
-        Ok(r) => {
-            let status = r.status().as_u16();
-            (status, r.json().await.unwrap_or(Value::Null))
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut request = http.request(method.clone(), &url).bearer_auth(token);
+        if let Some(body) = &body {
+            request = request.json(body);
         }
-        Err(_) => (0, Value::Null),
+        let answer = match request.send().await {
+            Ok(r) => {
+                let status = r.status().as_u16();
+                (status, r.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        };
+        let no_leader = answer.0 == 503 && answer.1["error"] == "no_leader";
+        if !no_leader || tokio::time::Instant::now() >= give_up {
+            return answer;
+        }
+        // The client's back-off before asking again (a retry schedule,
+        // not a wait for some event).
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -421,16 +421,30 @@ impl ProcessCluster {
         }
     }
 
+    /// Opens a session through member `id`. `no_leader` (nothing was
+    /// done) is retried for up to 10 s, as clients do: a member starved of
+    /// CPU by the rest of the suite can miss heartbeats and see an
+    /// election just as a test starts.
     pub async fn open_session(&self, id: u64, owner: &str, ttl_ms: u64) -> String {
-        let (status, body) = self
-            .post(
-                id,
-                "/v1/sessions",
-                json!({"ttl_ms": ttl_ms, "owner": owner}),
-            )
-            .await;
-        assert_eq!(status, 201, "open session: {body}");
-        body["session_id"].as_str().expect("session id").to_string()
+        let give_up = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, body) = self
+                .post(
+                    id,
+                    "/v1/sessions",
+                    json!({"ttl_ms": ttl_ms, "owner": owner}),
+                )
+                .await;
+            let no_leader = status == 503 && body["error"] == "no_leader";
+            if no_leader && tokio::time::Instant::now() < give_up {
+                // The client's back-off (a retry schedule, not a wait for
+                // some event).
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            assert_eq!(status, 201, "open session: {body}");
+            return body["session_id"].as_str().expect("session id").to_string();
+        }
     }
 }
 

@@ -29,7 +29,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Request, State};
-use axum::http::Method;
+use axum::http::header::CONNECTION;
+use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use raftlock_core::SessionId;
@@ -63,9 +64,14 @@ impl Admission {
 
     /// True for a keepalive of a session this replica knows to own nodes.
     async fn is_holders_keepalive(&self, method: &Method, path: &str) -> bool {
-        let Some(id) = keepalive_session(method, path) else {
-            return false;
-        };
+        match keepalive_session(method, path) {
+            Some(id) => self.owns_nodes(id).await,
+            None => false,
+        }
+    }
+
+    /// True when this replica knows session `id` to own nodes.
+    async fn owns_nodes(&self, id: SessionId) -> bool {
         // A stale read of this member's replica: no Raft round trip.
         self.app
             .node
@@ -74,6 +80,23 @@ impl Admission {
             })
             .await
             .unwrap_or(false)
+    }
+
+    /// Asks hyper to close the connection after `response` when the
+    /// member sheds connections (`shedding.rs`), unless it answered a
+    /// holder's keepalive (`keepalive`: its session, if it was one).
+    async fn shed(&self, keepalive: Option<SessionId>, response: &mut Response) {
+        if !self.app.shedding.over() {
+            return;
+        }
+        if let Some(id) = keepalive {
+            if self.owns_nodes(id).await {
+                return;
+            }
+        }
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
     }
 }
 
@@ -126,10 +149,12 @@ pub(crate) async fn admit(
             }
         }
     };
-    let response = next.run(request).await;
+    let keepalive = keepalive_session(request.method(), request.uri().path());
+    let mut response = next.run(request).await;
     // The handler is done (a streamed body, SSE, goes on without the slot:
     // it waits on events, it does not work).
     drop(slot);
+    admission.shed(keepalive, &mut response).await;
     response
 }
 

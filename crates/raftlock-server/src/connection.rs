@@ -73,8 +73,10 @@ pub(crate) async fn serve(
                     warned = true;
                     tracing::warn!(
                         max = slots.max(),
-                        "API connection limit reached (api.max_connections): new \
-                         connections get 503 overloaded until some close"
+                        limit = slots.shedding().limit(),
+                        "API connection limit reached (api.max_connections, or fewer while \
+                         the member falls behind its load): new connections get 503 \
+                         overloaded until some close"
                     );
                 }
                 let past_cap = (&lane, &slots, &refusal);

@@ -53,6 +53,7 @@ mod semaphores;
 mod session_list;
 mod sessions;
 mod shared_locks;
+mod shedding;
 mod state;
 mod txn;
 mod ui;
@@ -94,7 +95,12 @@ use state::AppState;
 /// shuts down gracefully. Call it inside a tokio runtime (it starts the
 /// task that times lock holds for `/metrics`).
 pub fn router(node: Node, config: ApiConfig) -> Router {
-    build(node, config, Arc::new(watch::channel(false).0))
+    build(
+        node,
+        config,
+        Arc::new(watch::channel(false).0),
+        shedding::Shedding::off(),
+    )
 }
 
 /// Serves the API on `listener` until `shutdown` completes, then stops
@@ -130,8 +136,13 @@ pub async fn serve(
     let header_timeout = std::time::Duration::from_millis(config.header_read_timeout_ms);
     let slots = overflow::Slots::new(config.max_connections).with_holders(node.clone());
     let stopping = Arc::new(watch::channel(false).0);
+    // Measures the runtime this listener's connections run on.
+    let mut stopped = stopping.subscribe();
+    tokio::spawn(slots.shedding().run(async move {
+        let _ = stopped.wait_for(|stopping| *stopping).await;
+    }));
     let tokens = config.auth.tokens.len();
-    let app = build(node, config, stopping.clone());
+    let app = build(node, config, stopping.clone(), slots.shedding());
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     if tokens > 0 {
@@ -147,7 +158,12 @@ pub async fn serve(
     connection::serve(listener, tls, app, (header_timeout, slots), shutdown).await
 }
 
-fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> Router {
+fn build(
+    node: Node,
+    config: ApiConfig,
+    shutdown: Arc<watch::Sender<bool>>,
+    shedding: Arc<shedding::Shedding>,
+) -> Router {
     let metrics = metrics::Metrics::new();
     metrics.track_holds(node.subscribe());
     let body_limit = config.max_body_bytes;
@@ -167,6 +183,7 @@ fn build(node: Node, config: ApiConfig, shutdown: Arc<watch::Sender<bool>>) -> R
         config: Arc::new(config),
         metrics,
         shutdown,
+        shedding,
     };
     let admission = admission::Admission::new(max_in_flight, max_queue_wait, state.clone());
     routes()

@@ -362,6 +362,21 @@ pub(crate) async fn scrape(State(app): State<AppState>) -> impl IntoResponse {
         );
     }
     gauge(r, "raftlock_term", "Current Raft term", status.term);
+    if let Some((open, limit)) = app.shedding.gauges() {
+        gauge(
+            r,
+            "raftlock_api_connections",
+            "Client connections open on this member's API",
+            open as u64,
+        );
+        gauge(
+            r,
+            "raftlock_api_connection_limit",
+            "Client connections this member takes now: api.max_connections, fewer while \
+             it falls behind its load",
+            limit as u64,
+        );
+    }
     gauge(
         r,
         "raftlock_last_log_index",

@@ -38,6 +38,8 @@ use raftlock_node::{Consistency, Node};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::shedding::Shedding;
+
 /// Connections past the cap whose request head is being read, at most.
 pub(crate) const READING: usize = 1024;
 /// Refusals (503 answers) in flight at most.
@@ -54,6 +56,8 @@ pub(crate) struct Slots {
     reading: Arc<Semaphore>,
     refusing: Arc<Semaphore>,
     max: usize,
+    /// The limit below the cap while the member falls behind.
+    shedding: Arc<Shedding>,
     /// Whose sessions own nodes (the holders' keepalives are served).
     node: Option<Node>,
 }
@@ -73,8 +77,10 @@ impl Slots {
     /// `max` open connections (at least one).
     pub(crate) fn new(max: usize) -> Slots {
         let max = max.max(1);
+        let open = Arc::new(Semaphore::new(max));
         Slots {
-            open: Arc::new(Semaphore::new(max)),
+            shedding: Shedding::new(max, open.clone()),
+            open,
             reading: Arc::new(Semaphore::new(READING)),
             refusing: Arc::new(Semaphore::new(REFUSING)),
             max,
@@ -101,10 +107,14 @@ impl Slots {
         .unwrap_or(false)
     }
 
-    /// Takes a slot for a new connection, if one is free.
+    /// Takes a slot for a new connection, if one is free and the member
+    /// is not shedding connections (`shedding.rs`).
     pub(crate) fn admit(&self) -> Admit {
-        if let Ok(permit) = Arc::clone(&self.open).try_acquire_owned() {
-            return Admit::Serve(permit);
+        if self.shedding.open() < self.shedding.limit() {
+            if let Ok(permit) = Arc::clone(&self.open).try_acquire_owned() {
+                self.shedding.admitted();
+                return Admit::Serve(permit);
+            }
         }
         match Arc::clone(&self.reading).try_acquire_owned() {
             Ok(permit) => Admit::Refuse(permit),
@@ -116,6 +126,11 @@ impl Slots {
     pub(crate) fn max(&self) -> usize {
         self.max
     }
+
+    /// The limit below the cap, which `serve` keeps measuring.
+    pub(crate) fn shedding(&self) -> Arc<Shedding> {
+        self.shedding.clone()
+    }
 }
 
 /// The whole 503 answer, as bytes: the connection is refused below hyper,
@@ -125,8 +140,8 @@ pub(crate) fn answer(max: usize) -> Vec<u8> {
     let body = serde_json::json!({
         "error": crate::error::ErrorCode::Overloaded.as_str(),
         "message": format!(
-            "this member serves {max} connections, its limit (api.max_connections); \
-             retry later or on another member"
+            "this member serves all the connections it takes now (api.max_connections \
+             is {max}, fewer while it falls behind its load); retry later or on another member"
         ),
     })
     .to_string();

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use crate::config::ApiConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::shedding::Shedding;
 
 /// Handler state; cheap to clone.
 #[derive(Clone)]
@@ -22,6 +23,9 @@ pub(crate) struct AppState {
     /// event streams end instead of holding the shutdown up for minutes.
     /// The sender lives here, so a router without `serve` never stops.
     pub shutdown: Arc<watch::Sender<bool>>,
+    /// The listener's connection limit while it falls behind (off for a
+    /// router served without `serve`).
+    pub shedding: Arc<Shedding>,
 }
 
 impl AppState {

@@ -146,14 +146,7 @@ async fn past_the_connection_cap_a_holder_keepalive_is_still_served() {
     })
     .await;
     let l = c.leader().await;
-    // Through the node itself: no pooled HTTP connection takes a slot.
-    let node = c.node(l);
-    let ttl = Duration::from_secs(60);
-    let holder = node.open_session("holder", ttl).await.expect("open").id;
-    let idle = node.open_session("idle", ttl).await.expect("open").id;
-    node.acquire(QueueKind::Lock, "held", holder, vec![], Duration::ZERO)
-        .await
-        .expect("held");
+    let (holder, idle) = c.holder_and_idle(l).await;
     // Fill every slot with a kept connection.
     let mut kept = Vec::new();
     loop {

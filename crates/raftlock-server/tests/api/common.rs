@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use raftlock_core::StateMachine;
+use raftlock_core::{QueueKind, SessionId, StateMachine};
 use raftlock_node::{ClusterSettings, Consistency, Member, Node, NodeConfig};
 use raftlock_server::{serve, ApiConfig};
 use reqwest::{Method, StatusCode};
@@ -316,6 +316,20 @@ impl TestCluster {
     }
 
     /// Acquires `lock` for `session` through node `i`; returns the body.
+    /// Two sessions opened through member `i`'s node itself (no pooled
+    /// HTTP connection takes a slot), TTL 60 s: one holding the lock
+    /// `held`, one owning nothing.
+    pub async fn holder_and_idle(&self, i: usize) -> (SessionId, SessionId) {
+        let node = self.node(i);
+        let ttl = Duration::from_secs(60);
+        let holder = node.open_session("holder", ttl).await.expect("open").id;
+        let idle = node.open_session("idle", ttl).await.expect("open").id;
+        node.acquire(QueueKind::Lock, "held", holder, vec![], Duration::ZERO)
+            .await
+            .expect("held");
+        (holder, idle)
+    }
+
     pub async fn acquire(&self, i: usize, lock: &str, session: &str, wait_ms: u64) -> Reply {
         self.post(
             i,

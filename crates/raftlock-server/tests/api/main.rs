@@ -17,5 +17,6 @@ mod metrics;
 mod observe;
 mod openapi;
 mod primitives;
+mod shedding;
 mod tmpfs;
 mod watch;
