@@ -62,8 +62,9 @@ pub struct ApiConfig {
     /// 1` and closed before its request is read (`overflow.rs`). Bounds
     /// the memory open connections take (docs/overload.md) and, with
     /// HTTP/1, the requests in flight; the process needs a file
-    /// descriptor limit (`ulimit -n`, `LimitNOFILE=`) above it. Default
-    /// 8 192.
+    /// descriptor limit (`ulimit -n`, `LimitNOFILE=`) above it. While
+    /// the member falls behind its load it takes fewer (`shedding.rs`).
+    /// Default 8 192.
     pub max_connections: usize,
     /// Requests this member works on at once (a long-poll counts for its
     /// whole wait); one more waits for a slot, first come first served
