@@ -34,7 +34,7 @@ use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use raftlock_core::SessionId;
-use raftlock_node::Consistency;
+use raftlock_node::{Consistency, Node};
 use tokio::sync::Semaphore;
 
 use crate::error::ApiError;
@@ -70,16 +70,8 @@ impl Admission {
         }
     }
 
-    /// True when this replica knows session `id` to own nodes.
     async fn owns_nodes(&self, id: SessionId) -> bool {
-        // A stale read of this member's replica: no Raft round trip.
-        self.app
-            .node
-            .read(Consistency::Stale, |s| {
-                s.session(id).is_some_and(|v| !v.nodes.is_empty())
-            })
-            .await
-            .unwrap_or(false)
+        owns_nodes(&self.app.node, id).await
     }
 
     /// Asks hyper to close the connection after `response` when the
@@ -98,6 +90,18 @@ impl Admission {
             .headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
     }
+}
+
+/// True when `node`'s replica knows session `id` to own nodes: whose
+/// keepalives take the holders' lanes here and past the connection cap
+/// (`overflow.rs`).
+pub(crate) async fn owns_nodes(node: &Node, id: SessionId) -> bool {
+    // A stale read of this member's replica: no Raft round trip.
+    node.read(Consistency::Stale, |s| {
+        s.session(id).is_some_and(|v| !v.nodes.is_empty())
+    })
+    .await
+    .unwrap_or(false)
 }
 
 /// The session of `POST /v1/sessions/{id}/keepalive`, if it is one.

@@ -34,7 +34,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use raftlock_core::SessionId;
-use raftlock_node::{Consistency, Node};
+use raftlock_node::Node;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -100,11 +100,7 @@ impl Slots {
         let (Some(node), Some(id)) = (&self.node, keepalive_in(head)) else {
             return false;
         };
-        node.read(Consistency::Stale, |s| {
-            s.session(id).is_some_and(|v| !v.nodes.is_empty())
-        })
-        .await
-        .unwrap_or(false)
+        crate::admission::owns_nodes(node, id).await
     }
 
     /// Takes a slot for a new connection, if one is free and the member
