@@ -1,6 +1,7 @@
 //! Writes the seed inputs of every fuzz target into `fuzz/corpus/<target>/`
 //! (`cargo run -p raftlock-fuzz-cases --example seeds`): encoded by the
-//! production code, plus the shipped cluster configs and sample JSON bodies.
+//! production code (the ZooKeeper codec's valid streams and frames among
+//! them), plus the shipped cluster configs and sample JSON bodies.
 
 use std::path::Path;
 
@@ -22,6 +23,9 @@ fn main() -> std::io::Result<()> {
         r#"{"token":17,"name":"/locks/a"}"#,
     ] {
         seeds.push(("json_body", body.as_bytes().to_vec()));
+    }
+    for frames in raftlock_zookeeper::fuzzing::seeds() {
+        seeds.push(("zookeeper_frame", frames));
     }
     for (i, (target, bytes)) in seeds.iter().enumerate() {
         let dir = corpus.join(target);

@@ -25,6 +25,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("node_config", node_config),
     ("api_config", api_config),
     ("json_body", json_body),
+    ("zookeeper_frame", zookeeper_frame),
 ];
 
 /// A core command as bincode (inside log entries and proposals).
@@ -86,4 +87,11 @@ pub fn api_config(bytes: &[u8]) {
 /// The HTTP API's JSON request bodies.
 pub fn json_body(bytes: &[u8]) {
     let _ = raftlock_server::fuzz_json_bodies(bytes);
+}
+
+/// ZooKeeper's wire: a client's and a server's byte streams through the
+/// front door's codecs, and every frame in them through the request and
+/// reply decoders.
+pub fn zookeeper_frame(bytes: &[u8]) {
+    let _ = raftlock_zookeeper::fuzzing::frames(bytes);
 }

@@ -5,3 +5,6 @@
 //! here yet.
 
 pub mod wire;
+
+#[doc(hidden)]
+pub mod fuzzing;
