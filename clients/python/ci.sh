@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# CI for the Python client (clients/python): a fresh virtualenv in a temp
-# dir, this package plus pytest and mypy from PyPI, `mypy --strict`, then
-# the tests against real clusters. Needs only python3 (>= 3.9) with pip
-# and PyPI; the raftlock binary is $RAFTLOCK_BIN, else target/debug/raftlock
-# (built here with cargo if it is missing). Extra arguments go to pytest,
-# e.g. `clients/python/ci.sh -m "not keep_queued"` against an older server.
+# CI for the Python client (clients/python): the blocking modules must be
+# what gen_sync.py generates from the asyncio ones; then a fresh virtualenv
+# in a temp dir, this package plus pytest and mypy from PyPI, `mypy
+# --strict`, then the tests against real clusters. Needs only python3
+# (>= 3.9) with pip and PyPI; the raftlock binary is $RAFTLOCK_BIN, else
+# target/debug/raftlock (built here with cargo if it is missing). Extra
+# arguments go to pytest, e.g. `clients/python/ci.sh -m "not keep_queued"`
+# against an older server.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/raftlock-python-ci.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 venv="$work/venv"
+
+echo "== python client: blocking modules generated from the asyncio ones"
+python3 "$here/gen_sync.py" --check
 
 echo "== python client: virtualenv ($(python3 --version))"
 if ! python3 -m venv "$venv" 2>"$work/venv.err"; then

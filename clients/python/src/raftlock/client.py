@@ -1,3 +1,5 @@
+# Generated from raftlock/aio/client.py by clients/python/gen_sync.py:
+# do not edit; edit the asyncio module and run the script again.
 """``Client``: the blocking client over the HTTP API, with failover."""
 
 from __future__ import annotations
@@ -6,21 +8,19 @@ import threading
 import time
 import weakref
 from types import TracebackType
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import Callable, Generator, Iterator, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import httpx
 
 from . import _api
 from ._base import ClientBase
-from ._failover import Answer, Attempt, Call, Outcome, drive
+from ._failover import Answer, Attempt, Call, Outcome
+from ._failover import drive as _drive
 from ._httpx import SSE_HEADERS, answer_of, outcome_of, stream_timeouts, timeouts
 from ._settings import default_owner
 from ._sse import LeaderFeed
 from ._stream import CLOSED, Feed, Reconnects
 from ._watch import WatchFeed
-from .lock import LockGuard
-from .session import Session
-from .shared import MultiLockGuard, RwLockGuard, SemaphorePermit
 from .types import (
     ClusterState,
     FencingCheck,
@@ -34,6 +34,9 @@ from .types import (
     SemaphoreSummary,
     WatchEvent,
 )
+from .lock import LockGuard
+from .session import Session
+from .shared import MultiLockGuard, RwLockGuard, SemaphorePermit
 
 T = TypeVar("T")
 
@@ -86,11 +89,16 @@ class Client(ClientBase):
     def _call(self, op: _api.Op[T], deadline: Optional[float] = None) -> T:
         """Runs ``op`` with failover and retries; ``deadline`` (a
         ``time.monotonic()`` instant) bounds it as a whole."""
-        return op.parse(self._answer(op.call, deadline).body)
+        answer = self._answer(op.call, deadline)
+        return op.parse(answer.body)
 
     def _answer(self, call: Call, deadline: Optional[float] = None) -> Answer:
         """The 2xx answer to ``call``, with failover and retries."""
-        return drive(self._plan(call, deadline), lambda attempt: self._send(call, attempt))
+
+        def send(attempt: Attempt) -> Outcome:
+            return self._send(call, attempt)
+
+        return _drive(self._plan(call, deadline), send)
 
     def _send(self, call: Call, attempt: Attempt) -> Outcome:
         if attempt.pause > 0:
@@ -132,10 +140,10 @@ class Client(ClientBase):
             finally:
                 response.close()
 
-        drive(self._plan(Call("GET", path)), send)
+        _drive(self._plan(Call("GET", path)), send)
         return opened[-1]
 
-    def _follow(self, what: str, route: Callable[[], str], feed: Feed[T]) -> Iterator[T]:
+    def _follow(self, what: str, route: Callable[[], str], feed: Feed[T]) -> Generator[T, None, None]:
         """The items of the stream at ``route()`` (asked again at each
         reconnect), reconnecting with failover when it drops, until the feed
         is done or :class:`Reconnects` gives up."""
@@ -146,7 +154,8 @@ class Client(ClientBase):
             try:
                 for chunk in response.iter_bytes():
                     before = feed.events
-                    yield from feed.push(chunk)
+                    for item in feed.push(chunk):
+                        yield item
                     if feed.done:
                         return
                     reconnects.read(feed, before)
@@ -274,7 +283,14 @@ class Client(ClientBase):
         if since_revision is None:
             _, since_revision = self.read_node("/")
         feed = WatchFeed(since_revision)
-        yield from self._follow(f"watch {path}", lambda: _api.watch_path(path, feed.since()), feed)
+        changes = self._follow(f"watch {path}", lambda: _api.watch_path(path, feed.since()), feed)
+        try:
+            for event in changes:
+                yield event
+        finally:
+            # The inner generator is not closed with this one: close it
+            # here, so that the stream closes when the caller stops.
+            changes.close()
 
     def children(self, path: str, stale: bool = False) -> List[str]:
         """Names of the node's children (``""``: the root)."""
@@ -295,7 +311,9 @@ class Client(ClientBase):
         ``/queue/item-0000000042``); ``expected_version`` makes the write
         conditional (0: must not exist). Missing parents are created."""
         op = _api.put_node(path, data, session.id if session else None, sequential, expected_version)
-        return session._call(op) if session else self._call(op)
+        if session:
+            return session._call(op)
+        return self._call(op)
 
     def delete_node(self, path: str, expected_version: Optional[int] = None) -> None:
         """Deletes a node (that has no children)."""

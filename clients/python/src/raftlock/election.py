@@ -1,3 +1,5 @@
+# Generated from raftlock/aio/election.py by clients/python/gen_sync.py:
+# do not edit; edit the asyncio module and run the script again.
 """``Election``: leader election over a queue, as in etcd's concurrency
 package. The first candidate in line leads; its value (an address, an id)
 is what followers read or observe."""

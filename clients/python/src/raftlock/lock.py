@@ -1,3 +1,5 @@
+# Generated from raftlock/aio/lock.py by clients/python/gen_sync.py:
+# do not edit; edit the asyncio module and run the script again.
 """Locks: acquiring one through a session, and the guard that holds it."""
 
 from __future__ import annotations
@@ -5,26 +7,24 @@ from __future__ import annotations
 import logging
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Optional, Tuple, Type, TypeVar
 
-from . import _acquires, _api
+from . import _acquires
 from ._acquires import Acquire
-from ._lease import LeaseHolder
+from ._guard import BUSY as BUSY, GuardBase as GuardBase  # this module's names too
 from ._waiting import WaitPlan
 from .errors import LockHeld, Timeout
-from .types import Grant
 
 if TYPE_CHECKING:
     from .session import Session
 
 G = TypeVar("G")
-S = TypeVar("S", bound=LeaseHolder)
-L = TypeVar("L")
-BUSY = "another caller of this session holds or is taking this lock"
 log = logging.getLogger("raftlock")
 
 
-def acquire(session: Session, name: str, timeout: Optional[float], lock_delay: Optional[float] = None) -> LockGuard:
+def acquire(
+    session: Session, name: str, timeout: Optional[float], lock_delay: Optional[float] = None
+) -> LockGuard:
     """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`Session.lock`)."""
     grant, turn = take(session, _acquires.lock(name, session.id, lock_delay), timeout)
     log.debug("locked %s with token %d", name, grant.fencing_token)
@@ -63,45 +63,6 @@ def _take_turn(turn: threading.Lock, plan: WaitPlan) -> None:
     left = plan.time_left()
     if not turn.acquire(timeout=-1 if left is None else left):
         raise Timeout(BUSY)
-
-
-class GuardBase(Generic[S, L]):
-    """What a guard holds, shared by the blocking and asyncio guards: the
-    grant, the session (``S``) and its local turn on the lock (``L``), and
-    the request that releases it."""
-
-    def __init__(
-        self,
-        session: S,
-        grant: Grant,
-        turn: L,
-        release: Optional[_api.Op[None]] = None,
-        key: Optional[str] = None,
-    ) -> None:
-        self.session = session
-        self.grant = grant
-        self._turn = turn
-        self._release = release or _api.release(grant.name, session.id)
-        self._key = key or grant.name
-        self._released = False
-
-    @property
-    def name(self) -> str:
-        """The lock's name."""
-        return self.grant.name
-
-    @property
-    def fencing_token(self) -> int:
-        """Strictly greater than every token granted before, on any lock."""
-        return self.grant.fencing_token
-
-    @property
-    def node(self) -> str:
-        """The session's queue node (``/locks/{name}/lock-0000000042``)."""
-        return self.grant.node
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r}, fencing_token={self.fencing_token}, node={self.node!r})"
 
 
 class LockGuard(GuardBase["Session", threading.Lock]):

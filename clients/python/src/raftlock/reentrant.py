@@ -1,3 +1,5 @@
+# Generated from raftlock/aio/reentrant.py by clients/python/gen_sync.py:
+# do not edit; edit the asyncio module and run the script again.
 """A lock in reentrant mode: the thread that holds it may acquire it again
 without queueing, and the lock is released only when every hold has been
 given back (Redisson's and Curator's semantics, as the Rust client's

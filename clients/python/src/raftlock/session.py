@@ -1,3 +1,5 @@
+# Generated from raftlock/aio/session.py by clients/python/gen_sync.py:
+# do not edit; edit the asyncio module and run the script again.
 """``Session``: a lease on the cluster, kept alive by a background thread,
 that tells its owner when it may be gone (``lost``).
 
@@ -25,8 +27,9 @@ from ._acquires import READ, WRITE
 from ._lease import LeaseClock, LeaseHolder
 from ._turns import Turns
 from ._waiting import Slice, WaitPlan, must_release
-from .election import Election
 from .errors import NotFound, NotOwner, RaftlockError, SessionNotFound
+from .types import LostReason
+from .election import Election
 from .lock import LockGuard, acquire
 from .shared import (
     MultiLockGuard,
@@ -36,7 +39,6 @@ from .shared import (
     acquire_rwlock,
     acquire_semaphore,
 )
-from .types import LostReason
 
 if TYPE_CHECKING:
     from .client import Client
@@ -91,7 +93,9 @@ class Session(LeaseHolder):
 
     # -- recipes -----------------------------------------------------------
 
-    def lock(self, name: str, timeout: Optional[float] = None, lock_delay: Optional[float] = None) -> LockGuard:
+    def lock(
+        self, name: str, timeout: Optional[float] = None, lock_delay: Optional[float] = None
+    ) -> LockGuard:
         """Takes the lock ``name``, waiting up to ``timeout`` seconds
         (``None``: until granted; 0: a try). Returns the guard, which is a
         context manager: ``with session.lock("orders/42", timeout=5) as

@@ -1,3 +1,5 @@
+# Generated from raftlock/aio/shared.py by clients/python/gen_sync.py:
+# do not edit; edit the asyncio module and run the script again.
 """Read-write locks, semaphores and multi-locks through a session, and the
 guards that hold them. Waiting, retries, failover and the cleanup of an
 abandoned wait are the lock's (:func:`raftlock.lock.take`)."""
@@ -10,8 +12,8 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 from . import _acquires, _api
 from ._acquires import READ as READ, WRITE as WRITE  # this module's names too
 from ._acquires import multi_key, rw_key, semaphore_key
-from .lock import LockGuard, take
 from .types import Grant
+from .lock import LockGuard, take
 
 if TYPE_CHECKING:
     import threading
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 log = logging.getLogger("raftlock")
+
 
 class RwLockGuard(LockGuard):
     """Proof of holding a read-write lock (``mode`` ``"read"`` or
@@ -62,7 +65,9 @@ def acquire_rwlock(session: Session, name: str, mode: str, timeout: Optional[flo
     return RwLockGuard(session, grant, turn, mode)
 
 
-def acquire_semaphore(session: Session, name: str, permits: int, timeout: Optional[float]) -> SemaphorePermit:
+def acquire_semaphore(
+    session: Session, name: str, permits: int, timeout: Optional[float]
+) -> SemaphorePermit:
     """Takes a place of semaphore ``name`` (see :meth:`Session.semaphore`)."""
     grant, turn = take(session, _acquires.semaphore(name, session.id, permits), timeout)
     return SemaphorePermit(session, grant, turn, permits)

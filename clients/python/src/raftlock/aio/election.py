@@ -1,4 +1,7 @@
 """``AsyncElection``: the asyncio twin of :class:`raftlock.Election`."""
+#> """``Election``: leader election over a queue, as in etcd's concurrency
+#> package. The first candidate in line leads; its value (an address, an id)
+#> is what followers read or observe."""
 
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ if TYPE_CHECKING:
 
 class AsyncElection:
     """A named election, joined through a session; see :class:`raftlock.Election`."""
+    #> """A named election, joined through a session. Leadership lasts until
+    #> :meth:`resign` or the session's end; the session's ``lost`` says when
+    #> it may be over."""
 
     def __init__(self, session: AsyncSession, name: str) -> None:
         self.session = session
@@ -22,6 +28,12 @@ class AsyncElection:
     async def campaign(self, value: str, timeout: Optional[float] = None) -> Grant:
         """Joins with ``value`` and waits until elected; cancelling or
         failing withdraws the candidacy. See :meth:`raftlock.Election.campaign`."""
+        #> """Joins as a candidate with ``value`` and waits until elected
+        #> (``timeout`` seconds at most; ``None``: no limit; 0: only if nobody
+        #> leads, else :class:`~raftlock.errors.LockHeld`). The grant's fencing
+        #> token increases with every new leader. However the wait ends
+        #> without winning, the candidacy is withdrawn. Long waits keep their
+        #> place in line as lock waits do (see :meth:`Session.lock`)."""
         session = self.session
         plan = WaitPlan(
             self.name, timeout, session.client.settings, keep_queued=True, lost=lambda: session.lost_reason
@@ -34,6 +46,8 @@ class AsyncElection:
 
     async def proclaim(self, value: str) -> None:
         """Changes the value followers see; ``NotLeader`` unless leading."""
+        #> """Changes the value followers see; :class:`~raftlock.errors.NotLeader`
+        #> unless leading."""
         await self.session._call(_api.proclaim(self.name, self.session.id, value))
 
     async def resign(self) -> None:
@@ -46,6 +60,7 @@ class AsyncElection:
 
     def observe(self) -> AsyncIterator[Optional[Leader]]:
         """The current leader, then every change."""
+        #> """The current leader, then every change (see :meth:`Client.observe`)."""
         return self.session.client.observe(self.name)
 
     def __repr__(self) -> str:

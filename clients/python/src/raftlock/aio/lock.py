@@ -1,18 +1,19 @@
 """Locks over asyncio: acquiring one through a session, and its guard."""
+#> """Locks: acquiring one through a session, and the guard that holds it."""
 
 from __future__ import annotations
 
-import asyncio
+import asyncio  # [async]
 import logging
+#> import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Callable, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Optional, Tuple, Type, TypeVar
 
-from .. import _acquires, _api
+from .. import _acquires
 from .._acquires import Acquire
+from .._guard import BUSY as BUSY, GuardBase as GuardBase  # this module's names too
 from .._waiting import WaitPlan
 from ..errors import LockHeld, Timeout
-from ..lock import BUSY, GuardBase
-from ..types import Grant
 
 if TYPE_CHECKING:
     from .session import AsyncSession
@@ -25,15 +26,20 @@ async def acquire(
     session: AsyncSession, name: str, timeout: Optional[float], lock_delay: Optional[float] = None
 ) -> AsyncLockGuard:
     """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`raftlock.Session.lock`)."""
+    #> """Takes ``name`` for ``session`` within ``timeout`` (see :meth:`Session.lock`)."""
     grant, turn = await take(session, _acquires.lock(name, session.id, lock_delay), timeout)
     log.debug("locked %s with token %d", name, grant.fencing_token)
     return AsyncLockGuard(session, grant, turn)
 
 
-async def take(
-    session: AsyncSession, acquire: Acquire[G], timeout: Optional[float]
-) -> Tuple[G, asyncio.Lock]:
+async def take(session: AsyncSession, acquire: Acquire[G], timeout: Optional[float]) -> Tuple[G, asyncio.Lock]:
     """The asyncio twin of :func:`raftlock.lock.take`."""
+    #> """What every primitive's acquire does: takes the session's local turn
+    #> on ``acquire.key`` (one caller per session and queue at a time), then
+    #> waits in long-poll slices (``acquire.request``), sending
+    #> ``acquire.cleanup`` (a release) before raising if the wait ended with
+    #> an entry maybe left queued. Returns the grant and the turn, which the
+    #> guard gives back on release."""
     settings = session.client.settings
     plan = WaitPlan(acquire.label, timeout, settings, keep_queued=True, lost=lambda: session.lost_reason)
     turn = session._turns.enter(acquire.key)
@@ -53,28 +59,48 @@ async def take(
 async def _take_turn(turn: asyncio.Lock, plan: WaitPlan) -> None:
     """Takes the session's local turn on the lock within the caller's patience."""
     if plan.try_only:
+        # <async>
         if turn.locked():
             raise LockHeld(BUSY)
         await turn.acquire()  # free: returns without yielding
+        # </async>
+        #> if not turn.acquire(blocking=False):
+        #>     raise LockHeld(BUSY)
         return
     left = plan.time_left()
+    # <async>
     try:
         await asyncio.wait_for(turn.acquire(), left)
     except asyncio.TimeoutError:
         raise Timeout(BUSY) from None
+    # </async>
+    #> if not turn.acquire(timeout=-1 if left is None else left):
+    #>     raise Timeout(BUSY)
 
 
 class AsyncLockGuard(GuardBase["AsyncSession", asyncio.Lock]):
     """Proof of holding a lock; ``async with`` releases it at the end. See
     :class:`raftlock.LockGuard`."""
+    #> """Proof of holding a lock, valid while its session lives.
+    #>
+    #> A context manager: leaving the ``with`` block releases the lock. The
+    #> guard cannot know the instant the cluster lets go of the lock (a lost
+    #> session): watch :attr:`lost`, and pass :attr:`fencing_token` to
+    #> storage that checks it.
+    #> """
 
     @property
     def lost(self) -> asyncio.Event:
         """The holding session's ``lost`` event."""
+        #> """The holding session's ``lost`` event: once set, the lock may be
+        #> granted to someone else."""
         return self.session.lost
 
     async def release(self) -> None:
         """Releases the lock (once); see :meth:`raftlock.LockGuard.release`."""
+        #> """Releases the lock (once; later calls do nothing). Raises
+        #> ``NotFound``/``NotOwner``/``SessionNotFound`` when the lock had
+        #> already been lost."""
         if self._released:
             return
         self._released = True

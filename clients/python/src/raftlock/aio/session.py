@@ -5,21 +5,37 @@ threads: a keepalive task and a watchdog task that fires ``lost`` at the
 deadline. ``lost`` is an :class:`asyncio.Event`, so a task can race its
 work against ``session.lost.wait()``.
 """
+#> """``Session``: a lease on the cluster, kept alive by a background thread,
+#> that tells its owner when it may be gone (``lost``).
+#>
+#> Two daemon threads per session, each with one job:
+#>
+#> - the *keepalive* thread renews the session every ttl / 3 (sooner after a
+#>   failure) and records the send time of each renewal that succeeded;
+#> - the *watchdog* thread sleeps until the loss deadline (see
+#>   :mod:`raftlock._lease`) and fires ``lost`` if no renewal moved it.
+#>
+#> They are apart so that ``lost`` fires on time even while a keepalive is
+#> stuck in a slow request: a blocking HTTP call cannot be interrupted.
+#> """
 
 from __future__ import annotations
 
-import asyncio
+import asyncio  # [async]
 import logging
+#> import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Awaitable, Callable, List, Optional, Sequence, Type, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, List, Optional, Sequence, Type, TypeVar  # [async]
+#> from typing import TYPE_CHECKING, Callable, Optional, Sequence, Type, TypeVar
 
 from .. import _api
+from .._acquires import READ, WRITE
 from .._lease import LeaseClock, LeaseHolder
 from .._turns import Turns
 from .._waiting import Slice, WaitPlan, must_release
-from ..errors import NotFound, NotOwner, RaftlockError, SessionLost, SessionNotFound
-from .._acquires import READ, WRITE
+from ..errors import NotFound, NotOwner, RaftlockError, SessionLost, SessionNotFound  # [async]
+#> from .errors import NotFound, NotOwner, RaftlockError, SessionNotFound
 from ..types import LostReason
 from .election import AsyncElection
 from .lock import AsyncLockGuard, acquire
@@ -43,6 +59,21 @@ log = logging.getLogger("raftlock")
 class AsyncSession(LeaseHolder):
     """A session kept alive by a background task; see :class:`raftlock.Session`
     for the rules. Open one with :meth:`AsyncClient.session`."""
+    #> """A session: opened with a TTL, kept alive in the background, closed
+    #> by :meth:`close` or at the end of a ``with`` block (which releases
+    #> every lock it holds). Open one with :meth:`Client.session`.
+    #>
+    #> ``lost`` (a :class:`threading.Event`) is set when the session is, or
+    #> may soon be, gone, *before* the cluster can have expired it: at
+    #> (send time of the last successful keepalive) + ttl − margin, with
+    #> margin = max(ttl / 10, 0.5 s) capped at ttl / 2; or at once when the
+    #> cluster answers ``session_not_found``. From then on its locks may be
+    #> granted to others: stop the work they protect. ``lost`` is final; open
+    #> a new session. ``on_lost`` is called once, with the reason, from the
+    #> thread that noticed; it is not called for a deliberate :meth:`close`
+    #> (which sets ``lost`` with :attr:`LostReason.CLOSED`).
+    #> """
+    # <async>
 
     def __init__(
         self,
@@ -80,6 +111,34 @@ class AsyncSession(LeaseHolder):
             asyncio.ensure_future(session._watch()),
         ]
         return session
+    # </async>
+    #>
+    #> def __init__(
+    #>     self,
+    #>     client: Client,
+    #>     ttl: float,
+    #>     owner: str,
+    #>     on_lost: Optional[Callable[[LostReason], None]] = None,
+    #> ) -> None:
+    #>     sent = time.monotonic()
+    #>     lease = client._call(_api.open_session(owner, ttl))
+    #>     self.client = client
+    #>     self.id = lease.session_id
+    #>     self.owner = owner
+    #>     self.lost = threading.Event()
+    #>     self.lost_reason = None
+    #>     self._on_lost = on_lost
+    #>     self._clock = LeaseClock(lease.ttl, sent)
+    #>     # Guards lost_reason and _closed; wakes both threads when lost.
+    #>     self._wake = threading.Condition()
+    #>     self._closed = False
+    #>     self._turns: Turns[threading.Lock] = Turns(threading.Lock)
+    #>     self._threads = [
+    #>         threading.Thread(target=self._keep_alive, name=f"raftlock-keepalive-{self.id[:8]}", daemon=True),
+    #>         threading.Thread(target=self._watch, name=f"raftlock-watchdog-{self.id[:8]}", daemon=True),
+    #>     ]
+    #>     for thread in self._threads:
+    #>         thread.start()
 
     # -- recipes -----------------------------------------------------------
 
@@ -89,42 +148,83 @@ class AsyncSession(LeaseHolder):
         """Takes the lock ``name``; see :meth:`raftlock.Session.lock`
         (``lock_delay`` as there). Cancelling the wait releases whatever it
         queued."""
+        #> """Takes the lock ``name``, waiting up to ``timeout`` seconds
+        #> (``None``: until granted; 0: a try). Returns the guard, which is a
+        #> context manager: ``with session.lock("orders/42", timeout=5) as
+        #> guard``. Raises :class:`~raftlock.errors.Timeout` when time runs
+        #> out, :class:`~raftlock.errors.SessionLost` when the session is
+        #> lost first. However the wait ends without a grant (an error, an
+        #> answer lost in flight, ``KeyboardInterrupt``) no queued node is
+        #> left behind.
+        #>
+        #> A wait longer than the client's ``long_poll`` is a series of long
+        #> polls; all but the last ask the server to ``keep_queued``, so the
+        #> session keeps its place in line between them. (Servers from before
+        #> ``keep_queued`` get plain polls, which re-queue at the back.)
+        #>
+        #> ``lock_delay`` (seconds): the lock's lock-delay. After a holder's
+        #> session expires or is closed, nobody is granted the lock for that
+        #> long, so a holder that lost its session but still writes does not
+        #> overlap its successor; a release skips it. The acquire that
+        #> creates the lock's queue fixes it (at most 60 s); another value
+        #> raises :class:`~raftlock.errors.BadRequest` while anyone is queued.
+        #> ``None`` asks for none and takes the lock's own (docs/api.md)."""
         return await acquire(self, name, timeout, lock_delay)
 
     async def try_lock(self, name: str) -> AsyncLockGuard:
         """Takes the lock only if it is free now, else raises ``LockHeld``."""
+        #> """Takes the lock only if it is free right now, else raises
+        #> :class:`~raftlock.errors.LockHeld`."""
         return await self.lock(name, 0)
 
     async def read_lock(self, name: str, timeout: Optional[float] = None) -> AsyncRwLockGuard:
         """See :meth:`raftlock.Session.read_lock`."""
+        #> """Takes read-write lock ``name`` to read, shared with the other
+        #> readers at the head of its queue; waits (and cleans up) as
+        #> :meth:`lock` does. A reader that arrives while a writer waits
+        #> queues behind the writer."""
         return await acquire_rwlock(self, name, READ, timeout)
 
     async def write_lock(self, name: str, timeout: Optional[float] = None) -> AsyncRwLockGuard:
         """See :meth:`raftlock.Session.write_lock`."""
+        #> """Takes read-write lock ``name`` to write, alone."""
         return await acquire_rwlock(self, name, WRITE, timeout)
 
     async def try_read_lock(self, name: str) -> AsyncRwLockGuard:
         """See :meth:`raftlock.Session.try_read_lock`."""
+        #> """Reads ``name`` only if that is possible right now, else raises
+        #> :class:`~raftlock.errors.LockHeld`."""
         return await self.read_lock(name, 0)
 
     async def try_write_lock(self, name: str) -> AsyncRwLockGuard:
         """See :meth:`raftlock.Session.try_write_lock`."""
+        #> """Writes ``name`` only if it is free right now."""
         return await self.write_lock(name, 0)
 
     async def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> AsyncSemaphorePermit:
         """See :meth:`raftlock.Session.semaphore`."""
+        #> """Takes one of the ``permits`` places of semaphore ``name``, waiting
+        #> as :meth:`lock` does. Every holder must name the same ``permits``
+        #> while anyone holds or waits (:class:`~raftlock.errors.LimitMismatch`
+        #> otherwise)."""
         return await acquire_semaphore(self, name, permits, timeout)
 
     async def try_semaphore(self, name: str, permits: int) -> AsyncSemaphorePermit:
         """See :meth:`raftlock.Session.try_semaphore`."""
+        #> """Takes a place only if one is free right now."""
         return await self.semaphore(name, permits, 0)
 
     async def multi_lock(self, names: Sequence[str], timeout: Optional[float] = None) -> AsyncMultiLockGuard:
         """See :meth:`raftlock.Session.multi_lock`."""
+        #> """Takes every lock of ``names`` (ordinary locks) or none, queued as
+        #> one entry: two overlapping sets, named in any order, cannot
+        #> deadlock. Waits as :meth:`lock` does; the guard releases them
+        #> together."""
         return await acquire_multi(self, names, timeout)
 
     async def try_multi_lock(self, names: Sequence[str]) -> AsyncMultiLockGuard:
         """See :meth:`raftlock.Session.try_multi_lock`."""
+        #> """Takes the locks only if all are free right now."""
         return await self.multi_lock(names, 0)
 
     def election(self, name: str) -> AsyncElection:
@@ -133,6 +233,8 @@ class AsyncSession(LeaseHolder):
 
     async def keepalive(self) -> float:
         """Renews the session now; returns the TTL."""
+        #> """Renews the session now (the keepalive thread does this by itself);
+        #> returns the TTL."""
         sent = time.monotonic()
         ttl = await self._call(_api.keepalive(self.id), deadline=self._clock.lost_at())
         self._clock.renew(sent, ttl)
@@ -152,17 +254,22 @@ class AsyncSession(LeaseHolder):
         """Waits for a grant in slices, giving up as soon as the session is
         lost; on failure or cancellation sends ``cleanup`` first if a node
         may be left (shielded, so a cancelled wait still cleans up)."""
+        #> """Waits for a grant in the slices ``plan`` hands out; on failure
+        #> sends ``cleanup`` (a release or resign) first if a node may be left."""
         try:
             while True:
                 piece = plan.next()
                 try:
-                    return await self._unless_lost(self._call(request(piece)))
+                    return await self._unless_lost(self._call(request(piece)))  # [async]
+                    #> return self._call(request(piece))
                 except RaftlockError as e:
                     plan.failed(e)
         except BaseException as error:
             if must_release(plan, error):
-                await asyncio.shield(self._cleanup(cleanup))
+                await asyncio.shield(self._cleanup(cleanup))  # [async]
+                #> self._cleanup(cleanup)
             raise
+    # <async>
 
     async def _unless_lost(self, work: Awaitable[T]) -> T:
         """``work``, abandoned with ``SessionLost`` if the session is lost first."""
@@ -177,9 +284,12 @@ class AsyncSession(LeaseHolder):
         if task.cancelled() or not task.done():
             raise SessionLost(self.lost_reason or LostReason.CLOSED)
         return task.result()
+    # </async>
 
     async def _cleanup(self, op: _api.Op[None]) -> None:
         """Best-effort release after an abandoned wait."""
+        #> """Best-effort release after an abandoned wait: its failure must not
+        #> hide the error that ended the wait (the session's end cleans up)."""
         try:
             await self._call(op)
         except (NotFound, NotOwner) as e:
@@ -187,7 +297,8 @@ class AsyncSession(LeaseHolder):
         except RaftlockError as e:
             log.warning("session %s: cleanup %s failed: %s", self.id, op.call.path, e)
 
-    # -- the two tasks -------------------------------------------------------
+    # -- the two tasks -------------------------------------------------------  # [async]
+    #> # -- the two threads -------------------------------------------------------
 
     async def _keep_alive(self) -> None:
         next_at = self._clock.next_keepalive()
@@ -200,7 +311,12 @@ class AsyncSession(LeaseHolder):
                 log.warning("session %s: keepalive failed: %s", self.id, e)
                 next_at = time.monotonic() + self._clock.retry_interval()
                 continue
+            #> except RuntimeError:
+            #>     if self._closed:
+            #>         return  # the client's connections closed under us
+            #>     raise
             next_at = self._clock.next_keepalive()
+    # <async>
 
     async def _watch(self) -> None:
         while self.lost_reason is None:
@@ -226,12 +342,49 @@ class AsyncSession(LeaseHolder):
         self.lost_reason = reason
         self.lost.set()
         self._announce_lost(reason)
+    # </async>
+    #>
+    #> def _watch(self) -> None:
+    #>     with self._wake:
+    #>         while self.lost_reason is None:
+    #>             left = self._clock.lost_at() - time.monotonic()
+    #>             if left <= 0:
+    #>                 break
+    #>             self._wake.wait(left)
+    #>         if self.lost_reason is not None:
+    #>             return  # lost otherwise, or closed
+    #>     self._mark_lost(LostReason.KEEPALIVE_FAILED)
+    #>
+    #> def _sleep_until(self, instant: float) -> bool:
+    #>     """Sleeps until ``instant``; False (at once) if the session is lost."""
+    #>     with self._wake:
+    #>         while self.lost_reason is None:
+    #>             left = instant - time.monotonic()
+    #>             if left <= 0:
+    #>                 return True
+    #>             self._wake.wait(left)
+    #>         return False
+    #>
+    #> def _mark_lost(self, reason: LostReason) -> None:
+    #>     """Fires ``lost`` (once) and the callback (not for a close)."""
+    #>     with self._wake:
+    #>         if self.lost_reason is not None:
+    #>             return
+    #>         self.lost_reason = reason
+    #>         self.lost.set()
+    #>         self._wake.notify_all()
+    #>     self._announce_lost(reason)
 
     # -- lifetime ----------------------------------------------------------------
 
     async def close(self) -> None:
         """Stops the keepalive and closes the session, releasing its locks;
         see :meth:`raftlock.Session.close`."""
+        #> """Stops the keepalive and closes the session on the cluster,
+        #> releasing its locks. Sets ``lost`` (reason ``CLOSED``) unless it
+        #> was already lost. Closing twice, or a session that already
+        #> expired, is not an error."""
+        # <async>
         if self._closed:
             return
         self._closed = True
@@ -239,6 +392,15 @@ class AsyncSession(LeaseHolder):
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        # </async>
+        #> with self._wake:
+        #>     if self._closed:
+        #>         return
+        #>     self._closed = True
+        #> self._mark_lost(LostReason.CLOSED)
+        #> for thread in self._threads:
+        #>     if thread is not threading.current_thread():
+        #>         thread.join(self.client.settings.timeout)
         try:
             await self.client._call(_api.close_session(self.id))
         except SessionNotFound:
@@ -263,4 +425,4 @@ class AsyncSession(LeaseHolder):
         if exc is None:
             await self.close()
         else:
-            await self.close_quietly()
+            await self.close_quietly()  # do not hide the block's own error
