@@ -124,7 +124,7 @@ if [ "$SMOKE" = 1 ]; then
     KEEP_SCRATCH=1
     ARGS+=(--out-dir "$SCRATCH/report" --doc "$SCRATCH/report/benchmarks.md")
     ARGS+=(
-        --runs 1 --pin both
+        --runs 1 --pin both --no-self-check
         --clients 1,8 --put-clients 1,8 --contended-clients 4
         --uncontended-secs 1 --put-secs 1 --contended-secs 1
         --failover-secs 6 --failover-kill-at-secs 2

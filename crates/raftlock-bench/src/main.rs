@@ -5,11 +5,13 @@
 mod backend;
 mod cluster;
 mod compare;
+mod crosscheck;
 mod machine;
 mod pin;
 mod procfs;
 mod progress;
 mod report;
+mod selfcheck;
 mod stats;
 mod workload;
 
@@ -41,6 +43,9 @@ enum Command {
     Compare(Box<CompareArgs>),
     /// Redraw plots and the Markdown section from a results.json.
     Report(ReportArgs),
+    /// Hold the bench's ZooKeeper lock rows against kazoo (a client the
+    /// bench did not write) on one cluster, interleaved round by round.
+    ZkCrosscheck(Box<CrosscheckArgs>),
     /// Describe this machine (cores, CPU, fsync latency) as JSON.
     Machine {
         /// Where to measure fsync.
@@ -96,8 +101,51 @@ struct CompareArgs {
     /// Keep the clusters' data directories.
     #[arg(long)]
     keep_data: bool,
+    /// Publish even if the self-check rejects rows (wild run-to-run
+    /// spread, server CPU per operation out of line, a stall); for smoke
+    /// runs, whose one-second phases mean nothing.
+    #[arg(long)]
+    no_self_check: bool,
     #[command(flatten)]
     params: Params,
+}
+
+#[derive(Args)]
+struct CrosscheckArgs {
+    #[arg(long, default_value = "java")]
+    java: PathBuf,
+    #[arg(
+        long,
+        default_value = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+    )]
+    zk_classpath: String,
+    /// A Python with kazoo installed (bench/zk-crosscheck.sh makes a venv);
+    /// without it only the bench's own rows run.
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// The kazoo lock loop.
+    #[arg(long, default_value = "bench/zk_kazoo_lock.py")]
+    script: PathBuf,
+    /// Processes the kazoo clients are spread over.
+    #[arg(long, default_value_t = 2)]
+    kazoo_procs: usize,
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    clients: Vec<usize>,
+    /// Seconds per phase.
+    #[arg(long, default_value_t = 5.0)]
+    secs: f64,
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Unreported load before the first round (0: measure the fresh cluster).
+    #[arg(long, default_value_t = compare::WARM_UP_SECS)]
+    warm_up_secs: f64,
+    #[arg(long)]
+    scratch: Option<PathBuf>,
+    #[arg(long)]
+    pidfile: Option<PathBuf>,
+    /// Also write every phase as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -196,6 +244,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 keep_data: a.keep_data,
             };
             let report = compare::compare(run).await?;
+            let problems = selfcheck::check(&report, &selfcheck::Limits::default());
+            if !problems.is_empty() && !a.no_self_check {
+                let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+                anyhow::bail!(
+                    "self-check failed, nothing published ({} kept for inspection):\n{}",
+                    a.out_dir.join(report::JSON_NAME).display(),
+                    list.join("\n")
+                );
+            }
+            for p in &problems {
+                eprintln!("raftlock-bench: self-check (ignored): {p}");
+            }
             let section = report::render(&report, &a.out_dir, a.doc.as_deref())?;
             println!("{section}");
             Ok(())
@@ -210,11 +270,45 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 });
             }
             let report = report.ok_or_else(|| anyhow::anyhow!("no --json given"))?;
+            for p in selfcheck::check(&report, &selfcheck::Limits::default()) {
+                eprintln!("raftlock-bench: self-check: {p}");
+            }
             if a.json.len() > 1 {
                 report::save_json(&report, &a.out_dir)?;
             }
             let section = report::render(&report, &a.out_dir, a.doc.as_deref())?;
             println!("{section}");
+            Ok(())
+        }
+        Command::ZkCrosscheck(a) => {
+            let a = *a;
+            let scratch = a.scratch.unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("raftlock-bench-{}", std::process::id()))
+            });
+            let phases = crosscheck::run(crosscheck::CrossArgs {
+                tools: Tools {
+                    raftlock: PathBuf::new(),
+                    raftlock_options: Vec::new(),
+                    etcd: PathBuf::new(),
+                    java: a.java,
+                    zk_classpath: a.zk_classpath,
+                },
+                pidfile: a.pidfile.unwrap_or_else(|| scratch.join("pids")),
+                scratch,
+                python: a.python,
+                script: a.script,
+                kazoo_procs: a.kazoo_procs,
+                clients: a.clients,
+                secs: a.secs,
+                rounds: a.rounds,
+                warm_up_secs: a.warm_up_secs,
+            })
+            .await?;
+            if let Some(path) = &a.json {
+                std::fs::write(path, serde_json::to_string_pretty(&phases)?)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            println!("{}", crosscheck::summary(&phases));
             Ok(())
         }
         Command::Machine { dir } => {
