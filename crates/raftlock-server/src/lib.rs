@@ -27,16 +27,13 @@
 #![warn(missing_docs)]
 
 mod acquire;
-mod admission;
 mod auth;
 mod backup;
 mod cluster;
 mod config;
-mod connection;
 mod elections;
 mod error;
 mod extract;
-mod limits;
 mod locks;
 mod metrics;
 mod multilocks;
@@ -44,7 +41,7 @@ mod node_watch;
 mod nodes;
 mod observe;
 mod openapi;
-mod overflow;
+mod overload;
 mod process;
 mod queue_routes;
 mod reachability;
@@ -53,7 +50,6 @@ mod semaphores;
 mod session_list;
 mod sessions;
 mod shared_locks;
-mod shedding;
 mod state;
 mod txn;
 mod ui;
@@ -70,6 +66,8 @@ use axum::{middleware, Router};
 use raftlock_node::Node;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+
+use overload::{admission, connection, overflow, shedding};
 
 pub use auth::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};
 pub use config::{ApiConfig, ApiConfigError};

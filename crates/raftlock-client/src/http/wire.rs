@@ -25,13 +25,6 @@ pub(crate) fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-#[derive(Deserialize)]
-pub(crate) struct ErrorBody {
-    pub error: String,
-    #[serde(default)]
-    pub message: String,
-}
-
 #[derive(Serialize)]
 pub(crate) struct OpenSession<'a> {
     pub ttl_ms: u64,
