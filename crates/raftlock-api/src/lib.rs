@@ -12,6 +12,7 @@
 //!   and the retry classification every caller uses
 //!   ([`ErrorCode::not_applied`], [`ErrorCode::outcome_unknown`],
 //!   [`ErrorCode::retry_elsewhere`], [`ErrorCode::retry_later`]);
+//! - [`lock`]: a lock's view, the lock listing and the fencing check;
 //! - [`queue`]: the one model of a queue's kind ([`QueueKind`]: lock,
 //!   election, read-write lock, semaphore) and of how an entry holds it
 //!   ([`Mode`]).
@@ -22,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod lock;
 pub mod queue;
 
 pub use error::{ErrorBody, ErrorCode, ErrorReply, UnknownCode};

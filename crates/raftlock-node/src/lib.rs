@@ -45,9 +45,10 @@ mod state_machine;
 mod stats;
 mod status;
 mod storage_watch;
-pub mod tracker;
+mod tracker;
 mod typ;
-pub mod waiters;
+mod views;
+mod waiters;
 
 pub use acquire::AcquireOptions;
 pub use backup::{

@@ -21,8 +21,10 @@
 //! every acquire and campaign (`acquire`), the acquire/release routes of
 //! locks, read-write locks and semaphores (`queue_routes`),
 //! JSON-rejecting extractors
-//! (`extract`), the single error mapping (`error`), and the OpenAPI
-//! document generated from all of them (`openapi`).
+//! (`extract`), the single error mapping (`error`), overload control
+//! (`overload`: connections, shedding, admission, limits), and the OpenAPI
+//! document generated from all of them (`openapi`). Request, answer and
+//! error types come from the operations contract (`raftlock_api`).
 
 #![warn(missing_docs)]
 
@@ -81,7 +83,7 @@ pub fn fuzz_json_bodies(bytes: &[u8]) -> [bool; 3] {
     [
         serde_json::from_slice::<nodes::PutBody>(bytes).is_ok(),
         serde_json::from_slice::<sessions::OpenRequest>(bytes).is_ok(),
-        serde_json::from_slice::<locks::FencingBody>(bytes).is_ok(),
+        serde_json::from_slice::<raftlock_api::lock::FencingBody>(bytes).is_ok(),
     ]
 }
 pub use error::ApiError;

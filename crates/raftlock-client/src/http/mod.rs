@@ -28,7 +28,7 @@ mod primitives;
 mod sse;
 mod watch;
 
-mod wire;
+pub(crate) mod wire;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
