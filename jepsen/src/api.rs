@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
+use raftlock_client::ErrorCode;
 use serde_json::{json, Value as Json};
 
 /// What went wrong, for the history's `error` field.
@@ -505,31 +506,6 @@ impl<T> Reply<T> {
     }
 }
 
-/// Error codes that mean the request was not applied.
-const DEFINITE: &[&str] = &[
-    "no_leader",
-    "bad_request",
-    "session_not_found",
-    "not_found",
-    "not_owner",
-    "lock_held",
-    "timeout",
-    "too_large",
-    "version_mismatch",
-    "not_leader",
-    "unsupported_media_type",
-    "method_not_allowed",
-    // Refused before proposing (docs/api.md): a member whose disk failed
-    // or is full, one over its connection cap or an admission limit, a
-    // member whose data was replaced. A write in flight when a disk failed
-    // is answered `outcome_unknown` or `no_leader`, never these.
-    "storage_failed",
-    "disk_full",
-    "overloaded",
-    "too_many_requests",
-    "member_replaced",
-];
-
 /// An error answer: `Fail` for codes that mean "not applied", `Info` for
 /// `outcome_unknown` and anything the contract does not promise about.
 fn classify<T>(status: u16, body: &Json) -> Reply<T> {
@@ -543,7 +519,12 @@ fn classify<T>(status: u16, body: &Json) -> Reply<T> {
         .and_then(Json::as_str)
         .map_or_else(|| format!("HTTP {status}"), str::to_string);
     let err = ApiError { code, message };
-    if DEFINITE.contains(&err.code.as_str()) {
+    // Definite refusals (the contract's `not_applied`) include those a
+    // member answers before proposing when its disk failed or is full, it
+    // is over its connection cap or an admission limit, or its data was
+    // replaced: a write in flight when a disk failed is answered
+    // `outcome_unknown` or `no_leader`, never these.
+    if ErrorCode::parse(&err.code).is_some_and(ErrorCode::not_applied) {
         Reply::Fail(err)
     } else if err.code.is_empty() && (400..500).contains(&status) {
         // An error without the contract's body: still a refusal.
@@ -598,10 +579,21 @@ mod tests {
         assert!(matches!(r, Reply::Info(_)));
         let r: Reply<()> = classify(500, &json!({"error": "internal", "message": "m"}));
         assert!(matches!(r, Reply::Info(_)));
-        for code in ["storage_failed", "disk_full", "overloaded"] {
+        for code in [
+            "storage_failed",
+            "disk_full",
+            "overloaded",
+            "member_replaced",
+        ] {
             let r: Reply<()> = classify(503, &json!({"error": code, "message": "m"}));
             assert!(matches!(r, Reply::Fail(_)), "{code}");
         }
+        let r: Reply<()> = classify(409, &json!({"error": "not_holder", "message": "m"}));
+        assert!(matches!(r, Reply::Fail(_)));
+        let r: Reply<()> = classify(503, &json!({"error": "shutting_down", "message": "m"}));
+        assert!(matches!(r, Reply::Info(_)));
+        let r: Reply<()> = classify(409, &json!({"error": "a_new_code", "message": "m"}));
+        assert!(matches!(r, Reply::Info(_)));
         let r: Reply<()> = classify(404, &Json::Null);
         assert_eq!(r.code(), Some("http_404"));
         assert!(matches!(r, Reply::Fail(_)));

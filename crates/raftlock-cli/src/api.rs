@@ -22,12 +22,11 @@ pub struct ApiFailure {
     pub message: String,
 }
 
-/// Codes that say "ask another member" (docs/api.md, Errors).
+/// Codes that say "ask another member" (docs/api.md, Errors): no leader
+/// is known here, or this member cannot serve.
 fn try_another(code: &str) -> bool {
-    matches!(
-        code,
-        "no_leader" | "shutting_down" | "storage_failed" | "disk_full" | "member_replaced"
-    )
+    raftlock_client::ErrorCode::parse(code)
+        .is_some_and(|c| c == raftlock_client::ErrorCode::NoLeader || c.retry_elsewhere())
 }
 
 pub struct Api {

@@ -100,14 +100,11 @@ enum Request {
     Remove(u64),
 }
 
-/// Codes worth retrying: nothing changed, and the cause passes.
+/// Codes worth retrying: the cause passes (`member_unreachable`: the
+/// leader could not reach the new member yet, it may still be starting),
+/// or another member can serve.
 fn transient(code: &str) -> bool {
-    // `member_unreachable`: the leader could not reach the new member yet
-    // (it may still be starting).
-    matches!(
-        code,
-        "no_leader" | "membership_changing" | "shutting_down" | "member_unreachable"
-    )
+    raftlock_client::ErrorCode::parse(code).is_some_and(|c| c.retry_later() || c.retry_elsewhere())
 }
 
 /// Sends `request` to each endpoint in turn until one answers for good;

@@ -19,8 +19,8 @@ use crate::error::{ClientError, Result};
 use crate::primitives::Access;
 use crate::retry::RetryPolicy;
 use crate::types::{
-    checked, FencingCheck, Grant, Holder, Leader, Lease, LockState, NodeWritten, Poll, SessionId,
-    Txn, TxnOpResult, TxnOutcome, Waiter,
+    checked, FencingCheck, Grant, Leader, Lease, LockState, NodeWritten, Poll, SessionId, Txn,
+    TxnOpResult, TxnOutcome,
 };
 use crate::watch::{NodeData, NodeWatch};
 
@@ -252,41 +252,8 @@ impl LockClient for EmbeddedClient {
     fn lock_state<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<LockState>> {
         Box::pin(async move {
             checked(name)?;
-            let read = || {
-                let view = |sm: &raftlock_core::StateMachine| {
-                    let delay = sm.lock_delay(name);
-                    (
-                        sm.queue(QueueKind::Lock, name),
-                        (delay > 0).then(|| Duration::from_millis(delay)),
-                        sm.lock_held_off(name),
-                    )
-                };
-                self.node.read(Consistency::Linearizable, view)
-            };
-            let (view, lock_delay, held_off) = self.retrying(None, read).await?;
-            Ok(LockState {
-                lock_delay,
-                held_off,
-                name: name.to_string(),
-                holder: view.holder.map(|h| Holder {
-                    session: Some(h.session),
-                    principal: h.principal,
-                    owner: h.owner,
-                    node: h.node,
-                    fencing_token: h.fencing_token,
-                    since_revision: h.granted_revision.unwrap_or(h.fencing_token),
-                }),
-                waiters: view
-                    .waiters
-                    .into_iter()
-                    .map(|w| Waiter {
-                        session: Some(w.session),
-                        principal: w.principal,
-                        owner: w.owner,
-                        node: w.node,
-                    })
-                    .collect(),
-            })
+            let read = || self.node.lock(name, Consistency::Linearizable);
+            crate::http::wire::lock_state(self.retrying(None, read).await?)
         })
     }
 
@@ -297,15 +264,8 @@ impl LockClient for EmbeddedClient {
     ) -> BoxFuture<'a, Result<FencingCheck>> {
         Box::pin(async move {
             checked(name)?;
-            let read = || {
-                let check = |sm: &raftlock_core::StateMachine| sm.fencing_check(name, token);
-                self.node.read(Consistency::Linearizable, check)
-            };
-            let (valid, current_token) = self.retrying(None, read).await?;
-            Ok(FencingCheck {
-                valid,
-                current_token,
-            })
+            let read = || self.node.check_fencing(name, token);
+            Ok(crate::http::wire::fencing(self.retrying(None, read).await?))
         })
     }
 

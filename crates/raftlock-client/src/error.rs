@@ -6,6 +6,8 @@
 //! request was never delivered), so nothing changed; an unknown outcome
 //! means a write may or may not have been applied.
 
+pub use raftlock_api::ErrorCode;
+
 use crate::session::LostReason;
 
 /// Why a client operation did not succeed.
@@ -92,21 +94,48 @@ impl ClientError {
         matches!(self, ClientError::NoLeader(_) | ClientError::Unavailable(_))
     }
 
+    /// The contract's code of this error, when it has one (a local
+    /// failure such as [`ClientError::Unavailable`] has none).
+    pub fn code(&self) -> Option<ErrorCode> {
+        use ErrorCode as C;
+        Some(match self {
+            ClientError::BadRequest(_) => C::BadRequest,
+            ClientError::SessionNotFound(_) => C::SessionNotFound,
+            ClientError::NotFound(_) => C::NotFound,
+            ClientError::NotOwner(_) => C::NotOwner,
+            ClientError::LockHeld(_) => C::LockHeld,
+            ClientError::Timeout(_) => C::Timeout,
+            ClientError::NotLeader(_) => C::NotLeader,
+            ClientError::Withdrawn(_) => C::Withdrawn,
+            ClientError::NoLeader(_) => C::NoLeader,
+            ClientError::ShuttingDown => C::ShuttingDown,
+            ClientError::OutcomeUnknown(_) => C::OutcomeUnknown,
+            ClientError::Internal(_) => C::Internal,
+            ClientError::Rejected { code, .. } => return ErrorCode::parse(code),
+            ClientError::Unavailable(_)
+            | ClientError::SessionLost(_)
+            | ClientError::Protocol(_) => return None,
+        })
+    }
+
     /// Maps an API error body's code (see `docs/api.md`) to a variant.
     pub(crate) fn from_api(code: &str, message: String) -> ClientError {
-        match code {
-            "bad_request" => ClientError::BadRequest(message),
-            "session_not_found" => ClientError::SessionNotFound(message),
-            "not_found" => ClientError::NotFound(message),
-            "not_owner" => ClientError::NotOwner(message),
-            "lock_held" => ClientError::LockHeld(message),
-            "timeout" => ClientError::Timeout(message),
-            "not_leader" => ClientError::NotLeader(message),
-            "withdrawn" => ClientError::Withdrawn(message),
-            "no_leader" => ClientError::NoLeader(message),
-            "outcome_unknown" => ClientError::OutcomeUnknown(message),
-            "shutting_down" => ClientError::ShuttingDown,
-            "internal" | "internal_error" => ClientError::Internal(message),
+        use ErrorCode as C;
+        match ErrorCode::parse(code) {
+            Some(C::BadRequest) => ClientError::BadRequest(message),
+            Some(C::SessionNotFound) => ClientError::SessionNotFound(message),
+            Some(C::NotFound) => ClientError::NotFound(message),
+            Some(C::NotOwner) => ClientError::NotOwner(message),
+            Some(C::LockHeld) => ClientError::LockHeld(message),
+            Some(C::Timeout) => ClientError::Timeout(message),
+            Some(C::NotLeader) => ClientError::NotLeader(message),
+            Some(C::Withdrawn) => ClientError::Withdrawn(message),
+            Some(C::NoLeader) => ClientError::NoLeader(message),
+            Some(C::OutcomeUnknown) => ClientError::OutcomeUnknown(message),
+            Some(C::ShuttingDown) => ClientError::ShuttingDown,
+            Some(C::Internal) => ClientError::Internal(message),
+            // An older server's spelling of `internal`.
+            None if code == "internal_error" => ClientError::Internal(message),
             _ => ClientError::Rejected {
                 code: code.to_string(),
                 message,
@@ -126,74 +155,16 @@ mod from_node {
     use super::ClientError;
 
     impl From<NodeError> for ClientError {
+        /// The variant the HTTP transport would give for the code the API
+        /// answers this error with (`NodeError::code`).
         fn from(e: NodeError) -> Self {
-            let text = e.to_string();
-            match e {
-                NodeError::Core(core) => core.into(),
-                NodeError::NoLeader => ClientError::NoLeader(text),
-                NodeError::OutcomeUnknown(_) => ClientError::OutcomeUnknown(text),
-                NodeError::Timeout => ClientError::Timeout(text),
-                NodeError::Withdrawn => ClientError::Withdrawn(text),
-                NodeError::ShuttingDown => ClientError::ShuttingDown,
-                NodeError::Internal(_) => ClientError::Internal(text),
-                NodeError::StorageFailed(_) => ClientError::Rejected {
-                    code: "storage_failed".to_string(),
-                    message: text,
-                },
-                NodeError::DiskFull(_) => ClientError::Rejected {
-                    code: "disk_full".to_string(),
-                    message: text,
-                },
-                // Membership changes are not a client operation; mapped
-                // for completeness, with the API's codes.
-                NodeError::Membership(m) => {
-                    use raftlock_node::MembershipError as M;
-                    let code = match m {
-                        M::UnknownMember { .. } => return ClientError::NotFound(text),
-                        M::Invalid(_) => return ClientError::BadRequest(text),
-                        M::MemberExists { .. } => "member_exists",
-                        M::LastVoter { .. } => "last_voter",
-                        M::InProgress(_) => "membership_changing",
-                        M::NotCaughtUp { .. } => "not_caught_up",
-                        M::Replaced { .. } => "member_replaced",
-                        M::OtherCluster { .. } => "other_cluster",
-                        M::Unreachable { .. } => "member_unreachable",
-                    };
-                    ClientError::Rejected {
-                        code: code.to_string(),
-                        message: text,
-                    }
-                }
-            }
+            ClientError::from_api(e.code().as_str(), e.to_string())
         }
     }
 
     impl From<CoreError> for ClientError {
         fn from(e: CoreError) -> Self {
-            let text = e.to_string();
-            let code = core_code(&e);
-            ClientError::from_api(code, text)
-        }
-    }
-
-    /// The API's code for a core error (as the server maps it).
-    fn core_code(e: &CoreError) -> &'static str {
-        match e {
-            CoreError::BadName { .. } | CoreError::Invalid(_) => "bad_request",
-            CoreError::SessionNotFound(_) => "session_not_found",
-            CoreError::NotFound(_) => "not_found",
-            CoreError::NotOwner { .. } => "not_owner",
-            CoreError::LockHeld { .. } => "lock_held",
-            CoreError::NotLeader { .. } => "not_leader",
-            CoreError::VersionMismatch { .. } => "version_mismatch",
-            CoreError::SessionConflict(_) => "session_conflict",
-            CoreError::NotEmpty(_) => "not_empty",
-            CoreError::EphemeralParent(_) => "ephemeral_parent",
-            CoreError::SequenceExhausted(_) => "sequence_exhausted",
-            CoreError::AlreadyGranted { .. } => "already_granted",
-            CoreError::LimitMismatch { .. } => "limit_mismatch",
-            CoreError::NotHolder { .. } => "not_holder",
-            CoreError::TxnOpFailed { error, .. } => core_code(error),
+            ClientError::from_api(raftlock_node::core_code(&e).as_str(), e.to_string())
         }
     }
 }

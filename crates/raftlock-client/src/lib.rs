@@ -72,7 +72,7 @@ pub use client::{LeaderStream, LockClient, DEFAULT_MAX_WAIT};
 pub use election::Election;
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedClient;
-pub use error::{ClientError, Result};
+pub use error::{ClientError, ErrorCode, Result};
 pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
 pub use primitives::{

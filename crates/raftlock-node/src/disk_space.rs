@@ -39,6 +39,7 @@ impl DiskSpace {
         }
     }
 
+    #[cfg(feature = "fault-injection")]
     pub fn set_injected_full(&self, full: bool) {
         self.injected_full.store(full, Ordering::SeqCst);
     }

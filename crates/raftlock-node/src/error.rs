@@ -4,6 +4,7 @@
 use raftlock_core::CoreError;
 
 pub use crate::replica::membership::MembershipError;
+use raftlock_api::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 /// Why an operation did not succeed.
@@ -51,5 +52,56 @@ pub enum NodeError {
 impl NodeError {
     pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
         NodeError::Internal(e.to_string())
+    }
+
+    /// The contract's code for this error: the one the HTTP API answers
+    /// with, and the one the embedded client classifies by.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            NodeError::Core(core) => core_code(core),
+            NodeError::NoLeader => ErrorCode::NoLeader,
+            NodeError::OutcomeUnknown(_) => ErrorCode::OutcomeUnknown,
+            NodeError::Timeout => ErrorCode::Timeout,
+            NodeError::Withdrawn => ErrorCode::Withdrawn,
+            NodeError::ShuttingDown => ErrorCode::ShuttingDown,
+            NodeError::Internal(_) => ErrorCode::Internal,
+            NodeError::StorageFailed(_) => ErrorCode::StorageFailed,
+            NodeError::DiskFull(_) => ErrorCode::DiskFull,
+            NodeError::Membership(m) => match m {
+                MembershipError::MemberExists { .. } => ErrorCode::MemberExists,
+                MembershipError::UnknownMember { .. } => ErrorCode::NotFound,
+                MembershipError::LastVoter { .. } => ErrorCode::LastVoter,
+                MembershipError::InProgress(_) => ErrorCode::MembershipChanging,
+                MembershipError::NotCaughtUp { .. } => ErrorCode::NotCaughtUp,
+                MembershipError::Invalid(_) => ErrorCode::BadRequest,
+                MembershipError::Replaced { .. } => ErrorCode::MemberReplaced,
+                MembershipError::OtherCluster { .. } => ErrorCode::OtherCluster,
+                MembershipError::Unreachable { .. } => ErrorCode::MemberUnreachable,
+            },
+        }
+    }
+}
+
+/// The contract's code for a refusal of the state machine. A failed
+/// transaction operation has its own error's code (the message names the
+/// operation).
+pub fn core_code(error: &CoreError) -> ErrorCode {
+    match error {
+        CoreError::BadName { .. } | CoreError::Invalid(_) => ErrorCode::BadRequest,
+        CoreError::SessionNotFound(_) => ErrorCode::SessionNotFound,
+        CoreError::NotFound(_) => ErrorCode::NotFound,
+        CoreError::NotOwner { .. } => ErrorCode::NotOwner,
+        CoreError::LockHeld { .. } => ErrorCode::LockHeld,
+        CoreError::VersionMismatch { .. } => ErrorCode::VersionMismatch,
+        CoreError::NotLeader { .. } => ErrorCode::NotLeader,
+        CoreError::NotEmpty(_) => ErrorCode::NotEmpty,
+        CoreError::EphemeralParent(_) => ErrorCode::EphemeralParent,
+        CoreError::SessionConflict(_) => ErrorCode::SessionConflict,
+        CoreError::SequenceExhausted(_) => ErrorCode::SequenceExhausted,
+        // The node turns this into the grant; mapped for completeness.
+        CoreError::AlreadyGranted { .. } => ErrorCode::AlreadyGranted,
+        CoreError::LimitMismatch { .. } => ErrorCode::LimitMismatch,
+        CoreError::NotHolder { .. } => ErrorCode::NotHolder,
+        CoreError::TxnOpFailed { error, .. } => core_code(error),
     }
 }

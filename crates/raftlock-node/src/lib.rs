@@ -45,9 +45,10 @@ mod state_machine;
 mod stats;
 mod status;
 mod storage_watch;
-pub mod tracker;
+mod tracker;
 mod typ;
-pub mod waiters;
+mod views;
+mod waiters;
 
 pub use acquire::AcquireOptions;
 pub use backup::{
@@ -55,7 +56,7 @@ pub use backup::{
     BACKUP_FORMAT,
 };
 pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeConfig};
-pub use error::{MembershipError, NodeError};
+pub use error::{core_code, MembershipError, NodeError};
 pub use history::{Change, ChangeHistory, Compacted};
 pub use identity::{Identity, IdentityError};
 pub use local::LocalCluster;
@@ -64,6 +65,7 @@ pub use observe::ElectionChanges;
 pub use ops::{Consistency, Grant, NodeCounters, OpenedSession};
 pub use peer_guard::PeerState;
 pub use primitives::MultiGrant;
+pub use raftlock_api as api;
 pub use raftlock_core as core;
 pub use raftlock_tls::{ClientAuth, TlsSettings};
 pub use replica::membership::{MembershipMember, MembershipView};

@@ -103,6 +103,7 @@ impl LocalCluster {
         }
     }
 
+    #[cfg(feature = "fault-injection")]
     /// Fault injection: cuts every link between member `id` and the others
     /// in both directions (`isolated = false` restores them). Clients of
     /// the member still reach it: only the cluster's own traffic is cut.

@@ -172,6 +172,7 @@ impl PeerClient {
         Ok(url)
     }
 
+    #[cfg(feature = "fault-injection")]
     /// Fault injection: cut (or restore) this node's links to `peers`.
     pub(crate) fn cut_links(&self, peers: &[NodeId], cut: bool) {
         let mut set = self.cut.write().unwrap_or_else(|e| e.into_inner());

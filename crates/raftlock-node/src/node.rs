@@ -354,6 +354,7 @@ impl Node {
         self.replica.raft.get().sync_meter.stats()
     }
 
+    #[cfg(feature = "fault-injection")]
     /// Fault injection for tests and harnesses: while `stalled`, this
     /// node's log syncs do not complete, as if its disk hung (writes are
     /// still accepted into the log; nothing becomes durable). Its Raft
@@ -362,6 +363,7 @@ impl Node {
         self.replica.raft.get().sync_stall.set(stalled);
     }
 
+    #[cfg(feature = "fault-injection")]
     /// Fault injection for tests and harnesses: every log sync of this
     /// node takes `delay` longer (zero: back to normal), as on a disk whose
     /// `fdatasync` is slow. Nothing fails; commits that need this member's
@@ -370,6 +372,7 @@ impl Node {
         self.replica.raft.get().sync_stall.set_delay(delay);
     }
 
+    #[cfg(feature = "fault-injection")]
     /// Fault injection for tests and harnesses: this node's next log sync
     /// fails as if `fdatasync` returned `EIO`. Like a real failure it is
     /// permanent: the member leaves the Raft group and answers
@@ -378,6 +381,7 @@ impl Node {
         self.replica.raft.get().sync_stall.fail_next();
     }
 
+    #[cfg(feature = "fault-injection")]
     /// Fault injection for tests and harnesses: this node's next log sync
     /// fails with `ENOSPC`, and its disk counts as full until
     /// [`Node::restore_disk_space`]. Like a real full disk: the member
@@ -388,6 +392,7 @@ impl Node {
         self.replica.raft.get().sync_stall.fail_next_out_of_space();
     }
 
+    #[cfg(feature = "fault-injection")]
     /// Ends [`Node::fail_log_sync_out_of_space`]: the disk has room again
     /// (if the real one does), so the member reopens its log and rejoins.
     pub fn restore_disk_space(&self) {
@@ -408,6 +413,7 @@ impl Node {
         self.replica.refuse_if_storage_failed()
     }
 
+    #[cfg(feature = "fault-injection")]
     /// Fault injection for tests: cut (or restore) this node's outgoing
     /// links to `peers`, as a network partition would. Cut both ends
     /// (see `LocalCluster::isolate`) for a symmetric partition.

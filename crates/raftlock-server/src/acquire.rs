@@ -125,7 +125,8 @@ async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError>
     };
     // After validation, so bad input is refused as such; an unknown
     // session still wins over a full queue.
-    let admitted = crate::limits::check_queue(app, queue, req.name, session, !wait.is_zero());
+    let admitted =
+        crate::overload::limits::check_queue(app, queue, req.name, session, !wait.is_zero());
     app.session_wins(session, admitted.await).await?;
     let options = AcquireOptions {
         wait,

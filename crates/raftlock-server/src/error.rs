@@ -3,8 +3,10 @@
 //! Every failure of the API, whether refused by the state machine, by the
 //! node layer, by an extractor or by the router itself, ends up as an
 //! [`ApiError`] and leaves as `{"error": "<code>", "message": "<text>"}`
-//! with the status of its code. The mapping from node and core errors is
-//! written once, in the `From<NodeError>` and `From<CoreError>` impls.
+//! with the status of its code. The codes, their statuses and their
+//! `Retry-After` are the contract's (`raftlock_api::ErrorCode`); which
+//! code a node or core error has is the node's (`NodeError::code`), the
+//! same for the embedded client.
 
 use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderValue, StatusCode};
@@ -12,93 +14,7 @@ use axum::response::{IntoResponse, Response};
 use raftlock_core::{CoreError, SessionId};
 use raftlock_node::NodeError;
 
-/// Declares [`ErrorCode`] and its list [`ErrorCode::ALL`] from one table,
-/// so no code can exist without being listed: the OpenAPI document
-/// (`openapi.rs`) and its test take the list from here.
-macro_rules! error_codes {
-    ($($(#[$doc:meta])* $variant:ident = $code:literal,)*) => {
-        /// Every machine-readable error code the API answers with
-        /// (docs/api.md, "Errors").
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub(crate) enum ErrorCode {
-            $($(#[$doc])* $variant,)*
-        }
-
-        impl ErrorCode {
-            /// Every code, in declaration order.
-            pub(crate) const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
-
-            /// The code as it appears in the body's `error` field.
-            pub(crate) fn as_str(self) -> &'static str {
-                match self {
-                    $(ErrorCode::$variant => $code,)*
-                }
-            }
-        }
-    };
-}
-
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl serde::Serialize for ErrorCode {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-/// The body of every error response (the OpenAPI document's `ErrorBody`).
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub(crate) struct ErrorBody<'a> {
-    /// The stable machine-readable code.
-    error: ErrorCode,
-    /// A human-readable explanation; not stable.
-    message: &'a str,
-}
-
-error_codes! {
-    BadRequest = "bad_request",
-    SessionNotFound = "session_not_found",
-    NotFound = "not_found",
-    NotOwner = "not_owner",
-    LockHeld = "lock_held",
-    Timeout = "timeout",
-    NoLeader = "no_leader",
-    TooLarge = "too_large",
-    VersionMismatch = "version_mismatch",
-    NotLeader = "not_leader",
-    UnsupportedMediaType = "unsupported_media_type",
-    MethodNotAllowed = "method_not_allowed",
-    Unauthorized = "unauthorized",
-    Forbidden = "forbidden",
-    Withdrawn = "withdrawn",
-    NotEmpty = "not_empty",
-    EphemeralParent = "ephemeral_parent",
-    SessionConflict = "session_conflict",
-    SequenceExhausted = "sequence_exhausted",
-    AlreadyGranted = "already_granted",
-    OutcomeUnknown = "outcome_unknown",
-    ShuttingDown = "shutting_down",
-    NotCaughtUp = "not_caught_up",
-    MemberExists = "member_exists",
-    MemberReplaced = "member_replaced",
-    OtherCluster = "other_cluster",
-    MemberUnreachable = "member_unreachable",
-    LastVoter = "last_voter",
-    MembershipChanging = "membership_changing",
-    StorageFailed = "storage_failed",
-    DiskFull = "disk_full",
-    Internal = "internal",
-    TooManyRequests = "too_many_requests",
-    RequestTimeout = "request_timeout",
-    LimitMismatch = "limit_mismatch",
-    NotHolder = "not_holder",
-    /// Written below hyper by `overflow.rs`, never by an `ApiError`.
-    Overloaded = "overloaded",
-}
+pub(crate) use raftlock_api::{ErrorBody, ErrorCode};
 
 /// An API error: a stable machine-readable code, its HTTP status and a
 /// human message. Codes are listed in `docs/api.md`.
@@ -119,6 +35,13 @@ impl ApiError {
         }
     }
 
+    /// An error with its code's status (`ErrorCode::status`).
+    fn of(code: ErrorCode, message: impl Into<String>) -> Self {
+        let status =
+            StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Self::new(status, code, message)
+    }
+
     /// The error code (`bad_request`, `lock_held`, …).
     pub fn code(&self) -> &'static str {
         self.code.as_str()
@@ -136,13 +59,12 @@ impl ApiError {
 
     /// 400: the request is malformed or breaks a rule.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
+        Self::of(ErrorCode::BadRequest, message)
     }
 
     /// 408: an acquire with `keep_queued` timed out; its node stays queued.
     pub(crate) fn timeout_still_queued() -> Self {
-        Self::new(
-            StatusCode::REQUEST_TIMEOUT,
+        Self::of(
             ErrorCode::Timeout,
             "wait_ms elapsed before the grant; the session's node stays queued \
              (keep_queued): acquire again to keep waiting in place, release to cancel",
@@ -152,19 +74,18 @@ impl ApiError {
     /// 401: no bearer token, or one the cluster does not know, while the
     /// API requires tokens (docs/security.md).
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+        Self::of(ErrorCode::Unauthorized, message)
     }
 
     /// 403: the token is valid but lacks the permission (on that name,
     /// or over that session).
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
+        Self::of(ErrorCode::Forbidden, message)
     }
 
     /// 404: the session is unknown, closed or expired.
     pub fn session_not_found(session: impl std::fmt::Display) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
+        Self::of(
             ErrorCode::SessionNotFound,
             format!("session {session} not found (unknown, closed or expired)"),
         )
@@ -172,38 +93,29 @@ impl ApiError {
 
     /// 404: no such node, lock or route.
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
+        Self::of(ErrorCode::NotFound, message)
     }
 
     /// 413: a body or node data over the configured limit.
     pub fn too_large(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::TooLarge, message)
+        Self::of(ErrorCode::TooLarge, message)
     }
 
     /// 429: a limit that protects the cluster (sessions, waiters per
     /// lock) is reached; answered with `Retry-After`.
     pub fn too_many_requests(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::TooManyRequests,
-            message,
-        )
+        Self::of(ErrorCode::TooManyRequests, message)
     }
 
     /// 408: the request body did not arrive within the configured time
     /// (a slow or stalled client); the connection is closed after it.
     pub(crate) fn request_timeout(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::REQUEST_TIMEOUT,
-            ErrorCode::RequestTimeout,
-            message,
-        )
+        Self::of(ErrorCode::RequestTimeout, message)
     }
 
     /// 415: a body that is not `application/json`.
     pub fn unsupported_media_type() -> Self {
-        Self::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        Self::of(
             ErrorCode::UnsupportedMediaType,
             "the request body must be JSON, sent with Content-Type: application/json",
         )
@@ -211,22 +123,14 @@ impl ApiError {
 
     /// 405: the route exists, the method does not.
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            ErrorCode::MethodNotAllowed,
-            message,
-        )
+        Self::of(ErrorCode::MethodNotAllowed, message)
     }
 
     /// 503: this member has as many requests in flight as it may, and
     /// this one waited its time for a slot (`admission.rs`); nothing was
     /// done. Answered with `Retry-After`.
     pub(crate) fn overloaded(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::Overloaded,
-            message,
-        )
+        Self::of(ErrorCode::Overloaded, message)
     }
 
     /// 503: the server is shutting down; retry on another node.
@@ -236,11 +140,7 @@ impl ApiError {
 
     /// 503: the node has a leader but has not applied its whole log yet.
     pub fn not_caught_up(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::NotCaughtUp,
-            message,
-        )
+        Self::of(ErrorCode::NotCaughtUp, message)
     }
 
     /// Any other status that reached the router's safety net (a response
@@ -285,67 +185,13 @@ pub(crate) fn no_such_action(action: &str, allow: &'static str, actions: &str) -
 
 impl From<CoreError> for ApiError {
     fn from(error: CoreError) -> Self {
-        let (status, code) = core_status(&error);
-        ApiError::new(status, code, error.to_string())
-    }
-}
-
-/// A core error's status and code. A failed transaction operation answers
-/// with its own error's code (the message names the operation).
-fn core_status(error: &CoreError) -> (StatusCode, ErrorCode) {
-    use StatusCode as S;
-    match error {
-        CoreError::BadName { .. } | CoreError::Invalid(_) => {
-            (S::BAD_REQUEST, ErrorCode::BadRequest)
-        }
-        CoreError::SessionNotFound(_) => (S::NOT_FOUND, ErrorCode::SessionNotFound),
-        CoreError::NotFound(_) => (S::NOT_FOUND, ErrorCode::NotFound),
-        CoreError::NotOwner { .. } => (S::FORBIDDEN, ErrorCode::NotOwner),
-        CoreError::LockHeld { .. } => (S::CONFLICT, ErrorCode::LockHeld),
-        CoreError::VersionMismatch { .. } => (S::CONFLICT, ErrorCode::VersionMismatch),
-        CoreError::NotLeader { .. } => (S::CONFLICT, ErrorCode::NotLeader),
-        CoreError::NotEmpty(_) => (S::CONFLICT, ErrorCode::NotEmpty),
-        CoreError::EphemeralParent(_) => (S::CONFLICT, ErrorCode::EphemeralParent),
-        CoreError::SessionConflict(_) => (S::CONFLICT, ErrorCode::SessionConflict),
-        CoreError::SequenceExhausted(_) => (S::CONFLICT, ErrorCode::SequenceExhausted),
-        // The node turns this into the grant; mapped for completeness.
-        CoreError::AlreadyGranted { .. } => (S::CONFLICT, ErrorCode::AlreadyGranted),
-        CoreError::LimitMismatch { .. } => (S::CONFLICT, ErrorCode::LimitMismatch),
-        CoreError::NotHolder { .. } => (S::CONFLICT, ErrorCode::NotHolder),
-        CoreError::TxnOpFailed { error, .. } => core_status(error),
+        ApiError::of(raftlock_node::core_code(&error), error.to_string())
     }
 }
 
 impl From<NodeError> for ApiError {
     fn from(error: NodeError) -> Self {
-        use StatusCode as S;
-        let message = error.to_string();
-        let (status, code) = match error {
-            NodeError::Core(core) => return core.into(),
-            NodeError::NoLeader => (S::SERVICE_UNAVAILABLE, ErrorCode::NoLeader),
-            NodeError::OutcomeUnknown(_) => (S::SERVICE_UNAVAILABLE, ErrorCode::OutcomeUnknown),
-            NodeError::Timeout => (S::REQUEST_TIMEOUT, ErrorCode::Timeout),
-            NodeError::Withdrawn => (S::CONFLICT, ErrorCode::Withdrawn),
-            NodeError::ShuttingDown => (S::SERVICE_UNAVAILABLE, ErrorCode::ShuttingDown),
-            NodeError::Internal(_) => (S::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
-            NodeError::StorageFailed(_) => (S::SERVICE_UNAVAILABLE, ErrorCode::StorageFailed),
-            NodeError::DiskFull(_) => (S::SERVICE_UNAVAILABLE, ErrorCode::DiskFull),
-            NodeError::Membership(m) => {
-                use raftlock_node::MembershipError as M;
-                match m {
-                    M::MemberExists { .. } => (S::CONFLICT, ErrorCode::MemberExists),
-                    M::UnknownMember { .. } => (S::NOT_FOUND, ErrorCode::NotFound),
-                    M::LastVoter { .. } => (S::CONFLICT, ErrorCode::LastVoter),
-                    M::InProgress(_) => (S::SERVICE_UNAVAILABLE, ErrorCode::MembershipChanging),
-                    M::NotCaughtUp { .. } => (S::SERVICE_UNAVAILABLE, ErrorCode::NotCaughtUp),
-                    M::Invalid(_) => (S::BAD_REQUEST, ErrorCode::BadRequest),
-                    M::Replaced { .. } => (S::SERVICE_UNAVAILABLE, ErrorCode::MemberReplaced),
-                    M::OtherCluster { .. } => (S::CONFLICT, ErrorCode::OtherCluster),
-                    M::Unreachable { .. } => (S::SERVICE_UNAVAILABLE, ErrorCode::MemberUnreachable),
-                }
-            }
-        };
-        ApiError::new(status, code, message)
+        ApiError::of(error.code(), error.to_string())
     }
 }
 
@@ -367,25 +213,9 @@ impl IntoResponse for ApiError {
         let mut response = (self.status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if matches!(
-            self.code,
-            ErrorCode::NoLeader
-                | ErrorCode::ShuttingDown
-                | ErrorCode::MembershipChanging
-                | ErrorCode::NotCaughtUp
-                | ErrorCode::Overloaded
-                | ErrorCode::DiskFull
-        ) {
-            // All are safe to retry; a short pause lets an election settle
-            // (or a loaded member apply its log, or a full one find room:
-            // it looks for free space every 250 ms).
-            headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        if self.code == ErrorCode::TooManyRequests {
-            // Room comes back as sessions close or expire and locks are
-            // released, at the pace of TTLs (1 s at least): clients
-            // retrying every few seconds is enough, not a tight loop.
-            headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+        if let Some(secs) = self.code.retry_after_secs() {
+            // All are safe to retry after a pause (`ErrorCode::retry_after_secs`).
+            headers.insert(RETRY_AFTER, HeaderValue::from(secs));
         }
         if self.code == ErrorCode::RequestTimeout {
             // The rest of a half-sent body would be read as the next

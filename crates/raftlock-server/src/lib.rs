@@ -21,22 +21,21 @@
 //! every acquire and campaign (`acquire`), the acquire/release routes of
 //! locks, read-write locks and semaphores (`queue_routes`),
 //! JSON-rejecting extractors
-//! (`extract`), the single error mapping (`error`), and the OpenAPI
-//! document generated from all of them (`openapi`).
+//! (`extract`), the single error mapping (`error`), overload control
+//! (`overload`: connections, shedding, admission, limits), and the OpenAPI
+//! document generated from all of them (`openapi`). Request, answer and
+//! error types come from the operations contract (`raftlock_api`).
 
 #![warn(missing_docs)]
 
 mod acquire;
-mod admission;
 mod auth;
 mod backup;
 mod cluster;
 mod config;
-mod connection;
 mod elections;
 mod error;
 mod extract;
-mod limits;
 mod locks;
 mod metrics;
 mod multilocks;
@@ -44,7 +43,7 @@ mod node_watch;
 mod nodes;
 mod observe;
 mod openapi;
-mod overflow;
+mod overload;
 mod process;
 mod queue_routes;
 mod reachability;
@@ -53,7 +52,6 @@ mod semaphores;
 mod session_list;
 mod sessions;
 mod shared_locks;
-mod shedding;
 mod state;
 mod txn;
 mod ui;
@@ -71,6 +69,8 @@ use raftlock_node::Node;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use overload::{admission, connection, overflow, shedding};
+
 pub use auth::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};
 pub use config::{ApiConfig, ApiConfigError};
 
@@ -83,7 +83,7 @@ pub fn fuzz_json_bodies(bytes: &[u8]) -> [bool; 3] {
     [
         serde_json::from_slice::<nodes::PutBody>(bytes).is_ok(),
         serde_json::from_slice::<sessions::OpenRequest>(bytes).is_ok(),
-        serde_json::from_slice::<locks::FencingBody>(bytes).is_ok(),
+        serde_json::from_slice::<raftlock_api::lock::FencingBody>(bytes).is_ok(),
     ]
 }
 pub use error::ApiError;

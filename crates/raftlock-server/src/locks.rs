@@ -10,14 +10,15 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use raftlock_api::lock::{FencingAnswer, FencingBody, Holder, LockBody, LockList, Waiter};
 use raftlock_core::path::validate_lock_name;
-use raftlock_core::{QueueEntryView, QueueKind, QueueSummary, QueueView};
+use raftlock_core::{QueueKind, QueueSummary, QueueView};
 use raftlock_node::Grant;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::acquire::{Queue, Target};
-use crate::auth::{Caller, Permission, Visibility};
+use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
 use crate::queue_routes::{self, Asked, QueueRoute};
@@ -73,81 +74,19 @@ struct Granted {
     since_revision: u64,
 }
 
-/// `session_id` is `null` for a session of another principal
-/// (docs/security.md); `principal` is `null` without tokens.
-#[derive(Debug, Serialize, ToSchema)]
-struct Holder {
-    session_id: Option<String>,
-    owner: String,
-    principal: Option<String>,
-    node: String,
-    fencing_token: u64,
-    since_revision: u64,
+/// Hides, for `caller`, the session ids of another principal's entries.
+pub(crate) fn redact_holder(mut h: Holder, caller: &Caller) -> Holder {
+    h.session_id = caller
+        .visibility(h.principal.as_deref())
+        .redact(h.session_id);
+    h
 }
 
-impl Holder {
-    fn new(e: QueueEntryView, caller: &Caller) -> Self {
-        let visibility = caller.visibility(e.principal.as_deref());
-        Holder {
-            session_id: visibility.session_id(e.session),
-            since_revision: e.granted_revision.unwrap_or(e.fencing_token),
-            owner: e.owner,
-            principal: e.principal,
-            node: e.node,
-            fencing_token: e.fencing_token,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct Waiter {
-    session_id: Option<String>,
-    owner: String,
-    principal: Option<String>,
-    node: String,
-}
-
-impl Waiter {
-    fn new(e: QueueEntryView, caller: &Caller) -> Self {
-        let visibility: Visibility = caller.visibility(e.principal.as_deref());
-        Waiter {
-            session_id: visibility.session_id(e.session),
-            owner: e.owner,
-            principal: e.principal,
-            node: e.node,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = Lock)]
-struct LockBody {
-    lock: String,
-    holder: Option<Holder>,
-    waiters: Vec<Waiter>,
-    /// The lock's lock-delay (fixed by the acquire that created its
-    /// queue); `null` for none.
-    lock_delay_ms: Option<u64>,
-    /// True while the lock is held off: its holder's session ended and
-    /// nobody is granted it until the delay has passed (`holder` is then
-    /// `null`). The end is timed by the leader, not kept in the state.
-    held_off: bool,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct LockLine {
-    lock: String,
-    holder: Option<Holder>,
-    waiters: usize,
-    /// As in `GET /v1/locks/{name}`: the lock's lock-delay, `null` for none.
-    lock_delay_ms: Option<u64>,
-    /// As in `GET /v1/locks/{name}`: a lost holder's delay runs.
-    held_off: bool,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct LockList {
-    locks: Vec<LockLine>,
+fn redact_waiter(mut w: Waiter, caller: &Caller) -> Waiter {
+    w.session_id = caller
+        .visibility(w.principal.as_deref())
+        .redact(w.session_id);
+    w
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -159,19 +98,6 @@ struct ListQuery {
     prefix: String,
     #[serde(default)]
     consistency: ReadConsistency,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FencingBody {
-    lock: String,
-    fencing_token: u64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct FencingAnswer {
-    valid: bool,
-    current_token: Option<u64>,
 }
 
 /// The lock queue's acquire and release (`queue_routes.rs`).
@@ -283,29 +209,14 @@ async fn inspect(
     ApiPath(name): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<LockBody>, ApiError> {
-    validate_lock_name(&name)?;
-    let (view, lock_delay_ms, held_off) = app
-        .node
-        .read(query.consistency.into(), |s| {
-            let delay = s.lock_delay(&name);
-            (
-                s.queue(QueueKind::Lock, &name),
-                (delay > 0).then_some(delay),
-                s.lock_held_off(&name),
-            )
-        })
-        .await?;
-    Ok(Json(LockBody {
-        lock_delay_ms,
-        held_off,
-        lock: name,
-        holder: view.holder.map(|h| Holder::new(h, &caller)),
-        waiters: view
-            .waiters
-            .into_iter()
-            .map(|w| Waiter::new(w, &caller))
-            .collect(),
-    }))
+    let mut lock = app.node.lock(&name, query.consistency.into()).await?;
+    lock.holder = lock.holder.map(|h| redact_holder(h, &caller));
+    lock.waiters = lock
+        .waiters
+        .into_iter()
+        .map(|w| redact_waiter(w, &caller))
+        .collect();
+    Ok(Json(lock))
 }
 
 /// The locks with a holder or waiters, by name prefix.
@@ -318,25 +229,15 @@ async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<LockList>, ApiError> {
     // The delays are read with the queues: one consistent view.
-    let locks = app
+    let mut locks = app
         .node
-        .read(query.consistency.into(), |s| {
-            s.queues(QueueKind::Lock, &query.prefix)
-                .into_iter()
-                .filter(|q| caller.may(Permission::Read, &q.name))
-                .map(|q| {
-                    let delay = s.lock_delay(&q.name);
-                    LockLine {
-                        lock_delay_ms: (delay > 0).then_some(delay),
-                        held_off: s.lock_held_off(&q.name),
-                        holder: q.holder.map(|h| Holder::new(h, &caller)),
-                        waiters: q.waiters,
-                        lock: q.name,
-                    }
-                })
-                .collect()
+        .locks(&query.prefix, query.consistency.into(), |name| {
+            caller.may(Permission::Read, name)
         })
         .await?;
+    for line in &mut locks {
+        line.holder = line.holder.take().map(|h| redact_holder(h, &caller));
+    }
     Ok(Json(LockList { locks }))
 }
 
@@ -350,15 +251,9 @@ async fn fencing_check(
     JsonBody(body): JsonBody<FencingBody>,
 ) -> Result<Json<FencingAnswer>, ApiError> {
     caller.require(Permission::Read, &body.lock)?;
-    validate_lock_name(&body.lock)?;
-    let (valid, current_token) = app
-        .node
-        .read(raftlock_node::Consistency::Linearizable, |s| {
-            s.fencing_check(&body.lock, body.fencing_token)
-        })
-        .await?;
-    Ok(Json(FencingAnswer {
-        valid,
-        current_token,
-    }))
+    Ok(Json(
+        app.node
+            .check_fencing(&body.lock, body.fencing_token)
+            .await?,
+    ))
 }

@@ -14,26 +14,10 @@ use std::sync::LazyLock;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use utoipa::openapi::content::ContentBuilder;
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
-use utoipa::openapi::{Ref, RefOr, ResponseBuilder};
-use utoipa::{OpenApi, PartialSchema, ToSchema};
+use utoipa::openapi::{Ref, ResponseBuilder};
+use utoipa::OpenApi;
 
 use crate::error::{ErrorBody, ErrorCode};
-
-impl PartialSchema for ErrorCode {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .description(Some(
-                "A stable error code; its HTTP status and meaning are listed \
-                 in docs/api.md (Errors).",
-            ))
-            .enum_values(Some(ErrorCode::ALL.iter().map(|c| c.as_str())))
-            .into()
-    }
-}
-
-impl ToSchema for ErrorCode {}
 
 /// The document's frame: title, version and the shared error schema.
 #[derive(OpenApi)]

@@ -74,7 +74,7 @@ async fn open(
             "owner must be at most {max_owner} bytes"
         )));
     }
-    crate::limits::check_open(&app, &req.owner, caller.principal()).await?;
+    crate::overload::limits::check_open(&app, &req.owner, caller.principal()).await?;
     // The node checks the TTL against the cluster's bounds (bad_request).
     let ttl = Duration::from_millis(req.ttl_ms);
     let opened = app

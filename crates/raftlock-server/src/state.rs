@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use crate::config::ApiConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::shedding::Shedding;
+use crate::overload::shedding::Shedding;
 
 /// Handler state; cheap to clone.
 #[derive(Clone)]

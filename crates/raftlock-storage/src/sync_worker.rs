@@ -56,10 +56,10 @@ impl SyncMeter {
 
 /// Fault injection at the durability barrier: while set, the worker holds
 /// its next barrier, as if the disk hung ([`SyncStall::set`]); or the next
-/// barrier fails as if `fdatasync` returned `EIO` ([`SyncStall::fail_next`])
-/// or `ENOSPC` ([`SyncStall::fail_next_out_of_space`]); or every barrier
+/// barrier fails as if `fdatasync` returned `EIO` (`SyncStall::fail_next`)
+/// or `ENOSPC` (`SyncStall::fail_next_out_of_space`); or every barrier
 /// is slowed down, as on a disk whose `fdatasync` takes long
-/// ([`SyncStall::set_delay`]).
+/// (`SyncStall::set_delay`).
 /// For tests and fault-injection harnesses; a production node never sets it.
 #[derive(Clone, Default)]
 pub struct SyncStall {
@@ -78,6 +78,7 @@ impl SyncStall {
         changed.notify_all();
     }
 
+    #[cfg(any(test, feature = "fault-injection"))]
     /// Makes the next barrier fail with an I/O error (`EIO`) instead of
     /// running, exactly where a failed `fdatasync` is reported. Like a real
     /// failure it is sticky: every later barrier fails too.
@@ -85,12 +86,14 @@ impl SyncStall {
         self.fail_next.store(EIO, Ordering::SeqCst);
     }
 
+    #[cfg(any(test, feature = "fault-injection"))]
     /// Makes the next barrier fail with `ENOSPC`, as a full file system
     /// reports it to a write or an `fdatasync`; sticky like any failure.
     pub fn fail_next_out_of_space(&self) {
         self.fail_next.store(ENOSPC, Ordering::SeqCst);
     }
 
+    #[cfg(any(test, feature = "fault-injection"))]
     /// Makes every barrier take `delay` longer (zero: back to normal), as
     /// on a disk whose `fdatasync` is slow. Barriers still succeed; only
     /// durability (hence every commit that waits for this member) is late.
@@ -125,8 +128,10 @@ impl SyncStall {
 
 /// `EIO`, what Linux's `fdatasync` returns when write-back failed (the
 /// same number on every Linux architecture).
+#[cfg(any(test, feature = "fault-injection"))]
 const EIO: i32 = 5;
 /// `ENOSPC`: no space left on the device.
+#[cfg(any(test, feature = "fault-injection"))]
 const ENOSPC: i32 = 28;
 
 #[derive(Default)]

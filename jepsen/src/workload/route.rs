@@ -30,6 +30,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use raftlock_client::ErrorCode;
 use rand::rngs::StdRng;
 
 use crate::control::roster::Roster;
@@ -78,21 +79,19 @@ impl FromStr for Routing {
     }
 }
 
-/// Error codes that say a request was not delivered or not answered, or
-/// that the member cannot serve at all until an operator acts (its disk
-/// failed or is full, its data was replaced) or is at its connection cap:
-/// the only reasons a sticky client leaves its member. The Rust, Python
-/// and Go clients move on from these too; `no_leader` is not one of them.
-const UNREACHABLE: &[&str] = &[
-    "connect",
-    "http_timeout",
-    "transport",
-    "shutting_down",
-    "storage_failed",
-    "disk_full",
-    "member_replaced",
-    "overloaded",
-];
+/// The harness's own codes for a request that was not delivered or not
+/// answered. With the API's codes that say this member cannot serve until
+/// an operator acts or it has room (`ErrorCode::retry_elsewhere`:
+/// shutting down, a failed or full disk, replaced data, at its connection
+/// cap), they are the only reasons a sticky client leaves its member. The
+/// Rust, Python and Go clients move on from these too; `no_leader` is not
+/// one of them.
+const UNREACHABLE: &[&str] = &["connect", "http_timeout", "transport"];
+
+/// True when `code` says the member did not serve the request.
+fn unreachable(code: &str) -> bool {
+    UNREACHABLE.contains(&code) || ErrorCode::parse(code).is_some_and(ErrorCode::retry_elsewhere)
+}
 
 /// One client's member, shared by its op loop and its keepalive task.
 #[derive(Debug)]
@@ -138,7 +137,7 @@ impl Route {
     /// `node` did not answer. Concurrent failures (op loop and keepalive)
     /// move it once.
     pub fn observe(&self, node: u64, code: Option<&str>) {
-        if self.routing != Routing::Sticky || !code.is_some_and(|c| UNREACHABLE.contains(&c)) {
+        if self.routing != Routing::Sticky || !code.is_some_and(unreachable) {
             return;
         }
         let Some(next) = self.roster.next_after(node) else {

@@ -4,28 +4,13 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::wire::{parse, HolderBody};
+use raftlock_api::lock::{Holder as HolderBody, LockList};
+
+use super::wire::{self, parse};
 use super::{Call, HttpClient};
 use crate::error::{ClientError, Result};
 use crate::primitives::Access;
 use crate::types::{ClusterInfo, LockSummary, RwHolder, RwLockSummary, SemaphoreSummary};
-
-#[derive(Deserialize)]
-struct LockList {
-    locks: Vec<LockLine>,
-}
-
-#[derive(Deserialize)]
-struct LockLine {
-    lock: String,
-    holder: Option<HolderBody>,
-    waiters: u64,
-    // Absent from the listings of servers before lock-delays were listed.
-    #[serde(default)]
-    lock_delay_ms: Option<u64>,
-    #[serde(default)]
-    held_off: bool,
-}
 
 #[derive(Deserialize)]
 struct RwLockList {
@@ -73,7 +58,7 @@ impl SharedHolderBody {
         };
         Ok(RwHolder {
             mode,
-            holder: self.holder.into_holder()?,
+            holder: wire::holder(self.holder)?,
         })
     }
 }
@@ -98,8 +83,8 @@ impl HttpClient {
             .map(|line| {
                 Ok(LockSummary {
                     name: line.lock,
-                    holder: line.holder.map(HolderBody::into_holder).transpose()?,
-                    waiters: line.waiters,
+                    holder: line.holder.map(wire::holder).transpose()?,
+                    waiters: line.waiters as u64,
                     lock_delay: line.lock_delay_ms.map(std::time::Duration::from_millis),
                     held_off: line.held_off,
                 })
@@ -143,7 +128,7 @@ impl HttpClient {
                     holders: line
                         .holders
                         .into_iter()
-                        .map(HolderBody::into_holder)
+                        .map(wire::holder)
                         .collect::<Result<_>>()?,
                     waiters: line.waiters,
                 })

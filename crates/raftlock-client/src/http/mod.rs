@@ -28,7 +28,7 @@ mod primitives;
 mod sse;
 mod watch;
 
-mod wire;
+pub(crate) mod wire;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,7 +38,7 @@ use std::time::Duration;
 use raftlock_tls::rustls;
 use reqwest::{Method, StatusCode};
 
-use crate::error::{ClientError, Result};
+use crate::error::{ClientError, ErrorCode, Result};
 use crate::retry::RetryPolicy;
 
 /// Settings of an [`HttpClient`]; every field has a default.
@@ -350,14 +350,13 @@ impl HttpClient {
                 }
                 Attempt::Answer(status, body, _) => match error_of(status, &body) {
                     ClientError::NoLeader(m) => last = ClientError::NoLeader(m),
-                    // That member's disk failed, or it is at its connection
-                    // cap, and it refused before proposing (nothing
-                    // applied): another member serves.
-                    e if storage_failed(&e) => last = e,
+                    // That member cannot serve (its disk failed or is full,
+                    // its data was replaced, it is at its connection cap)
+                    // and it refused before proposing (nothing applied):
+                    // another member serves.
+                    e if passed_over(&e) => last = e,
                     // A node going down may have applied it: resend elsewhere.
-                    e @ (ClientError::OutcomeUnknown(_)
-                    | ClientError::Internal(_)
-                    | ClientError::ShuttingDown) => {
+                    e if e.code().is_some_and(ErrorCode::outcome_unknown) => {
                         if call.once {
                             return Err(ClientError::OutcomeUnknown(format!("{endpoint}: {e}")));
                         }
@@ -446,8 +445,7 @@ impl HttpClient {
                     match error_of(status, &body) {
                         e if e.is_transient()
                             || e.outcome_unknown()
-                            || e == ClientError::ShuttingDown
-                            || storage_failed(&e) =>
+                            || e.code().is_some_and(ErrorCode::retry_elsewhere) =>
                         {
                             last = e
                         }
@@ -465,7 +463,7 @@ impl HttpClient {
 /// JSON (a proxy's page, another service) is a protocol error, or an
 /// unknown outcome for a 5xx, since the request may have gone through.
 fn error_of(status: StatusCode, body: &[u8]) -> ClientError {
-    match serde_json::from_slice::<wire::ErrorBody>(body) {
+    match serde_json::from_slice::<raftlock_api::ErrorReply>(body) {
         Ok(e) => ClientError::from_api(&e.error, e.message),
         Err(_) => {
             let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
@@ -478,16 +476,13 @@ fn error_of(status: StatusCode, body: &[u8]) -> ClientError {
     }
 }
 
-/// `storage_failed` or `disk_full`: that member's log disk failed or is
-/// full, and it refused the request before proposing anything; or
-/// `overloaded`: it serves as many connections as it may and refused this
-/// one before reading the request. Another member can serve it.
-fn storage_failed(e: &ClientError) -> bool {
-    matches!(
-        e,
-        ClientError::Rejected { code, .. }
-            if code == "storage_failed" || code == "disk_full" || code == "overloaded"
-    )
+/// A refusal by a member that cannot serve while another can, sent before
+/// anything was proposed (`ErrorCode::retry_elsewhere`, and nothing
+/// applied): `storage_failed`, `disk_full`, `member_replaced`,
+/// `overloaded`.
+fn passed_over(e: &ClientError) -> bool {
+    e.code()
+        .is_some_and(|code| code.retry_elsewhere() && code.not_applied())
 }
 
 #[cfg(test)]
@@ -496,13 +491,26 @@ mod tests {
 
     #[test]
     fn a_member_that_refused_before_proposing_is_passed_over() {
-        for code in ["storage_failed", "disk_full", "overloaded"] {
+        for code in [
+            "storage_failed",
+            "disk_full",
+            "member_replaced",
+            "overloaded",
+        ] {
             let body = format!(r#"{{"error":"{code}","message":"x"}}"#);
             let e = error_of(StatusCode::SERVICE_UNAVAILABLE, body.as_bytes());
-            assert!(storage_failed(&e), "{code}: {e:?}");
+            assert!(passed_over(&e), "{code}: {e:?}");
         }
-        let body = br#"{"error":"lock_held","message":"x"}"#;
-        assert!(!storage_failed(&error_of(StatusCode::CONFLICT, body)));
+        for code in [
+            "lock_held",
+            "shutting_down",
+            "no_leader",
+            "too_many_requests",
+        ] {
+            let body = format!(r#"{{"error":"{code}","message":"x"}}"#);
+            let e = error_of(StatusCode::CONFLICT, body.as_bytes());
+            assert!(!passed_over(&e), "{code}: {e:?}");
+        }
     }
 
     #[test]

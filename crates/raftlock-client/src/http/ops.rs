@@ -85,7 +85,7 @@ impl LockClient for HttpClient {
     fn lock_state<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<LockState>> {
         Box::pin(async move {
             let call = Call::new(Method::GET, format!("/v1/locks/{}", checked(name)?));
-            parse::<wire::LockBody>(&self.call(call).await?)?.into_state()
+            wire::lock_state(parse(&self.call(call).await?)?)
         })
     }
 
@@ -95,11 +95,13 @@ impl LockClient for HttpClient {
         token: u64,
     ) -> BoxFuture<'a, Result<FencingCheck>> {
         Box::pin(async move {
-            let call = Call::new(Method::POST, "/v1/fencing/check".into()).json(&wire::Fencing {
-                lock: checked(name)?,
-                fencing_token: token,
-            });
-            Ok(parse::<wire::FencingAnswer>(&self.call(call).await?)?.into())
+            let call = Call::new(Method::POST, "/v1/fencing/check".into()).json(
+                &raftlock_api::lock::FencingBody {
+                    lock: checked(name)?.to_string(),
+                    fencing_token: token,
+                },
+            );
+            Ok(wire::fencing(parse(&self.call(call).await?)?))
         })
     }
 

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use raftlock_api::lock;
+
 use crate::error::{ClientError, Result};
 use crate::types::{FencingCheck, Holder, Leader, LockState, Poll, SessionId, Waiter};
 
@@ -23,13 +25,6 @@ pub(crate) fn session_id(text: &str) -> Result<SessionId> {
 
 pub(crate) fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-#[derive(Deserialize)]
-pub(crate) struct ErrorBody {
-    pub error: String,
-    #[serde(default)]
-    pub message: String,
 }
 
 #[derive(Serialize)]
@@ -94,98 +89,48 @@ pub(crate) struct Acquired {
     pub session_id: String,
 }
 
-#[derive(Deserialize)]
-pub(crate) struct HolderBody {
-    session_id: Option<String>,
-    #[serde(default)]
-    owner: String,
-    #[serde(default)]
-    principal: Option<String>,
-    node: String,
-    fencing_token: u64,
-    #[serde(default)]
-    since_revision: u64,
+/// A holder of the contract's views as the client shows it.
+pub(crate) fn holder(h: lock::Holder) -> Result<Holder> {
+    Ok(Holder {
+        session: h.session_id.as_deref().map(session_id).transpose()?,
+        owner: h.owner,
+        principal: h.principal,
+        node: h.node,
+        fencing_token: h.fencing_token,
+        since_revision: h.since_revision,
+    })
 }
 
-impl HolderBody {
-    pub(crate) fn into_holder(self) -> Result<Holder> {
-        Ok(Holder {
-            session: self.session_id.as_deref().map(session_id).transpose()?,
-            owner: self.owner,
-            principal: self.principal,
-            node: self.node,
-            fencing_token: self.fencing_token,
-            since_revision: self.since_revision,
-        })
-    }
-}
-
-#[derive(Deserialize)]
-struct WaiterBody {
-    session_id: Option<String>,
-    #[serde(default)]
-    owner: String,
-    #[serde(default)]
-    principal: Option<String>,
-    node: String,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct LockBody {
-    lock: String,
-    holder: Option<HolderBody>,
-    #[serde(default)]
-    waiters: Vec<WaiterBody>,
-    /// Absent from servers older than lock-delay.
-    #[serde(default)]
-    lock_delay_ms: Option<u64>,
-    #[serde(default)]
-    held_off: bool,
-}
-
-impl LockBody {
-    pub fn into_state(self) -> Result<LockState> {
-        let holder = self.holder.map(HolderBody::into_holder).transpose()?;
-        let waiters = self
-            .waiters
-            .into_iter()
-            .map(|w| {
-                Ok(Waiter {
-                    session: w.session_id.as_deref().map(session_id).transpose()?,
-                    owner: w.owner,
-                    principal: w.principal,
-                    node: w.node,
-                })
+/// A lock of the contract's views (`GET /v1/locks/{name}`, or the
+/// embedded node's typed read) as the client shows it.
+pub(crate) fn lock_state(lock: lock::LockBody) -> Result<LockState> {
+    let holder = lock.holder.map(holder).transpose()?;
+    let waiters = lock
+        .waiters
+        .into_iter()
+        .map(|w| {
+            Ok(Waiter {
+                session: w.session_id.as_deref().map(session_id).transpose()?,
+                owner: w.owner,
+                principal: w.principal,
+                node: w.node,
             })
-            .collect::<Result<_>>()?;
-        Ok(LockState {
-            name: self.lock,
-            holder,
-            waiters,
-            lock_delay: self.lock_delay_ms.map(std::time::Duration::from_millis),
-            held_off: self.held_off,
         })
-    }
+        .collect::<Result<_>>()?;
+    Ok(LockState {
+        name: lock.lock,
+        holder,
+        waiters,
+        lock_delay: lock.lock_delay_ms.map(std::time::Duration::from_millis),
+        held_off: lock.held_off,
+    })
 }
 
-#[derive(Serialize)]
-pub(crate) struct Fencing<'a> {
-    pub lock: &'a str,
-    pub fencing_token: u64,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct FencingAnswer {
-    valid: bool,
-    current_token: Option<u64>,
-}
-
-impl From<FencingAnswer> for FencingCheck {
-    fn from(a: FencingAnswer) -> Self {
-        FencingCheck {
-            valid: a.valid,
-            current_token: a.current_token,
-        }
+/// A fencing check's answer as the client shows it.
+pub(crate) fn fencing(a: lock::FencingAnswer) -> FencingCheck {
+    FencingCheck {
+        valid: a.valid,
+        current_token: a.current_token,
     }
 }
 
@@ -264,16 +209,14 @@ mod tests {
         let text = format!(
             r#"{{"lock":"a/b","holder":{{"session_id":"{id}","owner":"w","node":"/locks/a/b/lock-0000000001","fencing_token":7,"since_revision":7}},"waiters":[{{"session_id":"{id}","owner":"w","node":"n"}}],"extra":1}}"#
         );
-        let state = parse::<LockBody>(text.as_bytes())
-            .and_then(LockBody::into_state)
+        let state = parse::<lock::LockBody>(text.as_bytes())
+            .and_then(lock_state)
             .expect("parses");
         assert_eq!(state.name, "a/b");
         assert_eq!(state.holder.map(|h| h.fencing_token), Some(7));
         assert_eq!(state.waiters.len(), 1);
-        assert!(parse::<LockBody>(b"{}").is_err());
+        assert!(parse::<lock::LockBody>(b"{}").is_err());
         let bad = br#"{"lock":"a","holder":{"session_id":"zz","node":"n","fencing_token":1}}"#;
-        assert!(parse::<LockBody>(bad)
-            .and_then(LockBody::into_state)
-            .is_err());
+        assert!(parse::<lock::LockBody>(bad).and_then(lock_state).is_err());
     }
 }

@@ -27,7 +27,9 @@ pub(crate) struct Incarnation {
     /// How far this instance's log is on disk (gates append
     /// acknowledgements, apply and the commit index sent to followers).
     pub durable: DurableIndex,
-    /// Fault injection on this log store's barrier.
+    /// Fault injection on this log store's barrier (read only by the
+    /// `fault-injection` hooks).
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     pub sync_stall: SyncStall,
     /// This log store's barrier counters.
     pub sync_meter: SyncMeter,

@@ -127,6 +127,14 @@ impl Visibility {
             Visibility::Redacted => None,
         }
     }
+
+    /// A session id of the contract's views as a listing shows it.
+    pub fn redact(self, id: Option<String>) -> Option<String> {
+        match self {
+            Visibility::Full => id,
+            Visibility::Redacted => None,
+        }
+    }
 }
 
 impl FromRequestParts<AppState> for Caller {

@@ -16,6 +16,6 @@ mod caller;
 mod policy;
 mod tokens;
 
-pub(crate) use caller::{Caller, Visibility};
+pub(crate) use caller::Caller;
 pub(crate) use policy::{authenticate, Tokens};
 pub use tokens::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};

@@ -1,7 +1,7 @@
 //! Requests in flight per member (`api.max_requests_in_flight`): one past
 //! the limit waits `max_queue_wait_ms` for a slot, then gets `503
 //! overloaded` with `Retry-After`; a keepalive of a session that owns
-//! nodes never waits (crates/raftlock-server/src/admission.rs), and is
+//! nodes never waits (crates/raftlock-server/src/overload/admission.rs), and is
 //! served past the connection cap too (`overflow.rs`).
 
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! A member whose runtime falls behind takes fewer connections
-//! (crates/raftlock-server/src/shedding.rs): new ones get `503
+//! (crates/raftlock-server/src/overload/shedding.rs): new ones get `503
 //! overloaded`, open ones are closed after their next answer, and a lock
 //! holder's keepalive is still served and its connection kept.
 //!

@@ -38,7 +38,7 @@ use raftlock_node::Node;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::shedding::Shedding;
+use crate::overload::shedding::Shedding;
 
 /// Connections past the cap whose request head is being read, at most.
 pub(crate) const READING: usize = 1024;
@@ -100,7 +100,7 @@ impl Slots {
         let (Some(node), Some(id)) = (&self.node, keepalive_in(head)) else {
             return false;
         };
-        crate::admission::owns_nodes(node, id).await
+        crate::overload::admission::owns_nodes(node, id).await
     }
 
     /// Takes a slot for a new connection, if one is free and the member

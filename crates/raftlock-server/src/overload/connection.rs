@@ -29,7 +29,7 @@ use raftlock_tls::{accept_failed, TlsConnection, TlsIncoming};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::ApiError;
-use crate::overflow::{self, Admit, Slots};
+use crate::overload::overflow::{self, Admit, Slots};
 use tokio::sync::OwnedSemaphorePermit;
 
 /// Serves `app` on `listener` until `shutdown` completes, then stops

@@ -1,0 +1,30 @@
+//! # raftlock-api
+//!
+//! The operations contract of raftlock: the types every front door speaks.
+//! The HTTP API (`raftlock-server`) answers with them, the Rust client
+//! (`raftlock-client`, over HTTP or an embedded node) reads them, the CLI
+//! and the Jepsen harness classify errors with them. Serde only: no IO, no
+//! runtime, no Raft; with the `openapi` feature the types also carry their
+//! OpenAPI schemas.
+//!
+//! Modules:
+//! - [`error`]: [`ErrorCode`], each code's HTTP status and `Retry-After`,
+//!   and the retry classification every caller uses
+//!   ([`ErrorCode::not_applied`], [`ErrorCode::outcome_unknown`],
+//!   [`ErrorCode::retry_elsewhere`], [`ErrorCode::retry_later`]);
+//! - [`lock`]: a lock's view, the lock listing and the fencing check;
+//! - [`queue`]: the one model of a queue's kind ([`QueueKind`]: lock,
+//!   election, read-write lock, semaphore) and of how an entry holds it
+//!   ([`Mode`]).
+//!
+//! The shape this crate grows into, and what is still elsewhere, is in
+//! its README.md.
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod lock;
+pub mod queue;
+
+pub use error::{ErrorBody, ErrorCode, ErrorReply, UnknownCode};
+pub use queue::{Mode, QueueKind};
