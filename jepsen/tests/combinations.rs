@@ -52,7 +52,10 @@ fn start_and_change(workload: Workload, clients: Routing, nemesis: &str) {
         let crashed = cluster.crashed().await;
         cluster.shutdown().await;
         if let Err(e) = result {
-            panic!("{nemesis} with {clients} clients: {e}\n(node logs in {})", log_dir.display());
+            panic!(
+                "{nemesis} with {clients} clients: {e}\n(node logs in {})",
+                log_dir.display()
+            );
         }
         assert!(
             crashed.is_empty(),
@@ -82,7 +85,10 @@ async fn changes(cluster: &Cluster, disk: bool) -> Result<(), String> {
         return Err(format!("members at the end: {members:?}"));
     }
     if disk {
-        let faults = cluster.faults.as_ref().ok_or("member processes without fault hooks")?;
+        let faults = cluster
+            .faults
+            .as_ref()
+            .ok_or("member processes without fault hooks")?;
         for id in [spare, 2] {
             for (path, body) in [
                 ("/fault/slow-fsync", serde_json::json!({"delay_ms": 0})),
@@ -119,7 +125,11 @@ fn every_fault_at_once_with_http_clients() {
 #[test]
 #[ignore = "needs target/debug/raftlock and raftlock-jepsen: run jepsen/ci.sh"]
 fn every_fault_at_once_with_embedded_clients() {
-    start_and_change(Workload::Fenced, Routing::Embedded, &tmpfs_if_root("all,disk"));
+    start_and_change(
+        Workload::Fenced,
+        Routing::Embedded,
+        &tmpfs_if_root("all,disk"),
+    );
 }
 
 /// Membership without the disk hooks: `raftlock serve --join` (with root,
@@ -127,5 +137,9 @@ fn every_fault_at_once_with_embedded_clients() {
 #[test]
 #[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
 fn membership_with_the_shipped_binary() {
-    start_and_change(Workload::Register, Routing::Random, &tmpfs_if_root("membership"));
+    start_and_change(
+        Workload::Register,
+        Routing::Random,
+        &tmpfs_if_root("membership"),
+    );
 }

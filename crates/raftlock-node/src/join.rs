@@ -147,7 +147,9 @@ pub async fn ask_to_join(
     };
     send_membership_request(http, endpoints, &request)
         .await
-        .map_err(|e| MembershipRequestError(format!("member {id} could not join the cluster: {e}")))?;
+        .map_err(|e| {
+            MembershipRequestError(format!("member {id} could not join the cluster: {e}"))
+        })?;
     tracing::info!(id, "joined the cluster as a voter");
     Ok(Joined::Added)
 }
