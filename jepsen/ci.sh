@@ -28,14 +28,22 @@
 #      the `membership` nemesis adds spare members (`raftlock serve
 #      --join`) and removes voters (the leader too) must be valid, with
 #      adds and removals completed; and mutex with membership changes
-#      between kills, pauses and partitions;
+#      between kills, pauses and partitions; and mutex for 30 s under
+#      `membership,disk` (with root also `disk-fill`) from four founders
+#      and no spare ids, so a member is removed and added back as a
+#      `raftlock-jepsen member --join` process with an empty disk, with
+#      the re-adds completed;
 #   5. run jepsen/tests/disk.rs: mutex for 20 s under the disk nemeses
 #      (`disk-full`: a member's next log sync fails with ENOSPC, a clean
 #      stop, restarted when the fault ends; `slow-fsync`: its syncs take
 #      100-300 ms longer), register under disk faults, kills and
 #      partitions, and mutex under `disk-fill` (a real full tmpfs under a
 #      member, root only), must be valid, and the faults must have reached
-#      the members' disk path (about 2 min).
+#      the members' disk path (about 2 min);
+#   6. run jepsen/tests/combinations.rs: the clusters of `all,disk`
+#      (sticky and embedded clients) and of `membership` alone (with root
+#      plus `disk-fill`) start, a spare joins, a founder is removed and
+#      added back, and the joined members take disk faults (about 5 s).
 #
 # How the injected build is made (JEPSEN_INJECTED_BUILD):
 #   target-dir  (default outside CI) `--target-dir target/injected`: never
@@ -48,7 +56,7 @@
 #               for a moment: only for a machine nobody else is testing on.
 #
 # Reports of these runs land in target/tmp/jepsen-store/ (the newest under
-# target/tmp/jepsen-store/latest). About 6 minutes of tests after the
+# target/tmp/jepsen-store/latest). About 7 minutes of tests after the
 # builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,3 +98,5 @@ echo "== jepsen: membership changes under load (issue 12)"
 cargo test --locked -p raftlock-jepsen --test membership -- --ignored --test-threads=1 --nocapture
 echo "== jepsen: disk nemeses (issue 14)"
 cargo test --locked -p raftlock-jepsen --test disk -- --ignored --test-threads=1 --nocapture
+echo "== jepsen: nemesis combinations start together"
+cargo test --locked -p raftlock-jepsen --test combinations -- --ignored --test-threads=1 --nocapture

@@ -51,8 +51,10 @@ enum Command {
     /// Run a workload against a real cluster with faults, check the
     /// history, and write the report under the store directory.
     Test(TestArgs),
-    /// Run one cluster member whose lock clients are embedded in this
-    /// process (started by `test --clients embedded`, not by hand).
+    /// Run one cluster member with a control port for embedded clients
+    /// and disk faults (started by `test` with `--clients embedded` or a
+    /// disk nemesis, not by hand); `--join` joins a running cluster as
+    /// `raftlock serve --join` does.
     Member(raftlock_jepsen::member::MemberArgs),
 }
 

@@ -41,8 +41,8 @@ pub struct TestOptions {
     pub seed: u64,
     /// Cluster members at the start.
     pub nodes: usize,
-    /// Spare member ids the `membership` nemesis may add (only started
-    /// with that nemesis, and not with embedded clients).
+    /// Spare member ids the `membership` nemesis may add (only with that
+    /// nemesis).
     pub spares: usize,
     /// The `raftlock` binary.
     pub raftlock_bin: PathBuf,
@@ -150,8 +150,18 @@ pub struct TestOutcome {
 /// room for minutes of log and snapshots, filled in a blink.
 const DATA_TMPFS_MB: u64 = 64;
 
-/// Runs one test.
-pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
+/// The cluster a run of `opts` needs, or why the combination of
+/// workload, clients and faults cannot run (before anything starts):
+///
+/// - a disk fault (`disk-full`, `slow-fsync`) or embedded clients: every
+///   member, the spares too, is a `raftlock-jepsen member` process (the
+///   fault hooks and the embedded clients live there), otherwise
+///   `raftlock serve`;
+/// - `membership`: two spare ids, which join with `--join` as the same
+///   kind of process as the founders;
+/// - `disk-fill`: every member's data directory, the spares' too, on a
+///   tmpfs of its own (mounting needs root: refused at start otherwise).
+pub fn cluster_options(opts: &TestOptions, log_dir: PathBuf) -> anyhow::Result<ClusterOptions> {
     anyhow::ensure!(opts.nodes >= 1, "--nodes must be at least 1");
     anyhow::ensure!(opts.concurrency >= 1, "--concurrency must be at least 1");
     let embedded = opts.clients == Routing::Embedded;
@@ -159,31 +169,34 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
         !embedded || opts.workload != Workload::Register,
         "--clients embedded runs every workload but register (its reads and writes are the HTTP API's)"
     );
-    let dir = run_dir(&opts.store, opts.workload, opts.seed)?;
-    // Members that join at run time are `raftlock serve --join`
-    // processes: with embedded clients the membership fault does nothing.
     let membership = opts.faults.contains(&Fault::Membership);
-    let spares = if membership && !embedded {
-        opts.spares
-    } else {
-        0
-    };
+    Ok(ClusterOptions {
+        nodes: opts.nodes,
+        spares: if membership { opts.spares } else { 0 },
+        bin: opts.raftlock_bin.clone(),
+        // Disk faults go through the members' fault hooks.
+        member_bin: (embedded || opts.faults.iter().any(|f| f.is_disk()))
+            .then(|| opts.member_bin.clone()),
+        embedded,
+        log_dir,
+        timing: opts.timing.clone(),
+        data_tmpfs_mb: opts
+            .faults
+            .iter()
+            .any(|f| f.needs_tmpfs())
+            .then_some(DATA_TMPFS_MB),
+    })
+}
+
+/// Runs one test.
+pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
+    let plan = cluster_options(opts, PathBuf::new())?;
+    let dir = run_dir(&opts.store, opts.workload, opts.seed)?;
+    let membership = opts.faults.contains(&Fault::Membership);
     let cluster = Arc::new(
         Cluster::start(&ClusterOptions {
-            nodes: opts.nodes,
-            spares,
-            bin: opts.raftlock_bin.clone(),
-            // Disk faults go through the members' fault hooks.
-            member_bin: (embedded || opts.faults.iter().any(|f| f.is_disk()))
-                .then(|| opts.member_bin.clone()),
-            embedded,
             log_dir: dir.clone(),
-            timing: opts.timing.clone(),
-            data_tmpfs_mb: opts
-                .faults
-                .iter()
-                .any(|f| f.needs_tmpfs())
-                .then_some(DATA_TMPFS_MB),
+            ..plan
         })
         .await?,
     );
@@ -373,6 +386,106 @@ mod tests {
         assert_eq!(utc_stamp(0), "19700101T000000");
         assert_eq!(utc_stamp(951_782_400), "20000229T000000");
         assert_eq!(utc_stamp(1_735_689_599), "20241231T235959");
+    }
+
+    /// Every fault the CLI offers, one by one.
+    fn every_fault() -> Vec<Fault> {
+        let faults = Fault::parse_list("all,disk,disk-fill").unwrap_or_default();
+        assert_eq!(faults.len(), Fault::ALL.len() + Fault::DISK.len() + 1);
+        faults
+    }
+
+    /// Every combination of faults the CLI offers (each subset of them),
+    /// with every client mode and workload, gets a cluster that carries
+    /// all of them at once, or is refused before anything starts with a
+    /// message that names the problem.
+    #[test]
+    fn every_nemesis_combination_gets_a_cluster_that_carries_it() {
+        let faults = every_fault();
+        let workloads: Vec<TestOptions> = [
+            Workload::Mutex,
+            Workload::Fenced,
+            Workload::Register,
+            Workload::RwLock,
+            Workload::Semaphore,
+            Workload::LockDelay,
+            Workload::MultiLock,
+        ]
+        .into_iter()
+        .map(TestOptions::new)
+        .collect();
+        let mut planned = 0;
+        for mask in 0u32..(1 << faults.len()) {
+            let set: Vec<Fault> = (0..faults.len())
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| faults[i])
+                .collect();
+            for clients in [Routing::Sticky, Routing::Random, Routing::Embedded] {
+                for base in &workloads {
+                    let workload = base.workload;
+                    let mut o = base.clone();
+                    o.faults = set.clone();
+                    o.clients = clients;
+                    let what = format!("{workload:?} {clients} {set:?}");
+                    let plan = match cluster_options(&o, PathBuf::new()) {
+                        Ok(plan) => plan,
+                        Err(e) => {
+                            // The one combination that cannot run.
+                            assert!(
+                                clients == Routing::Embedded && workload == Workload::Register,
+                                "{what}: refused: {e:#}"
+                            );
+                            assert!(format!("{e:#}").contains("register"), "{what}: {e:#}");
+                            continue;
+                        }
+                    };
+                    planned += 1;
+                    let disk = set.iter().any(|f| f.is_disk());
+                    let members = plan.member_bin.is_some();
+                    // The fault hooks and embedded clients need member
+                    // processes; without them, the shipped binary runs.
+                    assert_eq!(members, disk || clients == Routing::Embedded, "{what}");
+                    assert_eq!(plan.embedded, clients == Routing::Embedded, "{what}");
+                    // Membership changes have spares to add, whatever
+                    // else runs (they join as the founders' kind of
+                    // process: Cluster::start gives spares control ports).
+                    assert_eq!(plan.spares > 0, set.contains(&Fault::Membership), "{what}");
+                    assert_eq!(
+                        plan.data_tmpfs_mb.is_some(),
+                        set.contains(&Fault::DiskFill),
+                        "{what}"
+                    );
+                }
+            }
+        }
+        assert!(planned > 600_000, "{planned}");
+    }
+
+    /// Every word `--nemesis` accepts parses, and nothing else does.
+    #[test]
+    fn every_nemesis_word_parses() {
+        for word in [
+            "none",
+            "all",
+            "partition",
+            "kill",
+            "pause",
+            "disk",
+            "partition-majority",
+        ] {
+            assert!(Fault::parse_list(word).is_ok(), "{word}");
+        }
+        for fault in every_fault() {
+            let parsed = Fault::parse_list(fault.name()).unwrap_or_default();
+            // `kill` and `pause` are also the names of their groups.
+            assert!(parsed.contains(&fault), "{fault}: {parsed:?}");
+            assert!(
+                parsed.len() == 1 || parsed.len() == 2,
+                "{fault}: {parsed:?}"
+            );
+        }
+        let err = Fault::parse_list("all,disks").unwrap_err();
+        assert!(err.contains("unknown nemesis \"disks\""), "{err}");
     }
 
     #[test]

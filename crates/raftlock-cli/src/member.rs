@@ -1,13 +1,14 @@
-//! `raftlock member list|add|remove`, and the request `raftlock serve
-//! --join` sends: membership changes through any member's API (the member
-//! takes them to the leader).
+//! `raftlock member list|add|remove`: membership changes through any
+//! member's API (the member takes them to the leader), sent as a joining
+//! member's own request is (`raftlock_node::join`).
 
 use std::time::Duration;
 
 use crate::table::{Align, TextTable};
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 use clap::{Args, Subcommand};
-use serde_json::{json, Value};
+use raftlock_node::join::{send_membership_request, MembershipRequest};
+use serde_json::Value;
 
 use crate::inspect::Endpoints;
 
@@ -64,7 +65,7 @@ pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     let urls = endpoints.urls();
     let view = match args.command {
         MemberCommand::List { output, .. } => {
-            let view = send(&http, &urls, Request::List).await?;
+            let view = send(&http, &urls, MembershipRequest::List).await?;
             if output.json {
                 return crate::api::print_json(&view);
             }
@@ -75,84 +76,31 @@ pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
             api_addr,
             raft_addr,
             ..
-        } => add(&http, &urls, id, &api_addr, &raft_addr).await?,
-        MemberCommand::Remove { id, .. } => send(&http, &urls, Request::Remove(id)).await?,
+        } => {
+            let request = MembershipRequest::Add {
+                id,
+                api_addr,
+                raft_addr,
+            };
+            send(&http, &urls, request).await?
+        }
+        MemberCommand::Remove { id, .. } => {
+            send(&http, &urls, MembershipRequest::Remove(id)).await?
+        }
     };
     print_view(&view)
 }
 
-/// Adds member `id` through the first endpoint that answers, retrying
-/// while the cluster has no leader or another change is under way.
-pub(crate) async fn add(
-    http: &reqwest::Client,
-    endpoints: &[String],
-    id: u64,
-    api_addr: &str,
-    raft_addr: &str,
-) -> anyhow::Result<Value> {
-    let body = json!({"id": id, "api_addr": api_addr, "raft_addr": raft_addr});
-    send(http, endpoints, Request::Add(body)).await
-}
-
-enum Request {
-    List,
-    Add(Value),
-    Remove(u64),
-}
-
-/// Codes worth retrying: the cause passes (`member_unreachable`: the
-/// leader could not reach the new member yet, it may still be starting),
-/// or another member can serve.
-fn transient(code: &str) -> bool {
-    raftlock_client::ErrorCode::parse(code).is_some_and(|c| c.retry_later() || c.retry_elsewhere())
-}
-
-/// Sends `request` to each endpoint in turn until one answers for good;
-/// transient refusals and unreachable endpoints are retried for up to a
-/// minute.
+/// Sends a membership request through the first endpoint that answers,
+/// retrying while the cluster has no leader or another change is under
+/// way ([`raftlock_node::join::send_membership_request`], which a joining
+/// member's own request goes through too).
 async fn send(
     http: &reqwest::Client,
     endpoints: &[String],
-    request: Request,
+    request: MembershipRequest,
 ) -> anyhow::Result<Value> {
-    if endpoints.is_empty() {
-        bail!("no endpoints given");
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let mut last_error = anyhow!("no endpoint answered");
-        for endpoint in endpoints {
-            let base = endpoint.trim_end_matches('/');
-            let builder = match &request {
-                Request::List => http.get(format!("{base}/v1/cluster/members")),
-                Request::Add(body) => http.post(format!("{base}/v1/cluster/members")).json(body),
-                Request::Remove(id) => http.delete(format!("{base}/v1/cluster/members/{id}")),
-            };
-            let response = match builder.send().await {
-                Ok(response) => response,
-                Err(e) => {
-                    last_error = anyhow!("{base}: {e}");
-                    continue;
-                }
-            };
-            let status = response.status();
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            if status.is_success() {
-                return Ok(body);
-            }
-            let code = body["error"].as_str().unwrap_or("").to_string();
-            let message = body["message"].as_str().unwrap_or("").to_string();
-            let error = anyhow!("{base}: {status} {code}: {message}");
-            if !transient(&code) {
-                return Err(error);
-            }
-            last_error = error;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(last_error);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    Ok(send_membership_request(http, endpoints, &request).await?)
 }
 
 fn print_view(view: &Value) -> anyhow::Result<()> {

@@ -77,7 +77,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
     let data_dir = config.data_dir.clone();
-    let me = config.me().clone();
     let tls = config.tls.clone();
     let node = if joining {
         Node::join_with_listener(config, raft).await?
@@ -85,7 +84,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Node::start_with_listener(config, raft).await?
     };
     if joining {
-        join(&node, &args.join, &me, tls.as_ref(), &args.token).await?;
+        join(&node, &args.join, tls.as_ref(), &args.token).await?;
     }
     tracing::info!(
         id = args.id,
@@ -116,21 +115,14 @@ fn load_api_config(path: &Path) -> anyhow::Result<ApiConfig> {
 }
 
 /// Asks the cluster at `endpoints` to add this member, unless it already
-/// votes (a restart). Blocks until it is a voter: the leader first brings
-/// it up to date over the Raft port this node already serves.
+/// votes (a restart): [`raftlock_node::join::ask_to_join`], over an HTTP
+/// client with this member's TLS settings and the admin token.
 async fn join(
     node: &Node,
     endpoints: &[String],
-    me: &raftlock_node::Member,
     tls: Option<&TlsSettings>,
     token: &crate::token::TokenArgs,
 ) -> anyhow::Result<()> {
-    let id = node.id();
-    if node.membership().voters().contains(&id) {
-        tracing::info!(id, "already a voter; not asking to join");
-        return Ok(());
-    }
-    tracing::info!(id, ?endpoints, "asking the cluster to add this member");
     let mut http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(120))
         .default_headers(token.headers()?);
@@ -148,9 +140,6 @@ async fn join(
         None => endpoints.to_vec(),
     };
     let http = http.build()?;
-    crate::member::add(&http, &endpoints, id, &me.api_addr, &me.raft_addr)
-        .await
-        .with_context(|| format!("member {id} could not join the cluster"))?;
-    tracing::info!(id, "joined the cluster as a voter");
+    raftlock_node::join::ask_to_join(node, &http, &endpoints).await?;
     Ok(())
 }

@@ -26,6 +26,7 @@ pub mod fuzzing;
 mod history;
 mod hold_offs;
 mod identity;
+pub mod join;
 mod leader;
 mod local;
 mod member_tls;

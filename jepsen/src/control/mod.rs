@@ -40,14 +40,16 @@ pub struct ClusterOptions {
     pub nodes: usize,
     /// Spare ids (`nodes + 1 ..= nodes + spares`) with ports and link
     /// proxies but no process and not in the config: the `membership`
-    /// nemesis adds them with `raftlock serve --join`. Needs `raftlock
-    /// serve` members (not `embedded`).
+    /// nemesis adds them with `--join`, as the same kind of process as the
+    /// founders (`raftlock serve`, or `raftlock-jepsen member` with a
+    /// control port).
     pub spares: usize,
     /// The `raftlock` binary.
     pub bin: PathBuf,
-    /// `Some(raftlock-jepsen)`: the founding members are `raftlock-jepsen
-    /// member` processes, each with a control port (for embedded clients
-    /// and the disk faults); `None`: `raftlock serve`.
+    /// `Some(raftlock-jepsen)`: every member (founders, and spares when
+    /// they join) is a `raftlock-jepsen member` process with a control
+    /// port (for embedded clients and the disk faults); `None`: `raftlock
+    /// serve`.
     pub member_bin: Option<PathBuf>,
     /// With `member_bin`: the clients are embedded (they go through the
     /// control ports). Otherwise they use the HTTP API.
@@ -81,8 +83,7 @@ pub struct Cluster {
     /// endpoint (the same paths as the API, see [`crate::member`]).
     pub control: Option<Api>,
     /// With member processes: their control endpoints, for the disk
-    /// faults ([`crate::member::fault`]); founders only (spares run
-    /// `raftlock serve`).
+    /// faults ([`crate::member::fault`]); spares have theirs too.
     pub faults: Option<Api>,
     /// The member processes (spares too, not started); a tokio mutex
     /// because kill/stop await.
@@ -116,10 +117,6 @@ impl Cluster {
             .tempdir()
             .context("creating a scratch directory")?;
         anyhow::ensure!(
-            opts.spares == 0 || !opts.embedded,
-            "spare members need `raftlock serve` members, not embedded clients"
-        );
-        anyhow::ensure!(
             !opts.embedded || opts.member_bin.is_some(),
             "embedded clients need member processes (member_bin)"
         );
@@ -131,11 +128,11 @@ impl Cluster {
         };
         let ports = if opts.member_bin.is_some() { 3 } else { 2 };
         let addrs = setup::free_addrs(ports * total).context("finding free ports")?;
-        // Founders only: spares join as `raftlock serve`, which has none.
+        // Spares too: they join as the same kind of process.
         let controls: Option<Vec<SocketAddr>> = opts
             .member_bin
             .is_some()
-            .then(|| addrs[2 * total..2 * total + opts.nodes].to_vec());
+            .then(|| addrs[2 * total..3 * total].to_vec());
         let all: BTreeMap<u64, (SocketAddr, SocketAddr)> = ids
             .iter()
             .enumerate()
@@ -358,10 +355,12 @@ impl Cluster {
         out
     }
 
-    /// Starts spare `id` as a new member: `raftlock serve --join` through
-    /// the current members' APIs (with its addresses when the config file
-    /// does not list it). The process asks to be added and serves once it
-    /// is a voter; it is not in the roster until the caller adds it.
+    /// Starts spare `id` as a new member with `--join` through the current
+    /// members' APIs (with its addresses when the config file does not
+    /// list it): `raftlock serve --join`, or `raftlock-jepsen member
+    /// --join` in runs with member processes (which joins the same way).
+    /// The process asks to be added and serves once it is a voter; it is
+    /// not in the roster until the caller adds it.
     pub async fn start_joining(&self, id: u64) -> anyhow::Result<()> {
         let endpoints: Vec<String> = self
             .roster

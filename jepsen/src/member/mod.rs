@@ -14,6 +14,12 @@
 //! why runs with a disk nemesis use member processes even when their
 //! clients talk HTTP.
 //!
+//! With `--join` the member joins a running cluster exactly as `raftlock
+//! serve --join` does ([`raftlock_node::Node::join_with_listener`], then
+//! [`raftlock_node::join::ask_to_join`]): the `membership` nemesis adds
+//! members this way in runs with member processes, so a member added (or
+//! re-added with an empty disk) carries the fault hooks like the others.
+//!
 //! Real processes, real sockets, real files: the harness kills, pauses and
 //! restarts a member like a `raftlock serve` process, and its embedded
 //! clients die, freeze and come back with it.
@@ -23,9 +29,10 @@ pub mod fault;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context as _};
-use raftlock_node::{Node, NodeConfig, NodeId};
+use raftlock_node::{Member, Node, NodeConfig, NodeId};
 use raftlock_server::ApiConfig;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
@@ -45,9 +52,24 @@ pub struct MemberArgs {
     /// harness's link proxy: --peer 2=127.0.0.1:9102
     #[arg(long = "peer", value_name = "ID=ADDR", value_parser = parse_peer)]
     pub peers: Vec<(NodeId, String)>,
-    /// Where the harness sends the embedded clients' operations.
+    /// Where the harness sends the embedded clients' operations and the
+    /// disk faults.
     #[arg(long, value_name = "ADDR")]
     pub control: SocketAddr,
+    /// Join a running cluster through these API endpoints (comma-separated)
+    /// instead of founding one, as `raftlock serve --join` does: this
+    /// member never bootstraps, and asks the cluster to add it (learner,
+    /// then voter once caught up). Harmless on a restart (a voter does not
+    /// ask again). The config file then only says where the cluster is.
+    #[arg(long, value_name = "ENDPOINTS", value_delimiter = ',')]
+    pub join: Vec<String>,
+    /// This member's client API address, when the config does not list it
+    /// (with --join).
+    #[arg(long, value_name = "HOST:PORT", requires = "raft_addr")]
+    pub api_addr: Option<String>,
+    /// This member's Raft address, when the config does not list it.
+    #[arg(long, value_name = "HOST:PORT", requires = "api_addr")]
+    pub raft_addr: Option<String>,
 }
 
 /// `ID=ADDR`, as `raftlock serve --peer` takes it.
@@ -61,21 +83,57 @@ fn parse_peer(text: &str) -> Result<(NodeId, String), String> {
     Ok((id, addr.to_string()))
 }
 
-/// Runs the member until SIGTERM or SIGINT.
+/// How long the join request may take: the leader gives a learner about
+/// a minute to catch up before it answers.
+const JOIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs the member until SIGTERM or SIGINT. With `--join`, it starts as
+/// `raftlock serve --join` does ([`Node::join_with_listener`], then
+/// [`raftlock_node::join::ask_to_join`]) and serves once it votes.
 pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     init_logging();
-    let mut config = NodeConfig::from_cluster_file(&args.config, args.id)?;
+    let joining = !args.join.is_empty();
+    let (mut config, binds) = match (&args.api_addr, &args.raft_addr) {
+        (Some(api_addr), Some(raft_addr)) => {
+            let me = Member {
+                api_addr: api_addr.clone(),
+                raft_addr: raft_addr.clone(),
+                incarnation: 0,
+            };
+            NodeConfig::from_cluster_file_joining(&args.config, args.id, Some(me))?
+        }
+        _ if joining => NodeConfig::from_cluster_file_joining(&args.config, args.id, None)?,
+        _ => NodeConfig::from_cluster_file_with_binds(&args.config, args.id)?,
+    };
     config.peer_overrides.extend(args.peers);
     let api_addr = config.me().api_addr.clone();
-    // Bind both listeners first: a port conflict fails before Raft starts.
-    let api = TcpListener::bind(&api_addr)
+    // Bind every listener first: a port conflict fails before Raft starts.
+    let api = TcpListener::bind(&binds.api)
         .await
-        .with_context(|| format!("cannot listen on api_addr {api_addr}"))?;
+        .with_context(|| format!("cannot listen on api_addr {}", binds.api))?;
+    let raft = TcpListener::bind(&binds.raft)
+        .await
+        .with_context(|| format!("cannot listen on raft_addr {}", binds.raft))?;
     let control = TcpListener::bind(args.control)
         .await
         .with_context(|| format!("cannot listen on the control address {}", args.control))?;
-    let node = Node::start(config).await?;
-    tracing::info!(id = args.id, api = %api_addr, control = %args.control, "jepsen member serving");
+    let node = if joining {
+        let node = Node::join_with_listener(config, raft).await?;
+        // reqwest is built without a default TLS provider (crates/raftlock-tls).
+        raftlock_tls::install_default_provider();
+        let http = reqwest::Client::builder()
+            .timeout(JOIN_REQUEST_TIMEOUT)
+            .build()
+            .context("building the HTTP client for the join request")?;
+        if let Err(e) = raftlock_node::join::ask_to_join(&node, &http, &args.join).await {
+            node.shutdown().await;
+            return Err(e.into());
+        }
+        node
+    } else {
+        Node::start_with_listener(config, raft).await?
+    };
+    tracing::info!(id = args.id, api = %api_addr, control = %args.control, joined = joining, "jepsen member serving");
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {

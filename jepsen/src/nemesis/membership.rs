@@ -1,10 +1,14 @@
 //! The `membership` fault: add a spare member or remove a voter, through
 //! the public API (docs/api.md, "Cluster"), while the clients go on.
 //!
-//! - **add**: start a spare id with `raftlock serve --join` (the process
-//!   asks any member to add it: learner, caught up, then voter by joint
-//!   consensus) and wait until the members list it as a voter and it is
-//!   healthy; it then joins the roster, so clients and other faults use it.
+//! - **add**: start a spare id with `--join`, as the same kind of process
+//!   as the founders (`raftlock serve --join`, or `raftlock-jepsen member
+//!   --join` in runs with member processes, which joins through the same
+//!   code: `raftlock_node::join`). The process asks any member to add it
+//!   (learner, caught up, then voter by joint consensus); the nemesis
+//!   waits until the members list it as a voter and it is healthy. It
+//!   then joins the roster, so clients and other faults (disk faults
+//!   included) use it.
 //! - **remove**: `DELETE /v1/cluster/members/{id}` of the leader (half
 //!   the time) or a random voter, sent through another member and retried while the answer
 //!   says nothing changed. Never below [`MIN_VOTERS`]. Once the removal has
@@ -53,8 +57,7 @@ pub(super) enum Changed {
 /// One membership change: picks it, records the fault's start (the change
 /// itself takes time and belongs to the fault's interval), performs it.
 /// Returns the fault's name and what to undo; `None` when no change is
-/// possible (no spare and only [`MIN_VOTERS`] voters, or no spares at all
-/// in the embedded-client mode).
+/// possible (no spare and only [`MIN_VOTERS`] voters).
 pub(super) async fn change(cluster: &Cluster, ctx: &Ctx, pick: u64) -> Option<(String, Changed)> {
     let members = cluster.members();
     let spares = cluster.spares().await;
@@ -110,6 +113,36 @@ pub(super) async fn change(cluster: &Cluster, ctx: &Ctx, pick: u64) -> Option<(S
             }
         }
     }
+}
+
+/// Adds spare `id` as the nemesis does (start it with `--join`, wait
+/// until it is a healthy voter) and puts it in the roster; an add that
+/// fails is taken back ([`abandon`]) and its reason returned.
+pub async fn add(cluster: &Cluster, id: u64) -> Result<(), String> {
+    match add_member(cluster, id).await {
+        Ok(()) => {
+            cluster.roster.insert(id);
+            Ok(())
+        }
+        Err(e) => {
+            abandon(cluster, id).await;
+            Err(e)
+        }
+    }
+}
+
+/// Removes member `id` as the nemesis does (through the other members),
+/// takes it out of the roster, then kills it and wipes its data
+/// directory, so that it can only come back through [`add`].
+pub async fn remove(cluster: &Cluster, id: u64) -> Result<(), String> {
+    let via: Vec<u64> = cluster.members().into_iter().filter(|&m| m != id).collect();
+    let mut rng = StdRng::seed_from_u64(id);
+    remove_member(cluster, id, &via, &mut rng).await?;
+    cluster.roster.remove(id);
+    cluster
+        .retire(id)
+        .await
+        .map_err(|e| format!("wiping n{id}: {e}"))
 }
 
 /// Starts spare `id` with `--join` and waits until the other members list

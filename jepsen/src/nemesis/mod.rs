@@ -372,8 +372,8 @@ async fn undo_fault(cluster: &Cluster, ctx: &Ctx, undo: Undo) {
 }
 
 /// Sends a disk fault to member `id`'s fault hooks; `None` (and a line on
-/// stderr) when it has none (a spare that joined as `raftlock serve`, a
-/// run without member processes) or did not take it.
+/// stderr) when it has none (a run without member processes) or did not
+/// take it.
 async fn disk_fault(cluster: &Cluster, id: u64, path: &str, body: serde_json::Value) -> Option<()> {
     let faults = cluster.faults.as_ref().filter(|f| id as usize <= f.len())?;
     match faults.inject(id, path, body).await {
