@@ -10,6 +10,9 @@
 # --version: the package version (default: the crate's); the CI check
 #   builds a second, higher one to upgrade over the first.
 # --out: where the .deb goes (default target/deb/). Prints its path.
+# --binary: package this raftlock binary instead of building one (the CI
+#   check takes the one `cargo test --workspace` built: `cargo build -p
+#   raftlock-cli` resolves other features and would build it again).
 #
 # The package holds /usr/bin/raftlock, the systemd unit, the conffiles
 # /etc/raftlock/cluster.toml and /etc/raftlock/raftlock.env, man pages
@@ -23,11 +26,13 @@ cd "$(dirname "$0")/.."
 profile=release
 version=""
 out="${CARGO_TARGET_DIR:-$PWD/target}/deb"
+binary=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --profile) profile="$2"; shift 2 ;;
         --version) version="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
+        --binary) binary="$2"; shift 2 ;;
         *) echo "build-deb.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -56,8 +61,10 @@ version="${version:-$crate_version}"
 version="${version/-/\~}"
 arch="$(dpkg --print-architecture)"
 
-cargo build --locked -p raftlock-cli --profile "$profile"
-binary="${CARGO_TARGET_DIR:-$PWD/target}/$profile_dir/raftlock"
+if [ -z "$binary" ]; then
+    cargo build --locked -p raftlock-cli --profile "$profile"
+    binary="${CARGO_TARGET_DIR:-$PWD/target}/$profile_dir/raftlock"
+fi
 
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT

@@ -27,9 +27,12 @@ fi
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 out="$target/deb-check"
 rm -rf "$out"
-deb="$(bash scripts/build-deb.sh --profile dev --out "$out")"
+# The dev binary `cargo test --workspace` built (as scripts/verify-systemd-unit.sh).
+binary="$target/debug/raftlock"
+[ -x "$binary" ] || cargo build --locked -p raftlock-cli
+deb="$(bash scripts/build-deb.sh --profile dev --binary "$binary" --out "$out")"
 version="$(dpkg-deb -f "$deb" Version)"
-deb_next="$(bash scripts/build-deb.sh --profile dev --out "$out" --version "$version+check1")"
+deb_next="$(bash scripts/build-deb.sh --profile dev --binary "$binary" --out "$out" --version "$version+check1")"
 echo "built $deb and $deb_next in $((SECONDS - started)) s"
 
 scratch="$(mktemp -d)"
