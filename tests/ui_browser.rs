@@ -482,6 +482,13 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
                 && plotted(p, "plot-latency", "p99").is_some()
                 && plotted(p, "plot-sessions", "sessions") == Some(5.0)
                 && (1..=3).all(|id| plotted(p, "plot-lag", &format!("member {id}")).is_some())
+                && ["plot-grants", "plot-latency"].iter().all(|f| {
+                    p[f].as_object().is_some_and(|series| {
+                        series
+                            .values()
+                            .all(|s| s["points"].as_u64().is_some_and(|n| n >= 2))
+                    })
+                })
         })
         .await;
     for (figure, series) in [
