@@ -116,7 +116,9 @@ const Plots = (() => {
   const format = (v, unit) => {
     if (v === null || v === undefined) return "—";
     const digits = v >= 100 ? 0 : v >= 10 ? 1 : 2;
-    return v.toFixed(digits).replace(/\.?0+$/, "") + (unit ? " " + unit : "");
+    const text = v.toFixed(digits);
+    // 2.50 → 2.5, 3.00 → 3; never 100 → 1.
+    return (digits ? text.replace(/\.?0+$/, "") : text) + (unit ? " " + unit : "");
   };
 
   // A round-ish top of the y axis at or above `max`.
@@ -147,7 +149,6 @@ const Plots = (() => {
       let d = "";
       let pen = "M";
       let points = 0;
-      let last = null;
       for (const p of s.values) {
         if (p.v === null) {
           pen = "M"; // a gap: no line across unknown values
@@ -158,7 +159,7 @@ const Plots = (() => {
         points += 1;
       }
       const newest = s.values.length ? s.values[s.values.length - 1].v : null;
-      last = newest === null ? "" : String(newest);
+      const last = newest === null ? "" : String(newest);
       const path = svg("path", { d: d.trim() || "M0,0", class: `line series-${k % 6}`, "data-series": s.name,
         "data-last": last, "data-points": points, "vector-effect": "non-scaling-stroke" });
       if (!points) path.setAttribute("visibility", "hidden");
