@@ -13,7 +13,7 @@ binary="${CARGO_TARGET_DIR:-$PWD/target}/debug/raftlock"
 [ -x "$binary" ] || cargo build --locked -p raftlock-cli
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-sed "s#/usr/local/bin/raftlock#$binary#" cluster-config/raftlock.service \
+sed "s#/usr/bin/raftlock#$binary#" cluster-config/raftlock.service \
     > "$scratch/raftlock.service"
 # verify exits 0 on mere warnings (an unknown or misspelt key is only
 # "ignoring"), so any output at all fails the check.

@@ -3,7 +3,8 @@
 //! cluster of real `raftlock serve` processes. Asserts on the page's DOM,
 //! polled with a deadline: a held lock appears with its holder and fencing
 //! token, a release makes it disappear, a killed member shows as down,
-//! and the death of the member serving the page is said, not waited on.
+//! the plots draw and follow a load of acquires, and the death of the
+//! member serving the page is said, not waited on.
 //!
 //! Needs `chromium` and `chromedriver` (Debian packages `chromium` and
 //! `chromium-driver`): `scripts/install-chromium.sh`, which `.ci/run` calls.
@@ -236,6 +237,57 @@ for (const r of document.querySelectorAll('#members tbody tr[data-member-id]'))
   out[r.dataset.memberId] = r.dataset.state;
 return out;"#;
 
+/// The plots as `{figure id: {series: {last, points, drawn}}}`: `drawn`
+/// is the browser's own measure of the path (laid out, non-empty).
+const PLOTS: &str = r#"
+const out = {};
+for (const f of document.querySelectorAll('#trends figure.plot')) {
+  const svg = f.querySelector('svg.plot-area');
+  const series = {};
+  for (const p of svg.querySelectorAll('path.line')) {
+    const box = p.getBBox();
+    series[p.dataset.series] = {
+      last: p.dataset.last === '' ? null : Number(p.dataset.last),
+      points: Number(p.dataset.points),
+      drawn: p.getAttribute('visibility') !== 'hidden' && p.getTotalLength() > 0
+        && box.width > 0 && svg.getBoundingClientRect().width > 100,
+    };
+  }
+  out[f.id] = series;
+}
+return out;"#;
+
+/// The last value of one plotted series (`None` while unknown).
+fn plotted(plots: &Value, figure: &str, series: &str) -> Option<f64> {
+    plots[figure][series]["last"].as_f64()
+}
+
+/// Acquires and releases one lock through member `via` in a loop until
+/// `stop` is set: the load the plots must follow.
+fn acquire_release_load(
+    cluster: &ProcessCluster,
+    via: u64,
+    session: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<u64> {
+    let http = cluster.http.clone();
+    let acquire = cluster.url(via, "/v1/locks/jobs/thumbnails/acquire");
+    let release = cluster.url(via, "/v1/locks/jobs/thumbnails/release");
+    tokio::spawn(async move {
+        let mut grants = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let body = json!({"session_id": session, "wait_ms": 1000});
+            let granted = http.post(&acquire).json(&body).send().await;
+            if granted.is_ok_and(|r| r.status().is_success()) {
+                grants += 1;
+            }
+            let body = json!({"session_id": session});
+            let _ = http.post(&release).json(&body).send().await;
+        }
+        grants
+    })
+}
+
 fn lock_row<'a>(rows: &'a Value, name: &str) -> Option<&'a Value> {
     rows.as_array()?.iter().find(|r| r["lock"] == json!(name))
 }
@@ -318,6 +370,16 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
     assert_eq!(status, 204, "close the holder's session: {body}");
 
     browser.open(&cluster.url(serving, "/ui")).await;
+    // The plots' rates: every grant so far went through the leader, so
+    // the serving member's grant rate is 0 once it has 5 s of samples.
+    browser
+        .wait_for("a grant rate of 0 before the load", PLOTS, |p| {
+            plotted(p, "plot-grants", "grants/s") == Some(0.0)
+        })
+        .await;
+    let thumbnailer = cluster.open_session(serving, "thumbnailer", 120_000).await;
+    let stop_load = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = acquire_release_load(&cluster, serving, thumbnailer, stop_load.clone());
     let rows = browser
         .wait_for("orders/42 held by worker-7", LOCK_ROWS, |rows| {
             lock_row(rows, "orders/42").is_some_and(|r| {
@@ -410,6 +472,50 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
 
     let up = |states: &Value| (1..=3).all(|id| states[id.to_string()] == json!("up"));
     browser.wait_for("every member up", MEMBER_STATES, up).await;
+
+    // Under the load, the grant rate rises and the latency percentiles
+    // are known; waiters (billing-2) and sessions are the state's.
+    let plots = browser
+        .wait_for("the plots following the load", PLOTS, |p| {
+            plotted(p, "plot-grants", "grants/s").is_some_and(|r| r > 0.0)
+                && plotted(p, "plot-latency", "p50").is_some()
+                && plotted(p, "plot-latency", "p99").is_some()
+                && plotted(p, "plot-sessions", "sessions") == Some(5.0)
+                && (1..=3).all(|id| plotted(p, "plot-lag", &format!("member {id}")).is_some())
+                && ["plot-grants", "plot-latency"].iter().all(|f| {
+                    p[f].as_object().is_some_and(|series| {
+                        series
+                            .values()
+                            .all(|s| s["points"].as_u64().is_some_and(|n| n >= 2))
+                    })
+                })
+        })
+        .await;
+    for (figure, series) in [
+        ("plot-grants", "grants/s"),
+        ("plot-latency", "p50"),
+        ("plot-latency", "p99"),
+        ("plot-waiters", "waiters"),
+        ("plot-sessions", "sessions"),
+        ("plot-lag", "member 1"),
+        ("plot-lag", "member 2"),
+        ("plot-lag", "member 3"),
+    ] {
+        let line = &plots[figure][series];
+        assert!(
+            line["drawn"] == json!(true) && line["points"].as_u64().is_some_and(|n| n >= 2),
+            "{figure} {series} is not drawn: {plots}"
+        );
+    }
+    let (p50, p99) = (
+        plotted(&plots, "plot-latency", "p50").unwrap_or(f64::NAN),
+        plotted(&plots, "plot-latency", "p99").unwrap_or(f64::NAN),
+    );
+    assert!(p50 > 0.0 && p99 >= p50, "{plots}");
+    assert!(
+        plotted(&plots, "plot-waiters", "waiters").is_some_and(|w| w >= 1.0),
+        "{plots}"
+    );
     cluster.kill9(victim);
     let states = browser
         .wait_for(&format!("member {victim} down"), MEMBER_STATES, |states| {
@@ -418,6 +524,14 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         .await;
     assert_eq!(states[serving.to_string()], json!("up"), "{states}");
     assert_eq!(states[leader.to_string()], json!("up"), "{states}");
+    // The dead member's lag is unknown: its line stops.
+    let victim_series = format!("member {victim}");
+    browser
+        .wait_for("the dead member's lag unknown", PLOTS, |p| {
+            p["plot-lag"][&victim_series]["last"].is_null()
+                && plotted(p, "plot-lag", &format!("member {leader}")) == Some(0.0)
+        })
+        .await;
 
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui.png");
     browser.screenshot(&shot).await;
@@ -425,6 +539,16 @@ async fn dashboard_shows_locks_and_a_down_member_in_chromium() {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         std::fs::copy(&shot, repo.join(target)).expect("copy the screenshot");
     }
+
+    // The load stops: the grant rate falls back to 0.
+    stop_load.store(true, std::sync::atomic::Ordering::Relaxed);
+    let granted = load.await.expect("the load task");
+    assert!(granted > 0, "the load got no grant");
+    browser
+        .wait_for("the grant rate back to 0", PLOTS, |p| {
+            plotted(p, "plot-grants", "grants/s") == Some(0.0)
+        })
+        .await;
 
     // The search by prefix narrows locks and sessions alike.
     browser.type_into("#prefix", "inventory/").await;

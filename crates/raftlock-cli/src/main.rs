@@ -2,6 +2,7 @@
 
 mod api;
 mod client_tls;
+mod docs_gen;
 mod election_cmd;
 mod inspect;
 mod lock;
@@ -20,7 +21,7 @@ mod up;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Default endpoints: the local cluster `raftlock up` starts.
 const LOCAL_ENDPOINTS: &str = "http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003";
@@ -70,12 +71,34 @@ enum Command {
     Node(node_cmd::NodeArgs),
     /// Is a fencing token still the lock's current one?
     FencingCheck(lock_info::FencingCheckArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(docs_gen::CompletionsArgs),
+    /// Write the man pages (raftlock.1, one per subcommand) into a directory.
+    #[command(hide = true)]
+    Manpages(docs_gen::ManpagesArgs),
 }
 
 fn main() -> ExitCode {
     // reqwest is built without a default TLS provider (crates/raftlock-tls).
     raftlock_tls::install_default_provider();
     let cli = Cli::parse();
+    // The two generators need no runtime, and no network.
+    let cli = match cli.command {
+        Command::Completions(args) => {
+            docs_gen::completions(Cli::command(), args);
+            return ExitCode::SUCCESS;
+        }
+        Command::Manpages(args) => {
+            return match docs_gen::manpages(Cli::command(), args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("raftlock: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        command => Cli { command },
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -101,6 +124,7 @@ fn main() -> ExitCode {
             Command::Election(args) => election_cmd::run(args).await.map(|()| 0),
             Command::Node(args) => node_cmd::run(args).await.map(|()| 0),
             Command::FencingCheck(args) => lock_info::fencing_check(args).await,
+            Command::Completions(_) | Command::Manpages(_) => Ok(0),
         }
     });
     match result {
@@ -134,11 +158,12 @@ pub(crate) fn display_path(path: &std::path::Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory;
+
     /// clap checks a command's definition only when that subcommand is
     /// parsed: check them all at once.
     #[test]
     fn every_subcommand_is_well_formed() {
-        use clap::CommandFactory;
         super::Cli::command().debug_assert();
     }
 }

@@ -1,4 +1,4 @@
-//! `/ui`: the operator dashboard. Three static files compiled into the
+//! `/ui`: the operator dashboard. Four static files compiled into the
 //! binary (`crates/raftlock-server/ui/`), so every member serves the page
 //! without a build step or files on disk. The page holds no data; it reads
 //! the API from the browser (with the operator's bearer token when the
@@ -14,6 +14,8 @@ use crate::state::AppState;
 
 const INDEX_HTML: &str = include_str!("../ui/index.html");
 const APP_JS: &str = include_str!("../ui/app.js");
+/// The plots: inline SVG drawn from `/metrics` (no library, no CDN).
+const PLOTS_JS: &str = include_str!("../ui/plots.js");
 const APP_CSS: &str = include_str!("../ui/app.css");
 
 /// The page may only talk to the member that served it: no inline script,
@@ -28,12 +30,13 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/ui", get(redirect))
         .route("/ui/", get(index))
         .route("/ui/app.js", get(app_js))
+        .route("/ui/plots.js", get(plots_js))
         .route("/ui/app.css", get(app_css))
 }
 
 /// The dashboard routes in the OpenAPI document (`openapi.rs`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(redirect, index, app_js, app_css))]
+#[openapi(paths(redirect, index, app_js, plots_js, app_css))]
 pub(crate) struct Api;
 
 #[utoipa::path(get, path = "/ui", tag = "dashboard",
@@ -52,6 +55,12 @@ async fn index() -> Response {
     responses((status = 200, description = "Its script", content_type = "text/javascript", body = String)))]
 async fn app_js() -> Response {
     asset("text/javascript; charset=utf-8", APP_JS)
+}
+
+#[utoipa::path(get, path = "/ui/plots.js", tag = "dashboard",
+    responses((status = 200, description = "The script of its plots", content_type = "text/javascript", body = String)))]
+async fn plots_js() -> Response {
+    asset("text/javascript; charset=utf-8", PLOTS_JS)
 }
 
 #[utoipa::path(get, path = "/ui/app.css", tag = "dashboard",

@@ -69,8 +69,8 @@ class ApiError extends Error {
   }
 }
 
-async function api(path) {
-  const headers = { Accept: "application/json" };
+async function api(path, as = "json") {
+  const headers = { Accept: as === "json" ? "application/json" : "text/plain" };
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) headers.Authorization = "Bearer " + token;
   const abort = new AbortController();
@@ -84,6 +84,7 @@ async function api(path) {
   } finally {
     clearTimeout(timer);
   }
+  if (as === "text" && response.ok) return response.text();
   let body = null;
   try {
     body = await response.json();
@@ -122,7 +123,7 @@ async function refresh() {
   if (leaderless) params.set("consistency", "stale");
   const query = params.toString() ? "?" + params.toString() : "";
   const stale = leaderless ? "?consistency=stale" : "";
-  const [cluster, reach, locks, elections, sessions, rwlocks, semaphores] = await Promise.allSettled([
+  const [cluster, reach, locks, elections, sessions, rwlocks, semaphores, metrics] = await Promise.allSettled([
     api("/v1/cluster"),
     api("/v1/cluster/reachability"),
     api("/v1/locks" + query),
@@ -130,15 +131,21 @@ async function refresh() {
     api("/v1/sessions" + stale),
     api("/v1/rwlocks" + query),
     api("/v1/semaphores" + query),
+    // The plots' counters (plots.js): public, this member's own.
+    api("/metrics", "text"),
   ]);
   const failures = [cluster, reach, locks, elections, sessions, rwlocks, semaphores]
     .filter((r) => r.status === "rejected");
+  let lag = new Map();
   if (cluster.status === "fulfilled") {
     leaderless = cluster.value.leader_id === null;
-    renderCluster(cluster.value, reach.status === "fulfilled" ? reach.value : null);
+    lag = renderCluster(cluster.value, reach.status === "fulfilled" ? reach.value : null);
   } else {
     renderClusterUnknown(cluster.reason);
   }
+  const now = Date.now();
+  Plots.record(metrics.status === "fulfilled" ? metrics.value : null, lag, now);
+  Plots.render(now);
   let details = new Map();
   if (locks.status === "fulfilled") {
     details = await lockQueues(locks.value.locks, stale);
@@ -174,6 +181,8 @@ async function lockQueues(locks, stale) {
   return out;
 }
 
+// Fills the members table; returns each member's lag (null where not
+// known or down) for the lag plot.
 function renderCluster(cluster, reach) {
   $("served-by").textContent = `served by member ${cluster.node_id}`;
   const probes = new Map((reach ? reach.members : []).map((p) => [p.id, p]));
@@ -190,6 +199,7 @@ function renderCluster(cluster, reach) {
     `term ${cluster.term} · ` +
     (cluster.leader_id === null ? "NO LEADER" : `leader: member ${cluster.leader_id}`) +
     ` · ${cluster.members.length} members`;
+  const lags = new Map();
   const rows = cluster.members.map((m) => {
     const probe = probes.get(m.id);
     let state = "unknown";
@@ -210,6 +220,7 @@ function renderCluster(cluster, reach) {
       leaderApplied !== null && applied(m) !== null && state !== "down"
         ? Math.max(0, leaderApplied - applied(m))
         : null;
+    lags.set(m.id, lag);
     return el("tr", { "data-member-id": m.id, "data-state": state },
       el("td", { class: "mono" }, m.id + (m.id === cluster.node_id ? " (this page)" : "")),
       el("td", {}, el("span", { class: "pill member-state", "data-state": state, title: stateTitle }, state)),
@@ -220,6 +231,7 @@ function renderCluster(cluster, reach) {
       el("td", { class: "num" }, probe && probe.rtt_ms !== null ? probe.rtt_ms + " ms" : "—"));
   });
   fill("members", rows, 7, "no members");
+  return lags;
 }
 
 function renderClusterUnknown(error) {

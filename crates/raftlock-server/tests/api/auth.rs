@@ -198,7 +198,7 @@ async fn every_route_family_answers_401_without_a_valid_token() {
     let metrics = call(&c, None, Method::GET, "/metrics", None).await;
     assert_eq!(metrics.status, StatusCode::OK, "metrics without a token");
     // So do the dashboard's static files, which hold no data (ui.rs).
-    for asset in ["/ui/", "/ui/app.js", "/ui/app.css"] {
+    for asset in ["/ui/", "/ui/app.js", "/ui/plots.js", "/ui/app.css"] {
         let reply = call(&c, None, Method::GET, asset, None).await;
         assert_eq!(reply.status, StatusCode::OK, "{asset} without a token");
     }

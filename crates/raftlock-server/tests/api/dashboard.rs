@@ -13,6 +13,11 @@ async fn every_member_serves_the_dashboard_files() {
         ("/ui", "text/html", "<title>raftlock</title>"),
         ("/ui/", "text/html", "/ui/app.js"),
         ("/ui/app.js", "text/javascript", "/v1/cluster/reachability"),
+        (
+            "/ui/plots.js",
+            "text/javascript",
+            "raftlock_acquire_grants_total",
+        ),
         ("/ui/app.css", "text/css", "--mono"),
     ] {
         for url in &c.urls {
