@@ -31,8 +31,7 @@
 //! The measuring task sleeps while at most [`FLOOR`] connections are open
 //! and the limit is `max_connections`: then there is nothing to shed.
 //! Ticking all the time cost 2–13 % more CPU per lock cycle with 64
-//! clients in an A/B of the same build with and without it (docs/notes.md,
-//! session 10).
+//! clients in an A/B of the same build with and without it (docs/adr/0012-shed-connections-when-the-runtime-lags.md).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
