@@ -4,8 +4,8 @@
 //! the crowd's connections in turn with Raft's heartbeats, votes and
 //! leadership confirmations, which share it. Those come late: the
 //! leader's confirmations time out, followers start elections, and a held
-//! lock is lost although every limit held (docs/overload.md, "Release
-//! members, and the CPU below which the held lock is lost": at half the
+//! lock is lost although every limit held (docs/overload.md, "The renewal
+//! storm with release members, and the CPU below which the held lock is lost": at half the
 //! CPU, 4,096 connections per member lost it where 512 and 1,024 kept it).
 //! The right number of connections depends on the CPU a member gets,
 //! which no fixed `max_connections` knows.
