@@ -21,8 +21,8 @@
 #      be valid, and the register workload with the leader-isolating
 #      partition must catch the injected bug (exit code 1, linearizability
 #      INVALID);
-#   3. run jepsen/tests/isolated_leader.rs, the regression scenario of
-#      issue 10 (a client on a cut-off leader must observe its loss before
+#   3. run jepsen/tests/isolated_leader.rs, the isolated-leader regression
+#      scenario (a client on a cut-off leader must observe its loss before
 #      the majority grants its lock to another client);
 #   4. run jepsen/tests/membership.rs: mutex and register for 20 s while
 #      the `membership` nemesis adds spare members (`raftlock serve
@@ -92,11 +92,11 @@ fi
 
 echo "== jepsen: workloads under faults, and the injected bug"
 cargo test --locked -p raftlock-jepsen --test cluster -- --ignored --test-threads=1 --nocapture
-echo "== jepsen: issue 10 regression (isolated leader, sticky client)"
+echo "== jepsen: isolated-leader regression (sticky client)"
 cargo test --locked -p raftlock-jepsen --test isolated_leader -- --ignored --nocapture
-echo "== jepsen: membership changes under load (issue 12)"
+echo "== jepsen: membership changes under load"
 cargo test --locked -p raftlock-jepsen --test membership -- --ignored --test-threads=1 --nocapture
-echo "== jepsen: disk nemeses (issue 14)"
+echo "== jepsen: disk nemeses"
 cargo test --locked -p raftlock-jepsen --test disk -- --ignored --test-threads=1 --nocapture
 echo "== jepsen: nemesis combinations start together"
 cargo test --locked -p raftlock-jepsen --test combinations -- --ignored --test-threads=1 --nocapture

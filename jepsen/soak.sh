@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long soak of issue 14: loops seeds over every workload, client mode
+# The long soak: loops seeds over every workload, client mode
 # and nemesis (the disk nemeses `disk-full` and `slow-fsync` included) for a
 # fixed time, one run at a time, and keeps the artifacts of every run that
 # is not valid. Not part of CI. See jepsen/README.md, "The soak".

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full-size overload runs of issue 14 (item 4), whose figures are in
+# The full-size overload runs, whose figures are in
 # docs/overload.md: three real `raftlock serve` members (release build,
 # as they run in production; `cargo test`'s debug build is several
 # times slower and measures the build, not the service) on loopback,

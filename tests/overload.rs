@@ -1,5 +1,4 @@
-//! Overload against three real `raftlock serve` processes (issue 14, item
-//! 4): a crowd of waiting acquires on one lock, a flood of open
+//! Overload against three real `raftlock serve` processes: a crowd of waiting acquires on one lock, a flood of open
 //! connections, a storm of session renewals at a 1 s TTL, and slowloris
 //! clients. In each, every member stays up, its memory stays under a
 //! stated bound, the excess is refused with `429`/`503` and `Retry-After`,

@@ -20,7 +20,7 @@ func (ct *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// NEEDS A SERVER WITH keep_queued (issue 13): the server at HEAD rejects
+// NEEDS A SERVER WITH keep_queued: the server at HEAD rejects
 // the field as unknown (bad_request), and this test then fails on
 // purpose with a message saying so.
 //
@@ -53,7 +53,7 @@ func TestLongWaitKeepsFIFOPlaceAcrossSlices(t *testing.T) {
 		select {
 		case err := <-w.result:
 			if errors.Is(err, ErrBadRequest) && strings.Contains(err.Error(), "keep_queued") {
-				t.Fatalf("the server rejects keep_queued: this test needs a raftlock server with keep_queued (issue 13): %v", err)
+				t.Fatalf("the server rejects keep_queued: this test needs a raftlock server with keep_queued: %v", err)
 			}
 			t.Fatalf("waiter ended early: %v", err)
 		default:

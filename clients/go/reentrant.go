@@ -9,7 +9,7 @@ import (
 // ReentrantMutex is a Mutex in reentrant mode: the holder may Lock it
 // again without queueing, and the lock is released only when Unlock has
 // been called as many times as Lock (Redisson's and Curator's
-// semantics; the Rust client's ReentrantMutex, docs/notes.md).
+// semantics; the Rust client's ReentrantMutex; docs/adr/0010-reentrancy-counted-in-the-client.md).
 //
 // The hold count lives in this handle, not in the cluster: an acquire is
 // resent after a lost answer (it is idempotent per session, docs/api.md),

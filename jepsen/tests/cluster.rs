@@ -9,7 +9,7 @@
 //! - each workload under mixed faults for ~15 s must be valid (clients
 //!   stick to one member, the default);
 //! - the lock workloads under `isolate-leader` (the leader's Raft links
-//!   cut while its clients keep using it, issue 10) must be valid, with
+//!   cut while its clients keep using it) must be valid, with
 //!   sticky HTTP clients and with clients embedded in the members
 //!   (`raftlock-jepsen member`);
 //! - `rwlock` under every fault (`all`) must be valid, and with its
@@ -299,7 +299,7 @@ fn rwlock_writers_in_read_mode_are_caught_with_embedded_clients() {
 }
 
 /// A run under `isolate-leader` must be valid, with the fault injected
-/// (issue 10's shape at random: a client on the leader holds the lock
+/// (the isolated-leader regression's shape at random: a client on the leader holds the lock
 /// while the leader is cut off; it must observe its loss before the
 /// majority grants the lock to someone else).
 fn assert_isolated_leader_run_is_valid(workload: Workload, clients: Routing, seed: u64) {

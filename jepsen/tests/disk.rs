@@ -1,4 +1,4 @@
-//! End to end: the disk nemeses (issue 14). `disk-full` makes the next log
+//! End to end: the disk nemeses. `disk-full` makes the next log
 //! sync of the leader or a random member fail with `ENOSPC` and its disk
 //! count as full (the member leaves Raft and answers `503 disk_full`);
 //! when the fault ends the disk has room again and the member reopens its

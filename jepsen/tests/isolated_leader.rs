@@ -1,4 +1,4 @@
-//! Regression scenario for issue 10, with real processes: a leader cut off
+//! Regression scenario for the isolated leader, with real processes: a leader cut off
 //! from the majority must not keep a client's session alive while the
 //! majority expires it and grants its lock to another client.
 //!

@@ -1,4 +1,4 @@
-//! End to end: the `membership` nemesis (issue 12) adds spare members
+//! End to end: the `membership` nemesis adds spare members
 //! with `raftlock serve --join` and removes voters (the leader too) while
 //! the mutex and register workloads run; every run must be valid, and
 //! changes must actually have happened (at least one completed add and

@@ -1,6 +1,6 @@
 """Long waits keep their place in line across long-poll slices.
 
-NEEDS THE NEW SERVER (issue 13): these tests pass only against a server
+NEEDS THE NEW SERVER: these tests pass only against a server
 whose acquire accepts ``"keep_queued": true``. Older servers reject the
 field with ``bad_request`` (the client then falls back to re-queueing on
 each slice), and these tests fail at once saying so. Deselect them with

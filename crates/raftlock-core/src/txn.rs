@@ -277,7 +277,7 @@ mod tests {
         }
     }
 
-    /// Session 1 holds `orders/42`; returns its token.
+    /// The first session holds `orders/42`; returns its token.
     fn held() -> (StateMachine, u64) {
         let mut sm = StateMachine::new();
         for id in [SessionId(1), SessionId(2)] {

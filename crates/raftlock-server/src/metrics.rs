@@ -1,7 +1,7 @@
 //! `GET /metrics`: OpenMetrics text from a `prometheus-client` registry.
 //! It was hand-written for compile time until `prometheus-client` 0.24.1
 //! was measured building in 1.4 s on this project's machine
-//! (docs/notes.md, Session 6); the names, labels and meanings are those
+//! (docs/adr/0016-metrics-on-prometheus-client.md); the names, labels and meanings are those
 //! docs/api.md lists. Process metrics are in `process.rs`.
 //!
 //! Two registries are encoded into one scrape: the one in [`Metrics`],

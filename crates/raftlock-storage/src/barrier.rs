@@ -18,7 +18,7 @@
 //!
 //! * `Db::flush()` writes the pending IO buffers with `pwrite` and then calls
 //!   `sync_file_range(WAIT_BEFORE | WRITE | WAIT_AFTER)` on the written range
-//!   of the `db` file (sled issue #1452). That pushes the pages to the device
+//!   of the `db` file (github.com/spacejam/sled/issues/1452). That pushes the pages to the device
 //!   but issues no cache-flush command and does not persist the file size,
 //!   so a power loss can still lose an acknowledged write or a segment that
 //!   grew the file.

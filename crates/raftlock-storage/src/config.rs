@@ -25,7 +25,7 @@ pub enum Durability {
     /// Survive a process crash (`kill -9`) but not power loss: sled's
     /// `flush()` alone, which writes the data with `sync_file_range` (page
     /// cache written back, disk cache and file metadata not flushed; sled
-    /// issue #1452). For tests and benchmarks that want to measure or avoid
+    /// github.com/spacejam/sled/issues/1452). For tests and benchmarks that want to measure or avoid
     /// the cost of real syncs.
     FlushOnly,
 }

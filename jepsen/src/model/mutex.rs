@@ -31,7 +31,7 @@
 //! `session_not_found` answer — and completed when recorded. A client
 //! holds the lock until then: the window must not start at the last
 //! instant the session was known alive, or an isolated leader renewing
-//! sessions from memory (issue 10) goes unseen. The model treats the op as
+//! sessions from memory (docs/adr/0006-keepalives-need-a-quorum.md) goes unseen. The model treats the op as
 //! a release of whatever that owner held, placed anywhere inside the
 //! window; it is legal whether or not the owner held the lock. Without
 //! such an op, a lock held by a dead session stays held in the model, and

@@ -390,7 +390,7 @@ async fn disk_fault(cluster: &Cluster, id: u64, path: &str, body: serde_json::Va
 /// once they hold it; once one of them holds it (or after
 /// [`HOLDER_WAIT`]), every Raft link of `leader` is cut. Its clients keep
 /// talking to it; the other members' clients keep theirs. A leader that
-/// goes on renewing its clients' sessions from memory (issue 10) lets its
+/// goes on renewing its clients' sessions from memory lets its
 /// holder keep the lock while the majority expires the session and grants
 /// the lock to another client. Returns the fault's name, which lists the
 /// attached clients (`*` marks the holder).

@@ -4,7 +4,7 @@
 //! client sticks to the endpoint that last answered, and an embedded
 //! application only ever talks to the node in its own process. A safety
 //! bug that only one member has (a leader cut off from the majority that
-//! keeps renewing sessions from memory, issue 10) is invisible to clients
+//! keeps renewing sessions from memory) is invisible to clients
 //! that reach it one request in three, so the default is [`Routing::Sticky`].
 //!
 //! - [`Routing::Sticky`]: client `i` starts on member `i mod n`; its ops

@@ -19,7 +19,7 @@
 //! The mutex model needs an op that ends the process's hold at the instant
 //! the client stopped holding, never earlier: a lost session's end is
 //! **not** backdated to the last instant it was known alive (a keepalive
-//! acknowledged by a cut-off leader proves nothing, issue 10). It is
+//! acknowledged by a cut-off leader proves nothing). It is
 //! recorded by the client's *next* process with the old process id as its
 //! value ("on behalf of"), invoked at that instant
 //! ([`RunLog::invoke_at`](crate::runlog::RunLog::invoke_at)) and completed

@@ -3,7 +3,7 @@
 //! long-lived connection, instead of one HTTP request each.
 //!
 //! Why: per write, a member's tokio workers spent much of their time in
-//! HTTP machinery (docs/notes.md, issue 11: building and parsing headers,
+//! HTTP machinery (docs/adr/0008-peer-pipes.md: building and parsing headers,
 //! routing, the client's connection task). A frame is a length, a kind,
 //! the sender's identity claims and the bincode body the HTTP route
 //! would have carried; the answer is a length, a status and the body.

@@ -17,7 +17,7 @@
 //! answering waits for the client to close, which a slow client makes
 //! long: with one bound for both, a storm of slow clients took every
 //! place, and a holder's keepalive past the cap was closed unread
-//! (docs/overload.md, "The door").
+//! (docs/adr/0009-no-separate-runtime-for-client-connections.md).
 //!
 //! One request is not refused: a keepalive of a session that owns nodes
 //! (holds or waits for a lock; `admission.rs` has the same lane for

@@ -4,8 +4,8 @@
 //! the crowd's connections in turn with Raft's heartbeats, votes and
 //! leadership confirmations, which share it. Those come late: the
 //! leader's confirmations time out, followers start elections, and a held
-//! lock is lost although every limit held (docs/overload.md, "Release
-//! members, and the CPU below which the held lock is lost": at half the
+//! lock is lost although every limit held (docs/overload.md, "The renewal
+//! storm with release members, and the CPU below which the held lock is lost": at half the
 //! CPU, 4,096 connections per member lost it where 512 and 1,024 kept it).
 //! The right number of connections depends on the CPU a member gets,
 //! which no fixed `max_connections` knows.
@@ -31,8 +31,7 @@
 //! The measuring task sleeps while at most [`FLOOR`] connections are open
 //! and the limit is `max_connections`: then there is nothing to shed.
 //! Ticking all the time cost 2–13 % more CPU per lock cycle with 64
-//! clients in an A/B of the same build with and without it (docs/notes.md,
-//! session 10).
+//! clients in an A/B of the same build with and without it (docs/adr/0012-shed-connections-when-the-runtime-lags.md).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
