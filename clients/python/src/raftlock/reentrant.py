@@ -3,7 +3,7 @@
 """A lock in reentrant mode: the thread that holds it may acquire it again
 without queueing, and the lock is released only when every hold has been
 given back (Redisson's and Curator's semantics, as the Rust client's
-``ReentrantMutex``; docs/adr/0010-reentrancy-counted-in-the-client.md).
+``ReentrantMutex``; docs/adr/0010).
 
 The hold count lives here, in the client, per lock object and holding
 thread, as ``threading.RLock`` and Curator's ``InterProcessMutex`` count:

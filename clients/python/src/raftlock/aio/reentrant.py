@@ -5,7 +5,7 @@ kept in the client for the reasons given there."""
 #> """A lock in reentrant mode: the thread that holds it may acquire it again
 #> without queueing, and the lock is released only when every hold has been
 #> given back (Redisson's and Curator's semantics, as the Rust client's
-#> ``ReentrantMutex``; docs/notes.md).
+#> ``ReentrantMutex``; docs/adr/0010).
 #>
 #> The hold count lives here, in the client, per lock object and holding
 #> thread, as ``threading.RLock`` and Curator's ``InterProcessMutex`` count:
