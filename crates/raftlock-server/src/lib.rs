@@ -19,7 +19,8 @@
 //! `observe`, `nodes`, `cluster` with `reachability`, `backup`,
 //! `metrics`), the dashboard's static files (`ui`), the long-poll shared by
 //! every acquire and campaign (`acquire`), the acquire/release routes of
-//! locks, read-write locks and semaphores (`queue_routes`),
+//! locks, read-write locks and semaphores (`queue_routes`), one generic
+//! set of handlers for the shared-queue kinds (`shared_routes`),
 //! JSON-rejecting extractors
 //! (`extract`), the single error mapping (`error`), overload control
 //! (`overload`: connections, shedding, admission, limits), and the OpenAPI
@@ -47,11 +48,10 @@ mod overload;
 mod process;
 mod queue_routes;
 mod reachability;
-mod rwlocks;
-mod semaphores;
 mod session_list;
 mod sessions;
 mod shared_locks;
+mod shared_routes;
 mod state;
 mod txn;
 mod ui;
@@ -219,8 +219,8 @@ fn routes() -> Router<AppState> {
         .merge(session_list::routes())
         .merge(locks::routes())
         .merge(elections::routes())
-        .merge(rwlocks::routes())
-        .merge(semaphores::routes())
+        .merge(shared_routes::rwlocks::routes())
+        .merge(shared_routes::semaphores::routes())
         .merge(multilocks::routes())
         .merge(nodes::routes())
         .merge(txn::routes())
