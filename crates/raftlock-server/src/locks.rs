@@ -6,8 +6,7 @@
 //! lock named `a/acquire` is thus inspected at `GET /v1/locks/a/acquire`
 //! and acquired at `POST /v1/locks/a/acquire/acquire`.
 
-use axum::extract::{Request, State};
-use axum::response::Response;
+use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use raftlock_api::lock::{FencingAnswer, FencingBody, Holder, LockBody, LockList, Waiter};
@@ -129,42 +128,13 @@ impl QueueRoute for Locks {
     }
 }
 
-async fn action(
-    State(app): State<AppState>,
-    caller: Caller,
-    ApiPath(rest): ApiPath<String>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    queue_routes::dispatch((app, caller, rest, request), acquire_lock, release_lock).await
-}
-
-/// Acquires a lock: granted at once, after waiting in line up to
-/// `wait_ms`, or refused (`lock_held` for a try-lock, `timeout`).
-#[utoipa::path(post, path = "/v1/locks/{name}/acquire", tag = "locks",
-    params(("name" = String, Path, description = "Lock name; may contain `/`")),
-    request_body = AcquireBody,
-    responses((status = 200, description = "Granted", body = Granted)))]
-async fn acquire_lock(
-    app: AppState,
-    caller: Caller,
-    name: String,
-    request: Request,
-) -> Result<Response, ApiError> {
-    queue_routes::acquire::<Locks>(app, caller, name, request).await
-}
-
-/// Releases a lock, or cancels the session's wait for it.
-#[utoipa::path(post, path = "/v1/locks/{name}/release", tag = "locks",
-    params(("name" = String, Path, description = "Lock name; may contain `/`")),
-    request_body = SessionBody,
-    responses((status = 204, description = "Released")))]
-async fn release_lock(
-    app: AppState,
-    caller: Caller,
-    name: String,
-    request: Request,
-) -> Result<Response, ApiError> {
-    queue_routes::release::<Locks>(app, caller, name, request).await
+queue_routes::queue_actions! {
+    Locks, tag "locks", name "Lock name; may contain `/`";
+    /// Acquires a lock: granted at once, after waiting in line up to
+    /// `wait_ms`, or refused (`lock_held` for a try-lock, `timeout`).
+    post "/v1/locks/{name}/acquire" => acquire_lock(AcquireBody) -> Granted;
+    /// Releases a lock, or cancels the session's wait for it.
+    post "/v1/locks/{name}/release" => release_lock;
 }
 
 /// Reads one queue after validating its name.

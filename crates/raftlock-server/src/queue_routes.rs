@@ -4,7 +4,8 @@
 //! Each resource module keeps its request and answer types and one
 //! [`QueueRoute`] implementation saying how its body becomes an acquire
 //! (`acquire.rs`'s [`Target`]) and how a grant is answered; its
-//! OpenAPI-annotated handlers only call [`acquire`] and [`release`] here.
+//! OpenAPI-annotated handlers, which only call [`acquire`] and [`release`]
+//! here, are written once, by `queue_actions!`.
 
 use std::future::Future;
 
@@ -105,3 +106,56 @@ pub(crate) async fn release<Q: QueueRoute>(
     acquire::release(&app, &caller, Q::QUEUE, &name, &body.session_id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
+
+/// A route's `POST {name}/acquire|release`: `action`, which dispatches
+/// to the two handlers named here, and those handlers with their OpenAPI
+/// annotations (their names are the document's operation ids). The caller
+/// has `SessionBody` in scope, the release body of the document.
+macro_rules! queue_actions {
+    (
+        $route:ident, tag $tag:literal, name $name:literal;
+        $(#[doc = $acquire_doc:literal])*
+        post $acquire_path:literal => $acquire:ident($acquire_body:ident) -> $granted:ident;
+        $(#[doc = $release_doc:literal])*
+        post $release_path:literal => $release:ident;
+    ) => {
+        async fn action(
+            axum::extract::State(app): axum::extract::State<$crate::state::AppState>,
+            caller: $crate::auth::Caller,
+            $crate::extract::ApiPath(rest): $crate::extract::ApiPath<String>,
+            request: axum::extract::Request,
+        ) -> Result<axum::response::Response, $crate::error::ApiError> {
+            let request = (app, caller, rest, request);
+            $crate::queue_routes::dispatch(request, $acquire, $release).await
+        }
+
+        $(#[doc = $acquire_doc])*
+        #[utoipa::path(post, path = $acquire_path, tag = $tag,
+            params(("name" = String, Path, description = $name)),
+            request_body = $acquire_body,
+            responses((status = 200, description = "Granted", body = $granted)))]
+        async fn $acquire(
+            app: $crate::state::AppState,
+            caller: $crate::auth::Caller,
+            name: String,
+            request: axum::extract::Request,
+        ) -> Result<axum::response::Response, $crate::error::ApiError> {
+            $crate::queue_routes::acquire::<$route>(app, caller, name, request).await
+        }
+
+        $(#[doc = $release_doc])*
+        #[utoipa::path(post, path = $release_path, tag = $tag,
+            params(("name" = String, Path, description = $name)),
+            request_body = SessionBody,
+            responses((status = 204, description = "Released")))]
+        async fn $release(
+            app: $crate::state::AppState,
+            caller: $crate::auth::Caller,
+            name: String,
+            request: axum::extract::Request,
+        ) -> Result<axum::response::Response, $crate::error::ApiError> {
+            $crate::queue_routes::release::<$route>(app, caller, name, request).await
+        }
+    };
+}
+pub(crate) use queue_actions;

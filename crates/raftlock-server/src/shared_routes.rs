@@ -314,8 +314,6 @@ macro_rules! shared_api {
         }
     )*) => {$(
         pub(crate) mod $module {
-            use axum::extract::Request;
-            use axum::response::Response;
             use axum::routing::get;
             use axum::Router;
             use utoipa::OpenApi;
@@ -337,41 +335,12 @@ macro_rules! shared_api {
                     .route(&format!("{base}/{{*rest}}"), get(inspect).post(action))
             }
 
-            async fn action(
-                State(app): State<AppState>,
-                caller: Caller,
-                ApiPath(rest): ApiPath<String>,
-                request: Request,
-            ) -> Result<Response, ApiError> {
-                queue_routes::dispatch((app, caller, rest, request), $acquire, $release).await
-            }
-
-            $(#[doc = $acquire_doc])*
-            #[utoipa::path(post, path = $acquire_path, tag = $tag,
-                params(("name" = String, Path, description = $name)),
-                request_body = $acquire_body,
-                responses((status = 200, description = "Granted", body = $granted)))]
-            async fn $acquire(
-                app: AppState,
-                caller: Caller,
-                name: String,
-                request: Request,
-            ) -> Result<Response, ApiError> {
-                queue_routes::acquire::<$kind>(app, caller, name, request).await
-            }
-
-            $(#[doc = $release_doc])*
-            #[utoipa::path(post, path = $release_path, tag = $tag,
-                params(("name" = String, Path, description = $name)),
-                request_body = SessionBody,
-                responses((status = 204, description = "Released")))]
-            async fn $release(
-                app: AppState,
-                caller: Caller,
-                name: String,
-                request: Request,
-            ) -> Result<Response, ApiError> {
-                queue_routes::release::<$kind>(app, caller, name, request).await
+            queue_routes::queue_actions! {
+                $kind, tag $tag, name $name;
+                $(#[doc = $acquire_doc])*
+                post $acquire_path => $acquire($acquire_body) -> $granted;
+                $(#[doc = $release_doc])*
+                post $release_path => $release;
             }
 
             $(#[doc = $inspect_doc])*
