@@ -18,6 +18,8 @@
 //! - [`election`]: an election's leader;
 //! - [`node`]: a node of the tree and its children;
 //! - [`cluster`]: the Raft membership;
+//! - [`tables`]: [`ErrorCode`]'s table rendered for the Python and Go
+//!   clients (written by the `raftlock-codes` binary).
 //! - [`queue`]: the one model of a queue's kind ([`QueueKind`]: lock,
 //!   election, read-write lock, semaphore) and of how an entry holds it
 //!   ([`Mode`]).
@@ -35,6 +37,7 @@ pub mod node;
 pub mod queue;
 pub mod session;
 pub mod shared;
+pub mod tables;
 
 pub use error::{ErrorBody, ErrorCode, ErrorReply, UnknownCode};
 pub use queue::{Mode, QueueKind};
