@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CI for the Go client (clients/go): gofmt, go vet, then go test against
+# CI for the Go client (clients/go): codes_gen.go current (raftlock-api's
+# raftlock-codes --check), gofmt, go vet, then go test against
 # real raftlock processes. Installs Debian's golang-go when `go` is
 # missing (needs root). The tests use $RAFTLOCK_BIN, else the
 # repository's target/debug/raftlock, built here if absent.
@@ -19,6 +20,9 @@ if [ -z "${RAFTLOCK_BIN:-}" ] && [ ! -x ../../target/debug/raftlock ]; then
 	echo "== cargo build -p raftlock-cli (the tests run target/debug/raftlock)"
 	(cd ../.. && cargo build --locked -p raftlock-cli)
 fi
+
+echo "== codes_gen.go generated from raftlock-api's ErrorCode"
+(cd ../.. && cargo run --quiet --locked -p raftlock-api --bin raftlock-codes -- --check)
 
 echo "== gofmt"
 unformatted=$(gofmt -l .)

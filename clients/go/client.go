@@ -333,12 +333,12 @@ attempts:
 			return status, body, nil
 		}
 		e := errorOf(status, body)
-		switch e.Code {
-		case CodeNoLeader, CodeStorageFailed, CodeDiskFull, CodeMemberReplaced, CodeOverloaded:
+		switch {
+		case e.Code == CodeNoLeader || codeRetryElsewhere(e.Code) && codeNotApplied(e.Code):
 			// Refused before anything was proposed: another member may serve.
 			failed(e, false)
 			continue
-		case CodeOutcomeUnknown, CodeInternal, CodeShuttingDown:
+		case codeOutcomeUnknown(e.Code):
 			// A member going down may have applied (or queued) a write:
 			// resend it elsewhere.
 			if failed(e, true) {

@@ -5,40 +5,10 @@ import (
 	"fmt"
 )
 
-// API error codes (docs/api.md), and the few the client produces itself.
+// The API's error codes (docs/api.md) are the Code constants of
+// codes_gen.go, generated with their retry classes from raftlock-api's
+// ErrorCode; these are the few the client produces itself.
 const (
-	CodeBadRequest           = "bad_request"
-	CodeSessionNotFound      = "session_not_found"
-	CodeNotFound             = "not_found"
-	CodeNotOwner             = "not_owner"
-	CodeLockHeld             = "lock_held"
-	CodeTimeout              = "timeout"
-	CodeNoLeader             = "no_leader"
-	CodeTooLarge             = "too_large"
-	CodeVersionMismatch      = "version_mismatch"
-	CodeNotLeader            = "not_leader"
-	CodeUnsupportedMediaType = "unsupported_media_type"
-	CodeMethodNotAllowed     = "method_not_allowed"
-	CodeWithdrawn            = "withdrawn"
-	CodeUnauthorized         = "unauthorized"
-	CodeForbidden            = "forbidden"
-	CodeNotEmpty             = "not_empty"
-	CodeEphemeralParent      = "ephemeral_parent"
-	CodeSessionConflict      = "session_conflict"
-	CodeSequenceExhausted    = "sequence_exhausted"
-	CodeAlreadyGranted       = "already_granted"
-	CodeOutcomeUnknown       = "outcome_unknown"
-	CodeShuttingDown         = "shutting_down"
-	CodeNotCaughtUp          = "not_caught_up"
-	CodeInternal             = "internal"
-	CodeLimitMismatch        = "limit_mismatch"
-	// A member that cannot serve refuses before proposing anything
-	// (docs/api.md); the client moves on to another member.
-	CodeStorageFailed  = "storage_failed"
-	CodeDiskFull       = "disk_full"
-	CodeMemberReplaced = "member_replaced"
-	CodeOverloaded     = "overloaded"
-
 	// CodeUnavailable is the client's own: no endpoint could be reached,
 	// so the request was never delivered and nothing changed.
 	CodeUnavailable = "unavailable"
@@ -96,14 +66,12 @@ func (e *Error) Is(target error) bool {
 }
 
 // OutcomeUnknown reports whether a write may or may not have been
-// applied: its answer was lost, or the server said outcome_unknown.
-// Every other error is definite: nothing changed.
+// applied: its answer was lost, the server said so (outcome_unknown,
+// internal, shutting_down: the contract's outcome-unknown class), or the
+// answer could not be understood. Every other error is definite: nothing
+// changed.
 func (e *Error) OutcomeUnknown() bool {
-	switch e.Code {
-	case CodeOutcomeUnknown, CodeInternal, CodeProtocol:
-		return true
-	}
-	return false
+	return codeOutcomeUnknown(e.Code) || e.Code == CodeProtocol
 }
 
 // Sentinels, one per error code, for errors.Is. Only Code is compared.

@@ -109,3 +109,32 @@ func TestTypedErrorsFromTheCluster(t *testing.T) {
 		t.Errorf("cancelled context: %v", err)
 	}
 }
+
+// The client classifies codes with the contract's table (codes_gen.go,
+// generated from raftlock-api's ErrorCode), not with lists of its own.
+func TestErrorClassesFollowTheContractTable(t *testing.T) {
+	for _, code := range []string{CodeStorageFailed, CodeDiskFull, CodeMemberReplaced, CodeOverloaded} {
+		if !codeRetryElsewhere(code) || !codeNotApplied(code) {
+			t.Errorf("%s: another member serves, nothing applied", code)
+		}
+	}
+	if !codeRetryElsewhere(CodeShuttingDown) || codeNotApplied(CodeShuttingDown) {
+		t.Errorf("shutting_down: another member serves, but it may have applied")
+	}
+	for _, code := range []string{CodeOutcomeUnknown, CodeInternal, CodeShuttingDown, CodeProtocol} {
+		if !(&Error{Code: code}).OutcomeUnknown() {
+			t.Errorf("%s: the outcome is unknown", code)
+		}
+	}
+	for _, code := range []string{CodeNotCaughtUp, CodeLockHeld, CodeNoLeader, CodeUnavailable} {
+		if (&Error{Code: code}).OutcomeUnknown() {
+			t.Errorf("%s: a definite answer", code)
+		}
+	}
+	if !codeRetryLater(CodeTooManyRequests) || codeRetryLater(CodeLockHeld) {
+		t.Errorf("too_many_requests passes by itself; lock_held does not")
+	}
+	if codeStatus(CodeTooManyRequests) != 429 || codeStatus(CodeInternal) != 500 || codeStatus("frobnicated") != 0 {
+		t.Errorf("statuses do not follow the table")
+	}
+}

@@ -124,10 +124,11 @@ func (c *Client) openStream(ctx context.Context, endpoint, route string) (*http.
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		e := errorOf(resp.StatusCode, body)
-		switch e.Code {
-		// `overloaded` means nothing was done (docs/api.md): another
-		// member may have room.
-		case CodeNoLeader, CodeShuttingDown, CodeOutcomeUnknown, CodeInternal, CodeNotCaughtUp, CodeOverloaded:
+		// Another member may serve the stream: no leader or not caught up
+		// here, this member cannot serve (a failed or full disk, replaced
+		// data, no room), or it failed inside or is going down.
+		if e.Code == CodeNoLeader || e.Code == CodeNotCaughtUp ||
+			codeRetryElsewhere(e.Code) || codeOutcomeUnknown(e.Code) {
 			return nil, false, e
 		}
 		return nil, true, e

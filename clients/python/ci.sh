@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI for the Python client (clients/python): the blocking modules must be
-# what gen_sync.py generates from the asyncio ones; then a fresh virtualenv
+# what gen_sync.py generates from the asyncio ones, and src/raftlock/_codes.py
+# what raftlock-api's raftlock-codes generates; then a fresh virtualenv
 # in a temp dir, this package plus pytest and mypy from PyPI, `mypy
 # --strict`, then the tests against real clusters. Needs only python3
 # (>= 3.9) with pip and PyPI; the raftlock binary is $RAFTLOCK_BIN, else
@@ -16,6 +17,9 @@ venv="$work/venv"
 
 echo "== python client: blocking modules generated from the asyncio ones"
 python3 "$here/gen_sync.py" --check
+
+echo "== python client: error-code table generated from raftlock-api's ErrorCode"
+(cd "$repo" && cargo run --quiet --locked -p raftlock-api --bin raftlock-codes -- --check)
 
 echo "== python client: virtualenv ($(python3 --version))"
 if ! python3 -m venv "$venv" 2>"$work/venv.err"; then

@@ -8,11 +8,20 @@
 //!   refused connection, `timeout`/`lock_held`, a version mismatch, …);
 //! - [`Reply::Info`]: unknown (`outcome_unknown`, a timeout, a connection
 //!   lost after the request may have been sent, any other 5xx).
+//!
+//! The control-plane reads (the cluster view, the membership, a lock's
+//! state) go through `raftlock-client`, one single-attempt client per
+//! member; their callers use only the answers. The workloads' operations
+//! still send their own requests: their histories and the sticky clients'
+//! routing read the harness's transport codes (`connect`, `http_timeout`,
+//! `transport`) and the exact code of an unknown outcome, which the
+//! client's `ClientError` folds into `OutcomeUnknown` (docs/adr/0020).
 
 use std::time::Duration;
 
 use base64::Engine as _;
-use raftlock_client::ErrorCode;
+use raftlock_client::{ClientError, ErrorCode, HttpClient, HttpConfig, RetryPolicy};
+use serde::Deserialize as _;
 use serde_json::{json, Value as Json};
 
 /// What went wrong, for the history's `error` field.
@@ -98,6 +107,9 @@ pub struct Api {
     nodes: Vec<String>,
     /// Timeout for requests that do not long-poll.
     timeout: Duration,
+    /// The typed client of each member (index = id - 1), one attempt per
+    /// call and no failover, for the control-plane reads.
+    typed: Vec<Option<HttpClient>>,
 }
 
 impl Api {
@@ -112,11 +124,34 @@ impl Api {
             .pool_idle_timeout(Duration::from_secs(5))
             .build()
             .unwrap_or_default();
+        let config = HttpConfig {
+            request_timeout: timeout,
+            connect_timeout: Duration::from_millis(500),
+            retry: RetryPolicy {
+                attempts: 1,
+                ..RetryPolicy::default()
+            },
+            ..HttpConfig::default()
+        };
+        let typed = nodes
+            .iter()
+            .map(|url| HttpClient::with_config([url.clone()], config.clone()).ok())
+            .collect();
         Api {
             http,
             nodes,
             timeout,
+            typed,
         }
+    }
+
+    /// Member `node`'s typed client.
+    fn typed(&self, node: u64) -> Result<&HttpClient, ApiError> {
+        usize::try_from(node.saturating_sub(1))
+            .ok()
+            .and_then(|i| self.typed.get(i))
+            .and_then(Option::as_ref)
+            .ok_or_else(|| ApiError::new("connect", format!("no member {node}")))
     }
 
     /// Number of nodes.
@@ -377,18 +412,13 @@ impl Api {
     /// `GET /v1/locks/{name}`: the holder's session id and the number of
     /// waiters.
     pub async fn lock_state(&self, node: u64, lock: &str) -> Reply<(Option<String>, usize)> {
-        let req = self.http.get(self.url(node, &format!("/v1/locks/{lock}")));
-        self.send(req, self.timeout).await.map(|(_, body)| {
-            let holder = body
-                .get("holder")
-                .and_then(|h| h.get("session_id"))
-                .and_then(Json::as_str)
-                .map(str::to_string);
-            let waiters = body
-                .get("waiters")
-                .and_then(Json::as_array)
-                .map_or(0, Vec::len);
-            (holder, waiters)
+        let client = match self.typed(node) {
+            Ok(client) => client,
+            Err(e) => return Reply::Fail(e),
+        };
+        Reply::of(client.lock_view(lock).await).map(|lock| {
+            let holder = lock.value.holder.and_then(|h| h.session_id);
+            (holder, lock.value.waiters.len())
         })
     }
 
@@ -428,21 +458,23 @@ impl Api {
 
     /// `GET /v1/cluster`.
     pub async fn cluster(&self, node: u64) -> Reply<ClusterView> {
-        let req = self.http.get(self.url(node, "/v1/cluster"));
-        self.send(req, self.timeout)
-            .await
-            .map(|(_, body)| ClusterView {
-                leader: body.get("leader_id").and_then(Json::as_u64),
-                term: body.get("term").and_then(Json::as_u64).unwrap_or(0),
-            })
+        let client = match self.typed(node) {
+            Ok(client) => client,
+            Err(e) => return Reply::Fail(e),
+        };
+        Reply::of(client.cluster().await).map(|view| ClusterView {
+            leader: view.leader_id,
+            term: view.term,
+        })
     }
 
     /// `GET /v1/cluster/members`: the membership as `node` knows it.
     pub async fn members(&self, node: u64) -> Reply<MembersView> {
-        let req = self.http.get(self.url(node, "/v1/cluster/members"));
-        self.send(req, self.timeout)
-            .await
-            .and_then(|(_, body)| parse_members(&body))
+        let client = match self.typed(node) {
+            Ok(client) => client,
+            Err(e) => return Reply::Fail(e),
+        };
+        Reply::of(client.membership().await).map(|answer| members_view(&answer.value))
     }
 
     /// `DELETE /v1/cluster/members/{id}` through `node` (which takes it to
@@ -473,6 +505,27 @@ impl Api {
 }
 
 impl<T> Reply<T> {
+    /// A typed client's answer, classified by the contract's retry
+    /// classes as [`classify`] does a raw one: a request never delivered
+    /// is `Fail` (`connect`), a definite refusal is `Fail`, anything else
+    /// (a lost answer, an unknown code, an answer we cannot read) `Info`.
+    fn of(result: raftlock_client::Result<T>) -> Reply<T> {
+        let e = match result {
+            Ok(value) => return Reply::Ok(value),
+            Err(e) => e,
+        };
+        let message = e.message().to_string();
+        match (&e, e.code()) {
+            (ClientError::Unavailable(_), _) => Reply::Fail(ApiError::new("connect", message)),
+            (_, Some(code)) if code.not_applied() => {
+                Reply::Fail(ApiError::new(code.as_str(), message))
+            }
+            (_, Some(code)) => Reply::Info(ApiError::new(code.as_str(), message)),
+            (ClientError::Rejected { code, .. }, None) => Reply::Info(ApiError::new(code, message)),
+            (_, None) => Reply::Info(ApiError::new("bad_response", message)),
+        }
+    }
+
     fn from_transport(e: &reqwest::Error) -> Reply<T> {
         if e.is_connect() {
             // Never reached the server: certainly not applied.
@@ -534,28 +587,28 @@ fn classify<T>(status: u16, body: &Json) -> Reply<T> {
     }
 }
 
-fn parse_members(body: &Json) -> Result<MembersView, ApiError> {
-    let bad = || ApiError::new("bad_response", format!("bad membership {body}"));
-    let list = body
-        .get("members")
-        .and_then(Json::as_array)
-        .ok_or_else(bad)?;
-    let mut voters = Vec::new();
-    let mut members = Vec::new();
-    for m in list {
-        let id = m.get("id").and_then(Json::as_u64).ok_or_else(bad)?;
-        members.push(id);
-        if m.get("voter").and_then(Json::as_bool).ok_or_else(bad)? {
-            voters.push(id);
-        }
-    }
+/// The fields of a membership the harness uses.
+fn members_view(view: &raftlock_api::cluster::Membership) -> MembersView {
+    let mut voters: Vec<u64> = view
+        .members
+        .iter()
+        .filter(|m| m.voter)
+        .map(|m| m.id)
+        .collect();
+    let mut members: Vec<u64> = view.members.iter().map(|m| m.id).collect();
     voters.sort_unstable();
     members.sort_unstable();
-    Ok(MembersView {
+    MembersView {
         voters,
         members,
-        joint: body.get("joint").and_then(Json::as_bool).ok_or_else(bad)?,
-    })
+        joint: view.joint,
+    }
+}
+
+fn parse_members(body: &Json) -> Result<MembersView, ApiError> {
+    raftlock_api::cluster::Membership::deserialize(body)
+        .map(|view| members_view(&view))
+        .map_err(|e| ApiError::new("bad_response", format!("bad membership {body}: {e}")))
 }
 
 fn parse_node(body: &Json) -> Option<NodeData> {
@@ -597,6 +650,49 @@ mod tests {
         let r: Reply<()> = classify(404, &Json::Null);
         assert_eq!(r.code(), Some("http_404"));
         assert!(matches!(r, Reply::Fail(_)));
+    }
+
+    #[test]
+    fn typed_answers_are_classified_as_raw_ones() {
+        let ok: Reply<u8> = Reply::of(Ok(1));
+        assert_eq!(ok, Reply::Ok(1));
+        let cases = [
+            (ClientError::Unavailable("refused".into()), "connect", true),
+            (ClientError::NoLeader("m".into()), "no_leader", true),
+            (ClientError::NotFound("m".into()), "not_found", true),
+            (
+                ClientError::Rejected {
+                    code: "storage_failed".into(),
+                    message: "m".into(),
+                },
+                "storage_failed",
+                true,
+            ),
+            (
+                ClientError::OutcomeUnknown("m".into()),
+                "outcome_unknown",
+                false,
+            ),
+            (ClientError::ShuttingDown, "shutting_down", false),
+            (ClientError::Internal("m".into()), "internal", false),
+            (
+                ClientError::Rejected {
+                    code: "a_new_code".into(),
+                    message: "m".into(),
+                },
+                "a_new_code",
+                false,
+            ),
+            (ClientError::Protocol("m".into()), "bad_response", false),
+        ];
+        for (e, code, fail) in cases {
+            let r: Reply<()> = Reply::of(Err(e));
+            assert_eq!(r.code(), Some(code));
+            assert_eq!(matches!(r, Reply::Fail(_)), fail, "{code}");
+            if !fail {
+                assert!(matches!(r, Reply::Info(_)), "{code}");
+            }
+        }
     }
 
     #[test]

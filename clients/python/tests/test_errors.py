@@ -50,3 +50,20 @@ def test_every_error_is_a_raftlock_error() -> None:
     for cls in raftlock.ERRORS_BY_CODE.values():
         assert issubclass(cls, raftlock.RaftlockError)
     assert raftlock.OutcomeUnknown("x").outcome_unknown and not raftlock.LockHeld("x").outcome_unknown
+
+
+def test_error_classes_follow_the_contract_table() -> None:
+    from raftlock import _codes, _failover
+
+    for code, cls in raftlock.ERRORS_BY_CODE.items():
+        assert cls.http_status == _codes.STATUS[code], code
+        assert cls.outcome_unknown == (code in _codes.OUTCOME_UNKNOWN), code
+    assert raftlock.ShuttingDown("x").outcome_unknown
+    assert not raftlock.NotCaughtUp("x").outcome_unknown
+    # The members a client moves on from refused before proposing.
+    assert _failover._MEMBER_CANNOT_SERVE == {
+        "storage_failed",
+        "disk_full",
+        "member_replaced",
+        "overloaded",
+    }

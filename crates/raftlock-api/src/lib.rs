@@ -13,6 +13,13 @@
 //!   ([`ErrorCode::not_applied`], [`ErrorCode::outcome_unknown`],
 //!   [`ErrorCode::retry_elsewhere`], [`ErrorCode::retry_later`]);
 //! - [`lock`]: a lock's view, the lock listing and the fencing check;
+//! - [`shared`]: a read-write lock's and a semaphore's view;
+//! - [`session`]: a session's view and the session listing;
+//! - [`election`]: an election's leader;
+//! - [`node`]: a node of the tree and its children;
+//! - [`cluster`]: the Raft membership;
+//! - [`tables`]: [`ErrorCode`]'s table rendered for the Python and Go
+//!   clients (written by the `raftlock-codes` binary).
 //! - [`queue`]: the one model of a queue's kind ([`QueueKind`]: lock,
 //!   election, read-write lock, semaphore) and of how an entry holds it
 //!   ([`Mode`]).
@@ -22,9 +29,15 @@
 
 #![warn(missing_docs)]
 
+pub mod cluster;
+pub mod election;
 pub mod error;
 pub mod lock;
+pub mod node;
 pub mod queue;
+pub mod session;
+pub mod shared;
+pub mod tables;
 
 pub use error::{ErrorBody, ErrorCode, ErrorReply, UnknownCode};
 pub use queue::{Mode, QueueKind};

@@ -2,11 +2,12 @@
 
 use clap::{Args, Subcommand};
 use futures::StreamExt;
+use raftlock_api::election::LeaderView;
 use raftlock_client::{Leader, LockClient};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::api::{cell, print_json, Api, Output};
 use crate::inspect::Endpoints;
+use crate::output::{failure, print_body, text, Output};
 
 #[derive(Args)]
 pub struct ElectionArgs {
@@ -38,43 +39,40 @@ enum ElectionCommand {
     },
 }
 
-fn leader_line(leader: &Value) -> String {
-    if leader.is_null() {
+fn leader_line(leader: Option<&LeaderView>) -> String {
+    let Some(leader) = leader else {
         return "no leader".into();
-    }
+    };
     format!(
         "leader: {}  session {}  principal {}  fencing token {}",
-        cell(&leader["value"]),
-        cell(&leader["session_id"]),
-        cell(&leader["principal"]),
-        cell(&leader["fencing_token"])
+        text(Some(&leader.value)),
+        text(leader.session_id.as_deref()),
+        text(leader.principal.as_deref()),
+        leader.fencing_token
     )
 }
 
 /// A leader as the API's JSON shows it (`GET /v1/elections/{name}`).
-fn leader_json(leader: Option<&Leader>) -> Value {
-    leader.map_or(Value::Null, |l| {
-        json!({
-            "session_id": l.session.map(|s| s.to_string()),
-            "principal": l.principal,
-            "value": l.value,
-            "node": l.node,
-            "fencing_token": l.fencing_token,
-        })
-    })
+fn leader_view(leader: &Leader) -> LeaderView {
+    LeaderView {
+        session_id: leader.session.map(|s| s.to_string()),
+        principal: leader.principal.clone(),
+        value: leader.value.clone(),
+        node: leader.node.clone(),
+        fencing_token: leader.fencing_token,
+    }
 }
 
 pub async fn run(args: ElectionArgs) -> anyhow::Result<()> {
+    let client = args.endpoints.client()?;
     match args.command {
         ElectionCommand::Show { name, output } => {
-            let body = Api::new(&args.endpoints)?
-                .get(&format!("/v1/elections/{name}"))
-                .await?;
+            let answer = client.election(&name).await.map_err(failure)?;
             if output.json {
-                return print_json(&body);
+                return print_body(&answer.body);
             }
             println!("election: {name}");
-            println!("{}", leader_line(&body["leader"]));
+            println!("{}", leader_line(answer.value.leader.as_ref()));
             Ok(())
         }
         ElectionCommand::Observe {
@@ -83,18 +81,18 @@ pub async fn run(args: ElectionArgs) -> anyhow::Result<()> {
             output,
         } => {
             // The client's observer: reconnects and fails over by itself.
-            let client = args.endpoints.client()?;
             let mut events = client.observe(&name);
             let mut seen = 0;
             while count.is_none_or(|c| seen < c) {
                 let Some(event) = events.next().await else {
                     break;
                 };
-                let leader = leader_json(event?.as_ref());
+                let leader = event?.as_ref().map(leader_view);
                 if output.json {
-                    println!("{}", json!({"election": name, "leader": leader}));
+                    let event = json!({"election": name, "leader": leader});
+                    println!("{event}");
                 } else {
-                    println!("{}", leader_line(&leader));
+                    println!("{}", leader_line(leader.as_ref()));
                 }
                 seen += 1;
             }

@@ -57,7 +57,7 @@ impl Endpoints {
 #[derive(Args)]
 pub struct StatusArgs {
     #[command(flatten)]
-    output: crate::api::Output,
+    output: crate::output::Output,
     #[command(flatten)]
     endpoints: Endpoints,
 }
@@ -73,7 +73,7 @@ pub struct LocksArgs {
     #[arg(long)]
     semaphores: bool,
     #[command(flatten)]
-    output: crate::api::Output,
+    output: crate::output::Output,
     #[command(flatten)]
     endpoints: Endpoints,
 }
@@ -84,13 +84,16 @@ fn cell(value: Option<impl ToString>) -> String {
 }
 
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let answer = args
+        .endpoints
+        .client()?
+        .cluster_answered()
+        .await
+        .map_err(crate::output::failure)?;
     if args.output.json {
-        let body = crate::api::Api::new(&args.endpoints)?
-            .get("/v1/cluster")
-            .await?;
-        return crate::api::print_json(&body);
+        return crate::output::print_body(&answer.body);
     }
-    let cluster = args.endpoints.client()?.cluster().await?;
+    let cluster = answer.value;
     println!(
         "leader: {}   term: {}",
         cell(cluster.leader_id),
@@ -130,19 +133,13 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
         _ => "locks",
     };
     if args.output.json {
-        let api = crate::api::Api::new(&args.endpoints)?;
-        // The prefix as a query value: percent-encode what is not a name character.
-        let query: String = prefix
-            .bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b':' | b'-' | b'/' => {
-                    (b as char).to_string()
-                }
-                other => format!("%{other:02X}"),
-            })
-            .collect();
-        let body = api.get(&format!("/v1/{route}?prefix={query}")).await?;
-        return crate::api::print_json(&body);
+        let client = args.endpoints.client()?;
+        let body = match route {
+            "rwlocks" => client.rwlocks_answered(&prefix).await.map(|a| a.body),
+            "semaphores" => client.semaphores_answered(&prefix).await.map(|a| a.body),
+            _ => client.locks_answered(&prefix).await.map(|a| a.body),
+        };
+        return crate::output::print_body(&body.map_err(crate::output::failure)?);
     }
     if route != "locks" {
         return shared(&args.endpoints, &prefix, args.rwlocks).await;

@@ -3,11 +3,10 @@
 //! semaphore) and `raftlock fencing-check NAME TOKEN`.
 
 use clap::Args;
-use reqwest::Method;
-use serde_json::json;
+use raftlock_client::HttpClient;
 
-use crate::api::{cell, print_json, Api, Output};
 use crate::inspect::Endpoints;
+use crate::output::{failure, number, print_body, text, Output};
 
 #[derive(Args)]
 pub struct LockInfoArgs {
@@ -27,97 +26,100 @@ pub struct LockInfoArgs {
 }
 
 pub async fn lock_info(args: LockInfoArgs) -> anyhow::Result<()> {
-    let api = Api::new(&args.endpoints)?;
+    let client = args.endpoints.client()?;
     if args.rwlock || args.semaphore {
-        return shared_info(&api, &args).await;
+        return shared_info(&client, &args).await;
     }
-    let body = api.get(&format!("/v1/locks/{}", args.name)).await?;
+    let answer = client.lock_view(&args.name).await.map_err(failure)?;
     if args.output.json {
-        return print_json(&body);
+        return print_body(&answer.body);
     }
+    let lock = answer.value;
     println!("lock: {}", args.name);
-    if let Some(ms) = body["lock_delay_ms"].as_u64() {
+    if let Some(ms) = lock.lock_delay_ms {
         println!("lock delay: {ms} ms");
     }
-    let holder = &body["holder"];
-    if body["held_off"].as_bool() == Some(true) {
+    if lock.held_off {
         // The holder's session ended; the next in line waits out the delay.
         println!("holder: none (held off: the lock-delay after its holder's session ended)");
-    } else if holder.is_null() {
-        println!("holder: none");
-    } else {
+    } else if let Some(holder) = &lock.holder {
         println!(
             "holder: session {}  owner {}  principal {}  fencing token {}  since revision {}",
-            cell(&holder["session_id"]),
-            cell(&holder["owner"]),
-            cell(&holder["principal"]),
-            cell(&holder["fencing_token"]),
-            cell(&holder["since_revision"])
+            text(holder.session_id.as_deref()),
+            text(Some(&holder.owner)),
+            text(holder.principal.as_deref()),
+            holder.fencing_token,
+            holder.since_revision
         );
         println!(
             "  (to break it: raftlock session close {})",
-            cell(&holder["session_id"])
+            text(holder.session_id.as_deref())
         );
+    } else {
+        println!("holder: none");
     }
-    let waiters = body["waiters"].as_array().cloned().unwrap_or_default();
-    println!("waiters: {}", waiters.len());
-    for (i, w) in waiters.iter().enumerate() {
+    println!("waiters: {}", lock.waiters.len());
+    for (i, w) in lock.waiters.iter().enumerate() {
         println!(
             "  {:>3}. session {}  owner {}  principal {}",
             i + 1,
-            cell(&w["session_id"]),
-            cell(&w["owner"]),
-            cell(&w["principal"])
+            text(w.session_id.as_deref()),
+            text(Some(&w.owner)),
+            text(w.principal.as_deref())
         );
     }
     Ok(())
 }
 
+/// A read-write lock's entry shows its mode; a semaphore's has none.
+fn mode(mode: Option<&str>) -> String {
+    mode.map_or_else(String::new, |mode| format!("{mode:<5} "))
+}
+
 /// A read-write lock or semaphore: every holder (several may hold), then
 /// the waiters in queue order.
-async fn shared_info(api: &Api, args: &LockInfoArgs) -> anyhow::Result<()> {
-    let (route, what) = if args.rwlock {
-        ("rwlocks", "rwlock")
+async fn shared_info(client: &HttpClient, args: &LockInfoArgs) -> anyhow::Result<()> {
+    let (what, permits, holders, waiters) = if args.rwlock {
+        let answer = client.rwlock(&args.name).await.map_err(failure)?;
+        if args.output.json {
+            return print_body(&answer.body);
+        }
+        let view = answer.value;
+        ("rwlock", None, view.holders, view.waiters)
     } else {
-        ("semaphores", "semaphore")
+        let answer = client.semaphore(&args.name).await.map_err(failure)?;
+        if args.output.json {
+            return print_body(&answer.body);
+        }
+        let view = answer.value;
+        ("semaphore", Some(view.permits), view.holders, view.waiters)
     };
-    let body = api.get(&format!("/v1/{route}/{}", args.name)).await?;
-    if args.output.json {
-        return print_json(&body);
-    }
     println!("{what}: {}", args.name);
-    if args.semaphore {
-        println!("permits: {}", cell(&body["permits"]));
+    if let Some(permits) = permits {
+        println!("permits: {}", number(permits));
     }
-    // A semaphore's entries have no mode.
-    let mode = |e: &serde_json::Value| match e["mode"].as_str() {
-        Some(mode) => format!("{mode:<5} "),
-        None => String::new(),
-    };
-    let holders = body["holders"].as_array().cloned().unwrap_or_default();
     println!("holders: {}", holders.len());
     for (i, h) in holders.iter().enumerate() {
         println!(
             "  {:>3}. {}session {}  owner {}  principal {}  fencing token {}  since revision {}",
             i + 1,
-            mode(h),
-            cell(&h["session_id"]),
-            cell(&h["owner"]),
-            cell(&h["principal"]),
-            cell(&h["fencing_token"]),
-            cell(&h["since_revision"])
+            mode(h.mode.as_deref()),
+            text(h.session_id.as_deref()),
+            text(Some(&h.owner)),
+            text(h.principal.as_deref()),
+            h.fencing_token,
+            h.since_revision
         );
     }
-    let waiters = body["waiters"].as_array().cloned().unwrap_or_default();
     println!("waiters: {}", waiters.len());
     for (i, w) in waiters.iter().enumerate() {
         println!(
             "  {:>3}. {}session {}  owner {}  principal {}",
             i + 1,
-            mode(w),
-            cell(&w["session_id"]),
-            cell(&w["owner"]),
-            cell(&w["principal"])
+            mode(w.mode.as_deref()),
+            text(w.session_id.as_deref()),
+            text(Some(&w.owner)),
+            text(w.principal.as_deref())
         );
     }
     Ok(())
@@ -144,14 +146,15 @@ pub struct FencingCheckArgs {
 pub const EXIT_STALE: u8 = 3;
 
 pub async fn fencing_check(args: FencingCheckArgs) -> anyhow::Result<u8> {
-    let api = Api::new(&args.endpoints)?;
-    let request = json!({"lock": args.name, "fencing_token": args.fencing_token});
-    let body = api
-        .call(Method::POST, "/v1/fencing/check", Some(&request))
-        .await?;
-    let valid = body["valid"] == true;
+    let answer = args
+        .endpoints
+        .client()?
+        .fencing(&args.name, args.fencing_token)
+        .await
+        .map_err(failure)?;
+    let valid = answer.value.valid;
     if args.output.json {
-        print_json(&body)?;
+        print_body(&answer.body)?;
     } else if valid {
         println!(
             "valid: {} is the current token of {}",
@@ -161,7 +164,7 @@ pub async fn fencing_check(args: FencingCheckArgs) -> anyhow::Result<u8> {
         println!(
             "stale: the current token of {} is {}",
             args.name,
-            cell(&body["current_token"])
+            number(answer.value.current_token)
         );
     }
     Ok(if valid { 0 } else { EXIT_STALE })

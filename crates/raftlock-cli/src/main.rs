@@ -1,6 +1,5 @@
 //! `raftlock`: one binary for running and using a raftlock cluster.
 
-mod api;
 mod client_tls;
 mod docs_gen;
 mod election_cmd;
@@ -10,6 +9,7 @@ mod lock_info;
 mod lock_kind;
 mod member;
 mod node_cmd;
+mod output;
 mod rerun;
 mod serve;
 mod session_cmd;

@@ -1,14 +1,15 @@
-//! `raftlock member list|add|remove`: membership changes through any
-//! member's API (the member takes them to the leader), sent as a joining
-//! member's own request is (`raftlock_node::join`).
+//! `raftlock member list|add|remove`: the membership, read through the
+//! client; changes through any member's API (the member takes them to the
+//! leader), sent as a joining member's own request is
+//! (`raftlock_node::join`).
 
 use std::time::Duration;
 
 use crate::table::{Align, TextTable};
-use anyhow::bail;
+use anyhow::Context;
 use clap::{Args, Subcommand};
+use raftlock_api::cluster::Membership;
 use raftlock_node::join::{send_membership_request, MembershipRequest};
-use serde_json::Value;
 
 use crate::inspect::Endpoints;
 
@@ -23,7 +24,7 @@ enum MemberCommand {
     /// Show the Raft membership: voters and learners with their addresses.
     List {
         #[command(flatten)]
-        output: crate::api::Output,
+        output: crate::output::Output,
         #[command(flatten)]
         endpoints: Endpoints,
     },
@@ -54,63 +55,56 @@ enum MemberCommand {
 }
 
 pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
-    let endpoints = match &args.command {
-        MemberCommand::List { endpoints, .. }
-        | MemberCommand::Add { endpoints, .. }
-        | MemberCommand::Remove { endpoints, .. } => endpoints,
-    };
-    // An add waits for the new member to catch up (bounded at the leader
-    // by about a minute).
-    let http = endpoints.http(Duration::from_secs(120))?;
-    let urls = endpoints.urls();
     let view = match args.command {
-        MemberCommand::List { output, .. } => {
-            let view = send(&http, &urls, MembershipRequest::List).await?;
+        MemberCommand::List { output, endpoints } => {
+            let answer = endpoints
+                .client()?
+                .membership()
+                .await
+                .map_err(crate::output::failure)?;
             if output.json {
-                return crate::api::print_json(&view);
+                return crate::output::print_body(&answer.body);
             }
-            view
+            answer.value
         }
         MemberCommand::Add {
             id,
             api_addr,
             raft_addr,
-            ..
+            endpoints,
         } => {
             let request = MembershipRequest::Add {
                 id,
                 api_addr,
                 raft_addr,
             };
-            send(&http, &urls, request).await?
+            send(&endpoints, request).await?
         }
-        MemberCommand::Remove { id, .. } => {
-            send(&http, &urls, MembershipRequest::Remove(id)).await?
+        MemberCommand::Remove { id, endpoints } => {
+            send(&endpoints, MembershipRequest::Remove(id)).await?
         }
     };
-    print_view(&view)
+    print_view(&view);
+    Ok(())
 }
 
-/// Sends a membership request through the first endpoint that answers,
+/// Sends a membership change through the first endpoint that answers,
 /// retrying while the cluster has no leader or another change is under
-/// way ([`raftlock_node::join::send_membership_request`], which a joining
-/// member's own request goes through too).
-async fn send(
-    http: &reqwest::Client,
-    endpoints: &[String],
-    request: MembershipRequest,
-) -> anyhow::Result<Value> {
-    Ok(send_membership_request(http, endpoints, &request).await?)
+/// way, for up to a minute: the path a joining member's own request
+/// takes too ([`raftlock_node::join::send_membership_request`]).
+async fn send(endpoints: &Endpoints, request: MembershipRequest) -> anyhow::Result<Membership> {
+    // An add waits for the new member to catch up (bounded at the leader
+    // by about a minute).
+    let http = endpoints.http(Duration::from_secs(120))?;
+    let view = send_membership_request(&http, &endpoints.urls(), &request).await?;
+    serde_json::from_value(view.clone()).with_context(|| format!("unexpected answer: {view}"))
 }
 
-fn print_view(view: &Value) -> anyhow::Result<()> {
-    let Some(members) = view["members"].as_array() else {
-        bail!("unexpected answer: {view}");
-    };
+fn print_view(view: &Membership) {
     println!(
         "membership at log index {}{}",
-        view["log_index"],
-        if view["joint"].as_bool() == Some(true) {
+        view.log_index,
+        if view.joint {
             " (joint: a change is being committed)"
         } else {
             ""
@@ -124,23 +118,16 @@ fn print_view(view: &Value) -> anyhow::Result<()> {
         ("INCARNATION", Align::Left),
         ("STATE", Align::Left),
     ]);
-    for m in members {
-        let kind = if m["voter"].as_bool() == Some(true) {
-            "voter"
-        } else {
-            "learner"
-        };
+    for m in &view.members {
+        let kind = if m.voter { "voter" } else { "learner" };
         table.row(vec![
-            m["id"]
-                .as_u64()
-                .map_or("-".to_string(), |id| id.to_string()),
+            m.id.to_string(),
             kind.to_string(),
-            m["api_addr"].as_str().unwrap_or("-").to_string(),
-            m["raft_addr"].as_str().unwrap_or("-").to_string(),
-            m["incarnation"].as_str().unwrap_or("-").to_string(),
-            m["state"].as_str().unwrap_or("-").to_string(),
+            m.api_addr.clone(),
+            m.raft_addr.clone(),
+            m.incarnation.as_deref().unwrap_or("-").to_string(),
+            m.state.as_deref().unwrap_or("-").to_string(),
         ]);
     }
     table.print();
-    Ok(())
 }

@@ -4,12 +4,11 @@ use anyhow::Context;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use clap::{Args, Subcommand};
-use reqwest::Method;
-use serde_json::json;
+use raftlock_client::NodeWrite;
 use std::io::Write;
 
-use crate::api::{cell, print_json, Api, Output};
 use crate::inspect::Endpoints;
+use crate::output::{failure, print_body, text, Output};
 
 #[derive(Args)]
 pub struct NodeArgs {
@@ -53,24 +52,21 @@ enum NodeCommand {
     },
 }
 
-/// `/a/b` or `a/b` → `/v1/nodes/a/b`; the root → `/v1/nodes`.
-fn route(path: &str) -> String {
-    match path.trim_start_matches('/') {
-        "" => "/v1/nodes".into(),
-        rest => format!("/v1/nodes/{rest}"),
-    }
+/// `/a/b` or `a/b` → `/a/b`; nothing → the root.
+fn tree_path(path: &str) -> String {
+    format!("/{}", path.trim_start_matches('/'))
 }
 
 pub async fn run(args: NodeArgs) -> anyhow::Result<()> {
-    let api = Api::new(&args.endpoints)?;
+    let client = args.endpoints.client()?;
     match args.command {
         NodeCommand::Get { path, output } => {
-            let body = api.get(&route(&path)).await?;
+            let answer = client.node(&tree_path(&path)).await.map_err(failure)?;
             if output.json {
-                return print_json(&body);
+                return print_body(&answer.body);
             }
             let data = BASE64
-                .decode(body["data"].as_str().unwrap_or(""))
+                .decode(&answer.value.data)
                 .context("the server sent data that is not base64")?;
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(&data)?;
@@ -84,28 +80,47 @@ pub async fn run(args: NodeArgs) -> anyhow::Result<()> {
             expected_version,
             output,
         } => {
-            let request = json!({
-                "data": BASE64.encode(data.as_bytes()),
-                "sequential": sequential,
-                "expected_version": expected_version,
-            });
-            let body = api.call(Method::PUT, &route(&path), Some(&request)).await?;
+            let how = NodeWrite {
+                sequential,
+                expected_version,
+            };
+            let answer = client
+                .write_node(&tree_path(&path), data.as_bytes(), how)
+                .await
+                .map_err(failure)?;
             if output.json {
-                return print_json(&body);
+                return print_body(&answer.body);
             }
-            println!("{} version {}", cell(&body["path"]), cell(&body["version"]));
+            println!(
+                "{} version {}",
+                text(Some(&answer.value.path)),
+                answer.value.version
+            );
             Ok(())
         }
         NodeCommand::Ls { path, output } => {
-            let path = path.unwrap_or_default();
-            let body = api.get(&format!("{}?children=true", route(&path))).await?;
+            let path = tree_path(&path.unwrap_or_default());
+            let answer = client.children(&path).await.map_err(failure)?;
             if output.json {
-                return print_json(&body);
+                return print_body(&answer.body);
             }
-            for child in body["children"].as_array().into_iter().flatten() {
-                println!("{}", cell(child));
+            for child in &answer.value.children {
+                println!("{}", text(Some(child)));
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_with_or_without_a_leading_slash_name_the_same_node() {
+        assert_eq!(tree_path("config/db"), "/config/db");
+        assert_eq!(tree_path("/config/db"), "/config/db");
+        assert_eq!(tree_path(""), "/");
+        assert_eq!(tree_path("/"), "/");
     }
 }

@@ -4,10 +4,10 @@
 
 use crate::table::{Align, TextTable};
 use clap::{Args, Subcommand};
-use reqwest::Method;
+use raftlock_client::{LockClient, SessionId};
 
-use crate::api::{cell, print_json, Api, Output};
 use crate::inspect::Endpoints;
+use crate::output::{failure, print_body, text, Output};
 
 #[derive(Args)]
 pub struct SessionArgs {
@@ -41,16 +41,25 @@ enum SessionCommand {
     },
 }
 
+/// A session id as typed on the command line. What is not one names no
+/// session: refused with the code the server would answer, before it goes
+/// into a URL.
+fn session_id(id: &str) -> anyhow::Result<SessionId> {
+    id.parse().map_err(|_| {
+        anyhow::anyhow!("session_not_found: {id:?} is not a session id (32 hex digits)")
+    })
+}
+
 pub async fn run(args: SessionArgs) -> anyhow::Result<()> {
-    let api = Api::new(&args.endpoints)?;
+    let client = args.endpoints.client()?;
     match args.command {
         SessionCommand::List { limit, output } => {
-            let body = api.get(&format!("/v1/sessions?limit={limit}")).await?;
+            let answer = client.sessions(limit).await.map_err(failure)?;
             if output.json {
-                return print_json(&body);
+                return print_body(&answer.body);
             }
-            let sessions = body["sessions"].as_array().cloned().unwrap_or_default();
-            if sessions.is_empty() {
+            let list = answer.value;
+            if list.sessions.is_empty() {
                 println!("no sessions");
                 return Ok(());
             }
@@ -61,43 +70,57 @@ pub async fn run(args: SessionArgs) -> anyhow::Result<()> {
                 ("TTL_MS", Align::Right),
                 ("NODES", Align::Right),
             ]);
-            for s in &sessions {
-                let nodes = s["nodes"].as_array().map_or(0, Vec::len);
+            for s in &list.sessions {
                 table.row(vec![
-                    cell(&s["session_id"]),
-                    cell(&s["owner"]),
-                    cell(&s["principal"]),
-                    cell(&s["ttl_ms"]),
-                    nodes.to_string(),
+                    text(Some(&s.session_id)),
+                    text(Some(&s.owner)),
+                    text(s.principal.as_deref()),
+                    s.ttl_ms.to_string(),
+                    s.nodes.len().to_string(),
                 ]);
             }
             table.print();
-            if body["truncated"] == true {
+            if list.truncated {
                 println!("(more sessions exist than --limit {limit})");
             }
             Ok(())
         }
         SessionCommand::Show { id, output } => {
-            let body = api.get(&format!("/v1/sessions/{id}")).await?;
+            let answer = client.session(session_id(&id)?).await.map_err(failure)?;
             if output.json {
-                return print_json(&body);
+                return print_body(&answer.body);
             }
-            println!("session:   {}", cell(&body["session_id"]));
-            println!("owner:     {}", cell(&body["owner"]));
-            println!("principal: {}", cell(&body["principal"]));
-            println!("ttl_ms:    {}", cell(&body["ttl_ms"]));
-            let nodes = body["nodes"].as_array().cloned().unwrap_or_default();
-            println!("nodes:     {}", nodes.len());
-            for n in &nodes {
-                println!("  {}", cell(n));
+            let session = answer.value;
+            println!("session:   {}", text(Some(&session.session_id)));
+            println!("owner:     {}", text(Some(&session.owner)));
+            println!("principal: {}", text(session.principal.as_deref()));
+            println!("ttl_ms:    {}", session.ttl_ms);
+            println!("nodes:     {}", session.nodes.len());
+            for n in &session.nodes {
+                println!("  {}", text(Some(n)));
             }
             Ok(())
         }
         SessionCommand::Close { id } => {
-            api.call(Method::DELETE, &format!("/v1/sessions/{id}"), None)
-                .await?;
+            client
+                .close_session(session_id(&id)?)
+                .await
+                .map_err(failure)?;
             println!("closed session {id}: its locks are released");
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_not_a_session_id_is_refused_with_the_servers_code() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(session_id(id).expect("an id").to_string(), id);
+        let e = session_id("../cluster").expect_err("not an id");
+        assert!(e.to_string().starts_with("session_not_found:"), "{e}");
     }
 }

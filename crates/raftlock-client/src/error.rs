@@ -118,6 +118,29 @@ impl ClientError {
         })
     }
 
+    /// The text that came with the error (the server's message, or why
+    /// the transport failed), without the variant's own words; empty for
+    /// the variants that carry none.
+    pub fn message(&self) -> &str {
+        match self {
+            ClientError::BadRequest(m)
+            | ClientError::SessionNotFound(m)
+            | ClientError::NotFound(m)
+            | ClientError::NotOwner(m)
+            | ClientError::LockHeld(m)
+            | ClientError::Timeout(m)
+            | ClientError::NotLeader(m)
+            | ClientError::Withdrawn(m)
+            | ClientError::NoLeader(m)
+            | ClientError::Unavailable(m)
+            | ClientError::OutcomeUnknown(m)
+            | ClientError::Protocol(m)
+            | ClientError::Internal(m)
+            | ClientError::Rejected { message: m, .. } => m,
+            ClientError::SessionLost(_) | ClientError::ShuttingDown => "",
+        }
+    }
+
     /// Maps an API error body's code (see `docs/api.md`) to a variant.
     pub(crate) fn from_api(code: &str, message: String) -> ClientError {
         use ErrorCode as C;
@@ -182,5 +205,8 @@ mod tests {
         let other = ClientError::from_api("too_large", "big".into());
         assert!(matches!(other, ClientError::Rejected { ref code, .. } if code == "too_large"));
         assert!(ClientError::OutcomeUnknown("x".into()).outcome_unknown());
+        assert_eq!(e.message(), "gone");
+        assert_eq!(other.message(), "big");
+        assert_eq!(ClientError::ShuttingDown.message(), "");
     }
 }

@@ -73,7 +73,7 @@ pub use election::Election;
 #[cfg(feature = "embedded")]
 pub use embedded::EmbeddedClient;
 pub use error::{ClientError, ErrorCode, Result};
-pub use http::{BearerToken, HttpClient, HttpConfig, TlsFiles};
+pub use http::{Answered, BearerToken, HttpClient, HttpConfig, NodeWrite, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
 pub use primitives::{
     Access, MultiLock, MultiLockGuard, RwLock, RwLockGuard, Semaphore, SemaphorePermit,

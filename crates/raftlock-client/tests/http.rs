@@ -332,3 +332,100 @@ async fn rwlocks_and_semaphores_are_listed() {
     assert!(http.semaphores("").await.expect("list").is_empty());
     session.close().await.expect("close");
 }
+
+/// The operator tools' reads parse what the real server sends, and keep
+/// the body exactly as it came (`raftlock … --json` prints it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_reads_are_typed_and_keep_the_body_as_sent() {
+    use raftlock_client::NodeWrite;
+    let cluster = Cluster::start(true).await;
+    let mut endpoints = cluster.endpoints();
+    endpoints.insert(0, dead_endpoint().await);
+    let http = HttpClient::new(endpoints).expect("client");
+    let session = Session::open(Arc::new(http.clone()), "tools", Duration::from_secs(30))
+        .await
+        .expect("session");
+    let guard = Mutex::new(&session, "tools/a").lock().await.expect("lock");
+
+    let lock = http.lock_view("tools/a").await.expect("lock view");
+    let holder = lock.value.holder.as_ref().expect("held");
+    assert_eq!(holder.fencing_token, guard.fencing_token());
+    assert_eq!(holder.owner, "tools");
+    let raw: serde_json::Value = serde_json::from_slice(&lock.body).expect("json body");
+    assert_eq!(raw["holder"]["fencing_token"], guard.fencing_token());
+
+    let sessions = http.sessions(10).await.expect("sessions");
+    let me = session.id().to_string();
+    let line = sessions.value.sessions.iter().find(|s| s.session_id == me);
+    assert_eq!(line.map(|s| s.owner.as_str()), Some("tools"));
+    let shown = http.session(session.id()).await.expect("session view");
+    assert_eq!(shown.value.nodes, std::slice::from_ref(&holder.node));
+
+    let fencing = http
+        .fencing("tools/a", guard.fencing_token())
+        .await
+        .expect("fencing check");
+    assert!(fencing.value.valid);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&fencing.body).expect("json"),
+        serde_json::json!({"valid": true, "current_token": guard.fencing_token()})
+    );
+
+    let how = NodeWrite {
+        sequential: true,
+        expected_version: None,
+    };
+    let written = http
+        .write_node("/tools/item-", b"x", how)
+        .await
+        .expect("sequential put");
+    assert!(
+        written.value.path.starts_with("/tools/item-0"),
+        "{:?}",
+        written.value
+    );
+    let read = http.node(&written.value.path).await.expect("node");
+    assert_eq!((read.value.data.as_str(), read.value.version), ("eA==", 1));
+    let children = http.children("/tools").await.expect("children");
+    assert_eq!(
+        children.value.children,
+        [&written.value.path["/tools/".len()..]]
+    );
+    let top = http.children("/").await.expect("top level");
+    assert!(top.value.children.iter().any(|c| c == "tools"), "{top:?}");
+    let refused = http
+        .write_node(
+            &written.value.path,
+            b"y",
+            NodeWrite {
+                sequential: false,
+                expected_version: Some(7),
+            },
+        )
+        .await
+        .expect_err("stale version");
+    assert_eq!(
+        refused.code(),
+        Some(raftlock_client::ErrorCode::VersionMismatch)
+    );
+
+    let membership = http.membership().await.expect("membership");
+    assert_eq!(membership.value.members.len(), 3);
+    assert!(membership.value.members.iter().all(|m| m.voter));
+    let election = http.election("tools/none").await.expect("election");
+    assert_eq!(election.value.leader, None);
+    let rwlock = http.rwlock("tools/r").await.expect("rwlock");
+    assert!(rwlock.value.holders.is_empty());
+    let semaphore = http.semaphore("tools/s").await.expect("semaphore");
+    assert_eq!(semaphore.value.permits, None);
+    let cluster_view = http.cluster_answered().await.expect("cluster");
+    let raw: serde_json::Value = serde_json::from_slice(&cluster_view.body).expect("json");
+    assert_eq!(raw["term"], cluster_view.value.term);
+    let listed = http.locks_answered("tools/").await.expect("locks");
+    assert_eq!(listed.value.len(), 1);
+    let raw: serde_json::Value = serde_json::from_slice(&listed.body).expect("json");
+    assert_eq!(raw["locks"][0]["lock"], "tools/a");
+
+    guard.unlock().await.expect("unlock");
+    session.close().await.expect("close");
+}

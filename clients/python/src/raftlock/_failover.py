@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generator, Optional, Tuple, Type, Union
 
+from . import _codes
 from .errors import NoLeader, OutcomeUnknown, RaftlockError, TlsError, Unavailable, from_answer
 from ._endpoints import Endpoints
 
@@ -181,10 +182,9 @@ def plan(
 
 
 # Answers of a member that cannot serve right now and refused before
-# proposing anything (docs/api.md): another member may serve.
-_MEMBER_CANNOT_SERVE = frozenset(
-    {"storage_failed", "disk_full", "member_replaced", "overloaded"}
-)
+# proposing anything (docs/api.md): another member may serve. From the
+# contract's table (``_codes``, generated from raftlock-api's ErrorCode).
+_MEMBER_CANNOT_SERVE = _codes.RETRY_ELSEWHERE & _codes.NOT_APPLIED
 
 
 def _changed_nothing(error: RaftlockError) -> bool:

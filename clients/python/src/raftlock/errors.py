@@ -14,8 +14,9 @@ not have been applied.
 from __future__ import annotations
 
 import json
-from typing import Dict, Optional, Type
+from typing import Any, Dict, Optional, Type
 
+from . import _codes
 from .types import LostReason
 
 
@@ -33,6 +34,15 @@ class RaftlockError(Exception):
     """The status the API answers this code with (docs/api.md)."""
     outcome_unknown: bool = False
     """True when a write may or may not have taken effect."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # An API code's status and retry class come from the contract's
+        # table (``_codes``, generated from raftlock-api's ErrorCode), not
+        # from each class.
+        super().__init_subclass__(**kwargs)
+        if cls.code in _codes.STATUS:
+            cls.http_status = _codes.STATUS[cls.code]
+            cls.outcome_unknown = cls.code in _codes.OUTCOME_UNKNOWN
 
     def __init__(
         self,
@@ -60,130 +70,130 @@ class RaftlockError(Exception):
 class BadRequest(RaftlockError):
     """Malformed request: bad lock name, TTL out of range, wait too long."""
 
-    code, http_status = "bad_request", 400
+    code = "bad_request"
 
 
 class SessionNotFound(RaftlockError):
     """The session is unknown: never opened, closed, or expired. Its locks are gone."""
 
-    code, http_status = "session_not_found", 404
+    code = "session_not_found"
 
 
 class NotFound(RaftlockError):
     """The node, lock or election does not exist."""
 
-    code, http_status = "not_found", 404
+    code = "not_found"
 
 
 class NotOwner(RaftlockError):
     """Releasing a node the session does not own."""
 
-    code, http_status = "not_owner", 403
+    code = "not_owner"
 
 
 class LockHeld(RaftlockError):
     """A try-lock (or a try-campaign) found the lock held."""
 
-    code, http_status = "lock_held", 409
+    code = "lock_held"
 
 
 class LimitMismatch(RaftlockError):
     """A semaphore acquire named another number of permits than the one in
     force (the message says which)."""
 
-    code, http_status = "limit_mismatch", 409
+    code = "limit_mismatch"
 
 
 class Timeout(RaftlockError):
     """The wait elapsed before the grant; the client left no node queued."""
 
-    code, http_status = "timeout", 408
+    code = "timeout"
 
 
 class NoLeader(RaftlockError):
     """No leader reachable right now (after this client's retries); nothing changed."""
 
-    code, http_status = "no_leader", 503
+    code = "no_leader"
 
 
 class TooLarge(RaftlockError):
     """Body or node data over the configured limit."""
 
-    code, http_status = "too_large", 413
+    code = "too_large"
 
 
 class VersionMismatch(RaftlockError):
     """``expected_version`` does not match the node's version."""
 
-    code, http_status = "version_mismatch", 409
+    code = "version_mismatch"
 
 
 class NotLeader(RaftlockError):
     """Proclaim by a session that is not the election's leader."""
 
-    code, http_status = "not_leader", 409
+    code = "not_leader"
 
 
 class UnsupportedMediaType(RaftlockError):
     """A body that is not ``application/json`` (a bug in this client if seen)."""
 
-    code, http_status = "unsupported_media_type", 415
+    code = "unsupported_media_type"
 
 
 class MethodNotAllowed(RaftlockError):
     """Wrong method on a known route."""
 
-    code, http_status = "method_not_allowed", 405
+    code = "method_not_allowed"
 
 
 class Withdrawn(RaftlockError):
     """A waiting acquire/campaign whose node another request of the session released."""
 
-    code, http_status = "withdrawn", 409
+    code = "withdrawn"
 
 
 class Unauthorized(RaftlockError):
     """No bearer token, or one the cluster does not know (a cluster with
     ``[[auth.tokens]]``); pass ``token=`` or set ``$RAFTLOCK_TOKEN``."""
 
-    code, http_status = "unauthorized", 401
+    code = "unauthorized"
 
 
 class Forbidden(RaftlockError):
     """The token lacks the permission on that name, or the session belongs
     to another principal."""
 
-    code, http_status = "forbidden", 403
+    code = "forbidden"
 
 
 class NotEmpty(RaftlockError):
     """Deleting a node that has children."""
 
-    code, http_status = "not_empty", 409
+    code = "not_empty"
 
 
 class EphemeralParent(RaftlockError):
     """Creating a node under an ephemeral node."""
 
-    code, http_status = "ephemeral_parent", 409
+    code = "ephemeral_parent"
 
 
 class SessionConflict(RaftlockError):
     """An open-session retry reused an id with other parameters."""
 
-    code, http_status = "session_conflict", 409
+    code = "session_conflict"
 
 
 class SequenceExhausted(RaftlockError):
     """A sequence counter would overflow."""
 
-    code, http_status = "sequence_exhausted", 409
+    code = "sequence_exhausted"
 
 
 class AlreadyGranted(RaftlockError):
     """Internal to the server; listed so that every documented code has a class."""
 
-    code, http_status = "already_granted", 409
+    code = "already_granted"
 
 
 class OutcomeUnknown(RaftlockError):
@@ -193,25 +203,25 @@ class OutcomeUnknown(RaftlockError):
     request whose connection dropped or timed out after it was sent.
     """
 
-    code, http_status, outcome_unknown = "outcome_unknown", 503, True
+    code = "outcome_unknown"
 
 
 class ShuttingDown(RaftlockError):
     """The node is shutting down; the client tries another one first."""
 
-    code, http_status, outcome_unknown = "shutting_down", 503, True
+    code = "shutting_down"
 
 
 class NotCaughtUp(RaftlockError):
     """``GET /v1/health`` only: a leader is known but this node lags."""
 
-    code, http_status = "not_caught_up", 503
+    code = "not_caught_up"
 
 
 class Internal(RaftlockError):
     """A bug or an IO failure in the server; the outcome is unknown."""
 
-    code, http_status, outcome_unknown = "internal", 500, True
+    code = "internal"
 
 
 # -- decided on this side of the wire ----------------------------------------

@@ -6,7 +6,8 @@ use serde::Deserialize;
 
 use raftlock_api::lock::{Holder as HolderBody, LockList};
 
-use super::wire::{self, parse};
+use super::tools::Answered;
+use super::wire;
 use super::{Call, HttpClient};
 use crate::error::{ClientError, Result};
 use crate::primitives::Access;
@@ -66,74 +67,107 @@ impl SharedHolderBody {
 impl HttpClient {
     /// The cluster as the first member that answers sees it.
     pub async fn cluster(&self) -> Result<ClusterInfo> {
-        parse(
-            &self
-                .call(Call::new(Method::GET, "/v1/cluster".into()))
-                .await?,
-        )
+        Ok(self.cluster_answered().await?.value)
+    }
+
+    /// As [`cluster`](Self::cluster), with the body as sent.
+    pub async fn cluster_answered(&self) -> Result<Answered<ClusterInfo>> {
+        self.answered(Call::new(Method::GET, "/v1/cluster".into()))
+            .await
     }
 
     /// Locks whose name starts with `prefix` (every lock for `""`); with
     /// bearer tokens, only those the token may read.
     pub async fn locks(&self, prefix: &str) -> Result<Vec<LockSummary>> {
-        let path = format!("/v1/locks?prefix={}", query_value(prefix));
-        let list: LockList = parse(&self.call(Call::new(Method::GET, path)).await?)?;
-        list.locks
-            .into_iter()
-            .map(|line| {
-                Ok(LockSummary {
-                    name: line.lock,
-                    holder: line.holder.map(wire::holder).transpose()?,
-                    waiters: line.waiters as u64,
-                    lock_delay: line.lock_delay_ms.map(std::time::Duration::from_millis),
-                    held_off: line.held_off,
+        Ok(self.locks_answered(prefix).await?.value)
+    }
+
+    /// As [`locks`](Self::locks), with the body as sent.
+    pub async fn locks_answered(&self, prefix: &str) -> Result<Answered<Vec<LockSummary>>> {
+        let list: Answered<LockList> = self.listing("locks", prefix).await?;
+        list.try_map(|list| {
+            list.locks
+                .into_iter()
+                .map(|line| {
+                    Ok(LockSummary {
+                        name: line.lock,
+                        holder: line.holder.map(wire::holder).transpose()?,
+                        waiters: line.waiters as u64,
+                        lock_delay: line.lock_delay_ms.map(std::time::Duration::from_millis),
+                        held_off: line.held_off,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     }
 
     /// Read-write locks whose name starts with `prefix` (every one with
     /// holders or waiters for `""`); with bearer tokens, only those the
     /// token may read.
     pub async fn rwlocks(&self, prefix: &str) -> Result<Vec<RwLockSummary>> {
-        let path = format!("/v1/rwlocks?prefix={}", query_value(prefix));
-        let list: RwLockList = parse(&self.call(Call::new(Method::GET, path)).await?)?;
-        list.rwlocks
-            .into_iter()
-            .map(|line| {
-                Ok(RwLockSummary {
-                    name: line.rwlock,
-                    holders: line
-                        .holders
-                        .into_iter()
-                        .map(SharedHolderBody::into_rw_holder)
-                        .collect::<Result<_>>()?,
-                    waiters: line.waiters,
+        Ok(self.rwlocks_answered(prefix).await?.value)
+    }
+
+    /// As [`rwlocks`](Self::rwlocks), with the body as sent.
+    pub async fn rwlocks_answered(&self, prefix: &str) -> Result<Answered<Vec<RwLockSummary>>> {
+        let list: Answered<RwLockList> = self.listing("rwlocks", prefix).await?;
+        list.try_map(|list| {
+            list.rwlocks
+                .into_iter()
+                .map(|line| {
+                    Ok(RwLockSummary {
+                        name: line.rwlock,
+                        holders: line
+                            .holders
+                            .into_iter()
+                            .map(SharedHolderBody::into_rw_holder)
+                            .collect::<Result<_>>()?,
+                        waiters: line.waiters,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     }
 
     /// Semaphores whose name starts with `prefix`, as
     /// [`rwlocks`](Self::rwlocks) lists read-write locks.
     pub async fn semaphores(&self, prefix: &str) -> Result<Vec<SemaphoreSummary>> {
-        let path = format!("/v1/semaphores?prefix={}", query_value(prefix));
-        let list: SemaphoreList = parse(&self.call(Call::new(Method::GET, path)).await?)?;
-        list.semaphores
-            .into_iter()
-            .map(|line| {
-                Ok(SemaphoreSummary {
-                    name: line.semaphore,
-                    permits: line.permits,
-                    holders: line
-                        .holders
-                        .into_iter()
-                        .map(wire::holder)
-                        .collect::<Result<_>>()?,
-                    waiters: line.waiters,
+        Ok(self.semaphores_answered(prefix).await?.value)
+    }
+
+    /// As [`semaphores`](Self::semaphores), with the body as sent.
+    pub async fn semaphores_answered(
+        &self,
+        prefix: &str,
+    ) -> Result<Answered<Vec<SemaphoreSummary>>> {
+        let list: Answered<SemaphoreList> = self.listing("semaphores", prefix).await?;
+        list.try_map(|list| {
+            list.semaphores
+                .into_iter()
+                .map(|line| {
+                    Ok(SemaphoreSummary {
+                        name: line.semaphore,
+                        permits: line.permits,
+                        holders: line
+                            .holders
+                            .into_iter()
+                            .map(wire::holder)
+                            .collect::<Result<_>>()?,
+                        waiters: line.waiters,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
+    }
+
+    /// `GET /v1/{route}?prefix=…`.
+    async fn listing<T: serde::de::DeserializeOwned>(
+        &self,
+        route: &str,
+        prefix: &str,
+    ) -> Result<Answered<T>> {
+        let path = format!("/v1/{route}?prefix={}", query_value(prefix));
+        self.answered(Call::new(Method::GET, path)).await
     }
 }
 

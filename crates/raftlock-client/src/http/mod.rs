@@ -26,7 +26,10 @@ mod nodes;
 mod ops;
 mod primitives;
 mod sse;
+mod tools;
 mod watch;
+
+pub use tools::{Answered, NodeWrite};
 
 pub(crate) mod wire;
 

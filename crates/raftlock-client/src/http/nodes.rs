@@ -14,7 +14,7 @@ use crate::error::{ClientError, Result};
 use crate::types::{NodeWritten, Txn, TxnOpResult, TxnOutcome};
 
 /// A tree path, checked before it goes into a URL (as lock names are).
-fn checked_path(path: &str) -> Result<&str> {
+pub(crate) fn checked_path(path: &str) -> Result<&str> {
     raftlock_core::path::validate_node_path(path)
         .map(|()| path)
         .map_err(|e| ClientError::BadRequest(e.to_string()))
@@ -36,7 +36,7 @@ impl<'a> From<&'a HolderGuard> for IfHolder<'a> {
 }
 
 #[derive(Serialize)]
-struct PutBody<'a> {
+pub(crate) struct PutBody<'a> {
     data: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_id: Option<String>,
@@ -46,6 +46,23 @@ struct PutBody<'a> {
     expected_version: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     if_holder: Option<IfHolder<'a>>,
+}
+
+impl PutBody<'_> {
+    /// A plain write of `data` (no session, no holder guard).
+    pub(crate) fn new(
+        data: &[u8],
+        sequential: bool,
+        expected_version: Option<u64>,
+    ) -> PutBody<'static> {
+        PutBody {
+            data: BASE64.encode(data),
+            session_id: None,
+            sequential,
+            expected_version,
+            if_holder: None,
+        }
+    }
 }
 
 #[derive(Serialize)]
