@@ -45,6 +45,16 @@ impl QueueKind {
         }
     }
 
+    /// The primitive's name in messages (`read-write lock`).
+    pub fn noun(self) -> &'static str {
+        match self {
+            QueueKind::Lock => "lock",
+            QueueKind::Election => "election",
+            QueueKind::RwLock => "read-write lock",
+            QueueKind::Semaphore => "semaphore",
+        }
+    }
+
     /// True for the kinds several entries may hold at once.
     pub fn is_shared(self) -> bool {
         matches!(self, QueueKind::RwLock | QueueKind::Semaphore)

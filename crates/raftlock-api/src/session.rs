@@ -5,11 +5,14 @@ use serde::{Deserialize, Serialize};
 
 /// A live session. `principal` is `null` without tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = Session))]
 pub struct SessionView {
     /// The session's id (32 hex digits).
     pub session_id: String,
     /// Its owner label.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub owner: String,
     /// The token name that opened it.
     #[serde(default)]
@@ -18,16 +21,19 @@ pub struct SessionView {
     pub ttl_ms: u64,
     /// Its ephemeral nodes, lock and election queue nodes included.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub nodes: Vec<String>,
 }
 
 /// The live sessions the caller may see, in session id order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionList {
     /// At most the `limit` asked for.
     pub sessions: Vec<SessionView>,
     /// More sessions matched than the `limit`.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub truncated: bool,
 }
 

@@ -1,65 +1,78 @@
 //! Read-write locks and semaphores: one's holders and waiters
-//! (`GET /v1/rwlocks/{name}`, `GET /v1/semaphores/{name}`).
+//! (`GET /v1/rwlocks/{name}`, `GET /v1/semaphores/{name}`), and the
+//! node's view of one or of a listing, which each kind's HTTP body names
+//! its own way (`rwlock`, `semaphore`).
 
 use serde::{Deserialize, Serialize};
 
-/// One holder of a read-write lock or semaphore. `mode` (`read` or
-/// `write`) is absent on a semaphore's entries.
+/// One holder of a read-write lock or semaphore. `session_id` is `null`
+/// for a session of another principal (docs/security.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SharedHolder {
-    /// How it holds a read-write lock.
-    #[serde(default)]
-    pub mode: Option<String>,
-    /// The holding session's id; `null` for another principal's.
+    /// The holding session's id.
     pub session_id: Option<String>,
     /// That session's owner label.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub owner: String,
     /// The token name that opened the session.
     #[serde(default)]
     pub principal: Option<String>,
     /// Its queue node's full path.
     pub node: String,
+    /// `read`/`write` for a read-write lock; absent for a semaphore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     /// Its fencing token.
     pub fencing_token: u64,
     /// The revision at which it was granted.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub since_revision: u64,
 }
 
 /// One entry waiting behind the holders.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SharedWaiter {
-    /// The mode it asks for (read-write locks only).
-    #[serde(default)]
-    pub mode: Option<String>,
     /// The waiting session's id; `null` for another principal's.
     pub session_id: Option<String>,
     /// That session's owner label.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub owner: String,
     /// The token name that opened the session.
     #[serde(default)]
     pub principal: Option<String>,
     /// Its queue node's full path.
     pub node: String,
+    /// The mode it asks for (read-write locks only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 /// A read-write lock's holders and waiters, in queue order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = RwLock))]
 pub struct RwLockView {
     /// Its name.
     pub rwlock: String,
     /// Every holder (several readers, or one writer).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub holders: Vec<SharedHolder>,
     /// Who waits, first in line first.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub waiters: Vec<SharedWaiter>,
 }
 
 /// A semaphore's permits, holders and waiters, in queue order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = Semaphore))]
 pub struct SemaphoreView {
     /// Its name.
     pub semaphore: String,
@@ -68,10 +81,38 @@ pub struct SemaphoreView {
     pub permits: Option<u64>,
     /// Every holder.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub holders: Vec<SharedHolder>,
     /// Who waits, first in line first.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub waiters: Vec<SharedWaiter>,
+}
+
+/// One read-write lock or semaphore as of one read, as the node gives it:
+/// its holders and waiters in queue order, and a semaphore's permits
+/// (`None` while nobody is queued, and for a read-write lock).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SharedQueue {
+    /// The entries that hold it.
+    pub holders: Vec<SharedHolder>,
+    /// The entries behind them.
+    pub waiters: Vec<SharedWaiter>,
+    /// A semaphore's permits in force.
+    pub limit: Option<u64>,
+}
+
+/// One read-write lock or semaphore of a listing, as the node gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedLine {
+    /// Its name.
+    pub name: String,
+    /// The entries that hold it.
+    pub holders: Vec<SharedHolder>,
+    /// How many entries wait behind them.
+    pub waiters: usize,
+    /// A semaphore's permits in force.
+    pub limit: Option<u64>,
 }
 
 #[cfg(test)]
@@ -88,5 +129,22 @@ mod tests {
         let view: SemaphoreView = serde_json::from_str(text).expect("parses");
         assert_eq!(view.permits, Some(2));
         assert_eq!(view.holders[0].mode, None);
+    }
+
+    #[test]
+    fn a_semaphore_entry_is_written_without_a_mode() {
+        let holder = SharedHolder {
+            session_id: None,
+            owner: "w".into(),
+            principal: None,
+            node: "/semaphores/s/lock-0000000001".into(),
+            mode: None,
+            fencing_token: 1,
+            since_revision: 1,
+        };
+        assert_eq!(
+            serde_json::to_string(&holder).expect("serializes"),
+            r#"{"session_id":null,"owner":"w","principal":null,"node":"/semaphores/s/lock-0000000001","fencing_token":1,"since_revision":1}"#
+        );
     }
 }

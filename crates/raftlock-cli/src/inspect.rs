@@ -210,7 +210,7 @@ async fn shared(endpoints: &Endpoints, prefix: &str, rwlocks: bool) -> anyhow::R
             .map(|l| {
                 let holders = l.holders.iter().map(|h| {
                     let mode = match h.mode {
-                        raftlock_client::Access::Write => "write",
+                        raftlock_client::Mode::Write => "write",
                         _ => "read",
                     };
                     (who(&h.holder), mode.to_string(), h.holder.fencing_token)

@@ -60,9 +60,9 @@ impl KindArgs {
         if self.read || self.write {
             let rw = RwLock::new(session, name);
             let access = if self.read {
-                raftlock_client::Access::Read
+                raftlock_client::Mode::Read
             } else {
-                raftlock_client::Access::Write
+                raftlock_client::Mode::Write
             };
             let guard = match (try_once, self.read) {
                 (true, true) => rw.try_read().await,

@@ -15,11 +15,11 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use crate::error::Result;
-use crate::primitives::Access;
 use crate::types::{
     FencingCheck, Grant, Leader, Lease, LockState, NodeWritten, Poll, SessionId, Txn, TxnOutcome,
 };
 use crate::watch::{NodeData, NodeWatch};
+use raftlock_api::{Mode, QueueKind};
 use raftlock_core::HolderGuard;
 
 /// The longest `wait` an acquire or campaign accepts: the HTTP API's
@@ -102,23 +102,24 @@ pub trait LockClient: Send + Sync + 'static {
     /// The election's current leader (linearizable read).
     fn leader<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Leader>>>;
 
-    /// Queues the session in read-write lock (`Access::Read`/`Write`) or
-    /// semaphore (`Access::Permits`) `name` and waits up to `poll.wait`
+    /// Queues the session in read-write lock (`Mode::Read`/`Write`) or
+    /// semaphore (`Mode::Permits`) `name` and waits up to `poll.wait`
     /// for the grant, as [`LockClient::acquire`] does for locks.
+    /// `Mode::Exclusive` is refused: locks have [`LockClient::acquire`].
     fn acquire_shared<'a>(
         &'a self,
         name: &'a str,
-        access: Access,
+        mode: Mode,
         session: SessionId,
         poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>>;
 
     /// Releases (or cancels the wait for) the session's place in a
-    /// read-write lock (`semaphore: false`) or semaphore.
+    /// read-write lock or semaphore (`kind`).
     fn release_shared<'a>(
         &'a self,
         name: &'a str,
-        semaphore: bool,
+        kind: QueueKind,
         session: SessionId,
     ) -> BoxFuture<'a, Result<()>>;
 

@@ -7,16 +7,14 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
-use raftlock_core::{
-    Command, HolderGuard, QueueEntryView, QueueKind, Response as CoreResponse, StateMachine, TxnOp,
-};
-use raftlock_node::{AcquireOptions, Consistency, Node, NodeError};
+use raftlock_api::{Mode, QueueKind};
+use raftlock_core::{Command, HolderGuard, Response as CoreResponse, TxnOp};
+use raftlock_node::{AcquireOptions, Consistency, Enqueue, Node, NodeError};
 
 mod watch;
 
 use crate::client::{LeaderStream, LockClient, DEFAULT_MAX_WAIT};
 use crate::error::{ClientError, Result};
-use crate::primitives::Access;
 use crate::retry::RetryPolicy;
 use crate::types::{
     checked, FencingCheck, Grant, Leader, Lease, LockState, NodeWritten, Poll, SessionId, Txn,
@@ -120,16 +118,6 @@ fn checked_poll(poll: Poll) -> Result<AcquireOptions> {
     })
 }
 
-fn leader_of(entry: QueueEntryView) -> Leader {
-    Leader {
-        session: Some(entry.session),
-        principal: entry.principal,
-        value: String::from_utf8_lossy(&entry.data).into_owned(),
-        node: entry.node,
-        fencing_token: entry.fencing_token,
-    }
-}
-
 fn grant_of(name: &str, grant: raftlock_node::Grant) -> Grant {
     Grant {
         name: name.to_string(),
@@ -227,15 +215,11 @@ impl LockClient for EmbeddedClient {
                 .lock_delay
                 .map(|d| d.as_millis().try_into().unwrap_or(u64::MAX));
             let acquire = || {
-                let kind = QueueKind::Lock;
-                self.node.acquire_with_delay(
-                    kind,
-                    name,
-                    session,
-                    Vec::new(),
+                let ask = Enqueue {
                     lock_delay_ms,
-                    options,
-                )
+                    ..Enqueue::exclusive(QueueKind::Lock, Vec::new())
+                };
+                self.node.acquire_queue(name, session, ask, options)
             };
             Ok(grant_of(name, self.retrying(None, acquire).await?))
         })
@@ -244,7 +228,7 @@ impl LockClient for EmbeddedClient {
     fn release<'a>(&'a self, name: &'a str, session: SessionId) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             checked(name)?;
-            let release = || self.node.release(QueueKind::Lock, name, session);
+            let release = || self.node.release_queue(QueueKind::Lock, name, session);
             self.retrying(Some(()), release).await
         })
     }
@@ -280,9 +264,8 @@ impl LockClient for EmbeddedClient {
             checked(name)?;
             let options = checked_poll(poll)?;
             let campaign = || {
-                let data = value.as_bytes().to_vec();
-                self.node
-                    .acquire_with(QueueKind::Election, name, session, data, options)
+                let ask = Enqueue::exclusive(QueueKind::Election, value.as_bytes().to_vec());
+                self.node.acquire_queue(name, session, ask, options)
             };
             Ok(grant_of(name, self.retrying(None, campaign).await?))
         })
@@ -304,7 +287,7 @@ impl LockClient for EmbeddedClient {
     fn resign<'a>(&'a self, name: &'a str, session: SessionId) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             checked(name)?;
-            let resign = || self.node.release(QueueKind::Election, name, session);
+            let resign = || self.node.release_queue(QueueKind::Election, name, session);
             self.retrying(Some(()), resign).await
         })
     }
@@ -319,29 +302,22 @@ impl LockClient for EmbeddedClient {
     fn acquire_shared<'a>(
         &'a self,
         name: &'a str,
-        access: Access,
+        mode: Mode,
         session: SessionId,
         poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>> {
         Box::pin(async move {
             checked(name)?;
             let options = checked_poll(poll)?;
-            let acquire = || async move {
-                match access {
-                    Access::Read | Access::Write => {
-                        let mode = if access == Access::Read {
-                            raftlock_core::RwMode::Read
-                        } else {
-                            raftlock_core::RwMode::Write
-                        };
-                        self.node.acquire_rwlock(name, session, mode, options).await
-                    }
-                    Access::Permits(permits) => {
-                        self.node
-                            .acquire_semaphore(name, session, permits, options)
-                            .await
-                    }
-                }
+            let kind = crate::primitives::shared_kind(mode)?;
+            let acquire = || {
+                let ask = Enqueue {
+                    kind,
+                    mode,
+                    data: Vec::new(),
+                    lock_delay_ms: None,
+                };
+                self.node.acquire_queue(name, session, ask, options)
             };
             Ok(grant_of(name, self.retrying(None, acquire).await?))
         })
@@ -350,17 +326,13 @@ impl LockClient for EmbeddedClient {
     fn release_shared<'a>(
         &'a self,
         name: &'a str,
-        semaphore: bool,
+        kind: QueueKind,
         session: SessionId,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             checked(name)?;
-            let kind = if semaphore {
-                raftlock_core::SharedKind::Semaphore
-            } else {
-                raftlock_core::SharedKind::RwLock
-            };
-            let release = || self.node.release_shared(kind, name, session);
+            crate::primitives::check_shared(kind)?;
+            let release = || self.node.release_queue(kind, name, session);
             self.retrying(Some(()), release).await
         })
     }
@@ -401,12 +373,9 @@ impl LockClient for EmbeddedClient {
         let name = name.to_string();
         let first = async move {
             checked(&name)?;
-            let holder = {
-                let name = name.clone();
-                move |s: &StateMachine| s.holder(QueueKind::Election, &name).map(leader_of)
-            };
-            let start = || client.node.observe_election(&name, holder.clone());
-            client.retrying(None, start).await
+            let start = || client.node.observe_election(&name);
+            let (first, changes) = client.retrying(None, start).await?;
+            Ok::<_, ClientError>((crate::http::wire::leader(first)?, changes))
         };
         Box::pin(stream::once(first).flat_map(|started| match started {
             Err(e) => stream::once(async move { Err(e) }).boxed(),
@@ -414,7 +383,9 @@ impl LockClient for EmbeddedClient {
                 let tail = stream::unfold(Some(changes), |changes| async move {
                     let mut changes = changes?;
                     match changes.next().await {
-                        Some(leader) => Some((Ok(leader), Some(changes))),
+                        Some(election) => {
+                            Some((crate::http::wire::leader(election), Some(changes)))
+                        }
                         // The node stopped: say so once, then end.
                         None => Some((Err(ClientError::ShuttingDown), None)),
                     }
@@ -515,10 +486,6 @@ async fn read_leader(
     name: &str,
     consistency: Consistency,
 ) -> Result<Option<Leader>> {
-    let read = || {
-        let holder =
-            |sm: &raftlock_core::StateMachine| sm.holder(QueueKind::Election, name).map(leader_of);
-        client.node.read(consistency, holder)
-    };
-    client.retrying(None, read).await
+    let read = || client.node.election(name, consistency);
+    crate::http::wire::leader(client.retrying(None, read).await?)
 }

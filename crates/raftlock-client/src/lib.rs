@@ -75,9 +75,8 @@ pub use embedded::EmbeddedClient;
 pub use error::{ClientError, ErrorCode, Result};
 pub use http::{Answered, BearerToken, HttpClient, HttpConfig, NodeWrite, TlsFiles};
 pub use mutex::{Mutex, MutexGuard};
-pub use primitives::{
-    Access, MultiLock, MultiLockGuard, RwLock, RwLockGuard, Semaphore, SemaphorePermit,
-};
+pub use primitives::{MultiLock, MultiLockGuard, RwLock, RwLockGuard, Semaphore, SemaphorePermit};
+pub use raftlock_api::{Mode, QueueKind};
 pub use raftlock_core::{Compare, HolderGuard, TxnOp};
 pub use reentrant::{ReentrantGuard, ReentrantMutex};
 pub use retry::RetryPolicy;

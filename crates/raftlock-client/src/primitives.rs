@@ -15,35 +15,48 @@ use futures::future::BoxFuture;
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
+use raftlock_api::{Mode, QueueKind};
+
 use crate::error::{ClientError, Result};
 use crate::queue::{local_turn, Wait, LONG_POLL};
 use crate::session::{LostReason, Session, Shared};
 use crate::types::{Grant, Poll, SessionId};
 
-/// What a shared acquire asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// A read-write lock, shared with the other readers at its head.
-    Read,
-    /// A read-write lock, alone.
-    Write,
-    /// A place in a semaphore of this many holders.
-    Permits(u64),
+/// The shared queue kind `mode` is asked of: a read-write lock or a
+/// semaphore. An exclusive hold is a lock's acquire, not a shared one.
+pub(crate) fn shared_kind(mode: Mode) -> Result<QueueKind> {
+    match mode {
+        Mode::Read | Mode::Write => Ok(QueueKind::RwLock),
+        Mode::Permits(_) => Ok(QueueKind::Semaphore),
+        Mode::Exclusive => Err(ClientError::BadRequest(
+            "an exclusive hold is a lock's acquire, not a shared one".into(),
+        )),
+    }
+}
+
+/// Refuses a shared release of a kind that is not shared.
+pub(crate) fn check_shared(kind: QueueKind) -> Result<()> {
+    if kind.is_shared() {
+        Ok(())
+    } else {
+        Err(ClientError::BadRequest(format!(
+            "{} are not shared queues",
+            kind.segment()
+        )))
+    }
 }
 
 /// Which entry a wait or a guard stands for, and how to let it go.
 #[derive(Clone)]
 enum Target {
-    Shared { name: String, semaphore: bool },
+    Shared { name: String, kind: QueueKind },
     Multi { locks: Vec<String> },
 }
 
 impl Target {
     fn release<'a>(&'a self, session: &'a Shared) -> BoxFuture<'a, Result<()>> {
         match self {
-            Target::Shared { name, semaphore } => {
-                session.client.release_shared(name, *semaphore, session.id)
-            }
+            Target::Shared { name, kind } => session.client.release_shared(name, *kind, session.id),
             Target::Multi { locks } => session.client.release_multi(locks, session.id),
         }
     }
@@ -224,38 +237,38 @@ impl RwLock {
 
     /// Waits until the session may read.
     pub async fn read(&self) -> Result<RwLockGuard> {
-        self.acquire(Access::Read, Wait::Forever).await
+        self.acquire(Mode::Read, Wait::Forever).await
     }
 
     /// Waits until the session may write, alone.
     pub async fn write(&self) -> Result<RwLockGuard> {
-        self.acquire(Access::Write, Wait::Forever).await
+        self.acquire(Mode::Write, Wait::Forever).await
     }
 
     /// Reads if granted at once; `LockHeld` otherwise.
     pub async fn try_read(&self) -> Result<RwLockGuard> {
-        self.acquire(Access::Read, Wait::Try).await
+        self.acquire(Mode::Read, Wait::Try).await
     }
 
     /// Writes if granted at once; `LockHeld` otherwise.
     pub async fn try_write(&self) -> Result<RwLockGuard> {
-        self.acquire(Access::Write, Wait::Try).await
+        self.acquire(Mode::Write, Wait::Try).await
     }
 
     /// Waits at most `timeout` to read or write (`Timeout` withdraws).
-    pub async fn lock_timeout(&self, access: Access, timeout: Duration) -> Result<RwLockGuard> {
+    pub async fn lock_timeout(&self, access: Mode, timeout: Duration) -> Result<RwLockGuard> {
         self.acquire(access, Wait::timeout(timeout)).await
     }
 
-    async fn acquire(&self, access: Access, wait: Wait) -> Result<RwLockGuard> {
-        if matches!(access, Access::Permits(_)) {
+    async fn acquire(&self, access: Mode, wait: Wait) -> Result<RwLockGuard> {
+        if matches!(access, Mode::Permits(_)) {
             return Err(ClientError::BadRequest(
                 "a read-write lock is taken to read or write".into(),
             ));
         }
         let target = Target::Shared {
             name: self.name.clone(),
-            semaphore: false,
+            kind: QueueKind::RwLock,
         };
         let attempt = self.attempt(access);
         let (grant, local) =
@@ -271,7 +284,7 @@ impl RwLock {
         })
     }
 
-    fn attempt(&self, access: Access) -> impl FnMut(Poll) -> BoxFuture<'static, Result<Grant>> {
+    fn attempt(&self, access: Mode) -> impl FnMut(Poll) -> BoxFuture<'static, Result<Grant>> {
         let (session, name) = (self.session.clone(), self.name.clone());
         move |poll| {
             let (session, name) = (session.clone(), name.clone());
@@ -288,14 +301,14 @@ impl RwLock {
 /// Proof of reading or writing a [`RwLock`]; releases on drop.
 #[must_use = "dropping the guard releases the lock"]
 pub struct RwLockGuard {
-    access: Access,
+    access: Mode,
     grant: Grant,
     held: Held,
 }
 
 impl RwLockGuard {
-    /// `Access::Read` or `Access::Write`.
-    pub fn access(&self) -> Access {
+    /// `Mode::Read` or `Mode::Write`.
+    pub fn access(&self) -> Mode {
         self.access
     }
 
@@ -366,12 +379,12 @@ impl Semaphore {
     async fn take(&self, wait: Wait) -> Result<SemaphorePermit> {
         let target = Target::Shared {
             name: self.name.clone(),
-            semaphore: true,
+            kind: QueueKind::Semaphore,
         };
         let (session, name, access) = (
             self.session.clone(),
             self.name.clone(),
-            Access::Permits(self.permits),
+            Mode::Permits(self.permits),
         );
         let attempt = move |poll| {
             let (session, name) = (session.clone(), name.clone());

@@ -186,9 +186,9 @@ pub struct LockSummary {
 /// A holder of a read-write lock, with what it holds it for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RwHolder {
-    /// [`Access::Read`](crate::Access::Read) or
-    /// [`Access::Write`](crate::Access::Write).
-    pub mode: crate::Access,
+    /// [`Mode::Read`](crate::Mode::Read) or
+    /// [`Mode::Write`](crate::Mode::Write).
+    pub mode: crate::Mode,
     /// The holder.
     pub holder: Holder,
 }

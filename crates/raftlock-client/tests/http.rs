@@ -296,7 +296,7 @@ async fn rwlock_semaphore_and_multilock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rwlocks_and_semaphores_are_listed() {
-    use raftlock_client::{Access, RwLock, Semaphore};
+    use raftlock_client::{Mode, RwLock, Semaphore};
     let cluster = Cluster::start(true).await;
     let http = HttpClient::new(cluster.endpoints()).expect("client");
     let client: Arc<dyn LockClient> = Arc::new(http.clone());
@@ -314,7 +314,7 @@ async fn rwlocks_and_semaphores_are_listed() {
     assert_eq!(rwlocks[0].waiters, 0);
     let holder = &rwlocks[0].holders[..];
     assert_eq!(holder.len(), 1, "{rwlocks:?}");
-    assert_eq!(holder[0].mode, Access::Read);
+    assert_eq!(holder[0].mode, Mode::Read);
     assert_eq!(holder[0].holder.session, Some(session.id()));
     assert_eq!(holder[0].holder.fencing_token, read.fencing_token());
     let semaphores = http.semaphores("").await.expect("list semaphores");

@@ -13,8 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use raftlock_api::election::ElectionView;
 use raftlock_core::path::validate_lock_name;
-use raftlock_core::{Effects, QueueKind, StateMachine};
+use raftlock_core::{Effects, QueueKind};
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
@@ -25,42 +26,34 @@ use crate::ops::Consistency;
 /// How often an observer re-reads the state without being told to.
 const RESYNC: Duration = Duration::from_secs(5);
 
-/// What a watcher computes from the state: the caller decides what it
-/// shows (the server, for instance, hides another principal's session id).
-type View<V> = Box<dyn Fn(&StateMachine) -> V + Send + Sync>;
-
 /// The changes of one election after the first view
 /// ([`Node::observe_election`]).
-pub struct ElectionChanges<V> {
+pub struct ElectionChanges {
     node: Node,
     /// `/elections/{name}/`: the queue's nodes are its direct children
     /// (election `a/b`'s nodes are not `a`'s).
     children_prefix: String,
     changes: broadcast::Receiver<Arc<Effects>>,
     resync: Interval,
-    view: View<V>,
+    /// The election's name.
+    name: String,
     /// The last view handed out.
-    last: V,
+    last: ElectionView,
 }
 
 impl Node {
-    /// Watches election `name`: returns `view` of the state now (after a
-    /// linearizable read) and the changes that follow. `view` decides what
-    /// counts as a change: a new view equal to the last one is not handed
-    /// out.
-    pub async fn observe_election<V, F>(
+    /// Watches election `name`: returns its view now (after a
+    /// linearizable read) and the changes that follow: each a view that
+    /// differs from the last one handed out. Session ids are shown in
+    /// full; a front door that serves several principals redacts them.
+    pub async fn observe_election(
         &self,
         name: &str,
-        view: F,
-    ) -> Result<(V, ElectionChanges<V>), NodeError>
-    where
-        V: Clone + PartialEq,
-        F: Fn(&StateMachine) -> V + Send + Sync + 'static,
-    {
+    ) -> Result<(ElectionView, ElectionChanges), NodeError> {
         validate_lock_name(name)?;
         // Subscribe before the first read, so no change falls in between.
         let changes = self.subscribe();
-        let first = self.read(Consistency::Linearizable, &view).await?;
+        let first = self.election(name, Consistency::Linearizable).await?;
         let mut resync = interval_at(Instant::now() + RESYNC, RESYNC);
         resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let watch = ElectionChanges {
@@ -68,16 +61,16 @@ impl Node {
             children_prefix: format!("{}/", QueueKind::Election.queue_path(name)),
             changes,
             resync,
-            view: Box::new(view),
+            name: name.to_string(),
             last: first.clone(),
         };
         Ok((first, watch))
     }
 }
 
-impl<V: Clone + PartialEq> ElectionChanges<V> {
+impl ElectionChanges {
     /// Waits for the next different view; `None` once the node stops.
-    pub async fn next(&mut self) -> Option<V> {
+    pub async fn next(&mut self) -> Option<ElectionView> {
         loop {
             let recheck = tokio::select! {
                 received = self.changes.recv() => match received {
@@ -91,7 +84,11 @@ impl<V: Clone + PartialEq> ElectionChanges<V> {
             if !recheck {
                 continue;
             }
-            let view = self.node.read(Consistency::Stale, &self.view).await.ok()?;
+            let view = self
+                .node
+                .election(&self.name, Consistency::Stale)
+                .await
+                .ok()?;
             if view != self.last {
                 self.last = view.clone();
                 return Some(view);

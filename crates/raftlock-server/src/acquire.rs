@@ -1,6 +1,7 @@
 //! The long-poll and release shared by every queue route: lock acquire,
 //! election campaign, read-write lock and semaphore acquire (one generic
-//! [`acquire`] over the [`Target`]), and multi-locks ([`long_poll`]).
+//! [`acquire`] over the contract's kind and mode), and multi-locks
+//! ([`long_poll`]).
 //!
 //! The node does the waiting (predecessor-only wake-ups, withdrawal on
 //! timeout). This module adds what only the HTTP edge knows about:
@@ -22,72 +23,24 @@
 use std::future::Future;
 use std::time::Instant;
 
+use raftlock_api::{Mode, QueueKind};
 use raftlock_core::path::validate_lock_name;
-use raftlock_core::{QueueKind, RwMode, SessionId, SharedKind, StateMachine};
-use raftlock_node::{AcquireOptions, Grant, NodeError};
+use raftlock_node::{AcquireOptions, Enqueue, Grant, NodeError};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::parse_session;
 use crate::state::AppState;
 
-/// A queue as release and admission see it: a lock queue (locks,
-/// elections) or a shared one (read-write locks, semaphores).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Queue {
-    /// One holder at a time.
-    Plain(QueueKind),
-    /// Several holders at once.
-    Shared(SharedKind),
-}
-
-impl Queue {
-    /// How many entries the queue holds (holders included), and whether
-    /// `session` is one of them.
-    pub fn place(self, state: &StateMachine, name: &str, session: SessionId) -> (usize, bool) {
-        match self {
-            Queue::Plain(kind) => state.queue_place(kind, name, session),
-            Queue::Shared(kind) => state.shared_place(kind, name, session),
-        }
-    }
-
-    /// The word for this queue in messages.
-    pub fn what(self) -> &'static str {
-        match self {
-            Queue::Plain(QueueKind::Lock) => "lock",
-            Queue::Plain(QueueKind::Election) => "election",
-            Queue::Shared(SharedKind::RwLock) => "read-write lock",
-            Queue::Shared(SharedKind::Semaphore) => "semaphore",
-        }
-    }
-}
-
-/// What an acquire asks the node for.
-pub(crate) enum Target {
-    /// A node in a lock or election queue, with its data (an election's
-    /// value), or why the data was refused.
-    Plain(QueueKind, Result<Vec<u8>, ApiError>),
-    /// A read-write lock, to read or to write.
-    RwLock(RwMode),
-    /// One of a semaphore's `permits` places.
-    Semaphore(u64),
-}
-
-impl Target {
-    fn queue(&self) -> Queue {
-        match self {
-            Target::Plain(kind, _) => Queue::Plain(*kind),
-            Target::RwLock(_) => Queue::Shared(SharedKind::RwLock),
-            Target::Semaphore(_) => Queue::Shared(SharedKind::Semaphore),
-        }
-    }
-}
-
 /// One acquire or campaign as the request stated it, not yet validated.
 pub(crate) struct AcquireRequest<'a> {
     /// Who asks: the session must be theirs.
     pub caller: &'a Caller,
-    pub target: Target,
+    /// The primitive, and how the entry is to hold it.
+    pub kind: QueueKind,
+    pub mode: Mode,
+    /// The entry's data (an election's value), or why it was refused.
+    pub data: Result<Vec<u8>, ApiError>,
     pub name: &'a str,
     pub session_id: &'a str,
     pub wait_ms: Option<u64>,
@@ -106,7 +59,6 @@ pub(crate) async fn acquire(app: &AppState, req: AcquireRequest<'_>) -> Result<G
 async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError> {
     let session = parse_session(req.session_id)?;
     req.caller.require_session(app, session).await?;
-    let queue = req.target.queue();
     let checked = validate_lock_name(req.name)
         .map_err(ApiError::from)
         .and_then(|()| {
@@ -114,45 +66,26 @@ async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError>
                 .map_or(Ok(()), raftlock_core::validate_lock_delay)
                 .map_err(ApiError::from)
         })
-        .and_then(|()| app.wait(req.wait_ms));
-    let (wait, target) = match req.target {
-        Target::Plain(kind, data) => {
-            let checked = checked.and_then(|wait| data.map(|data| (wait, data)));
-            let (wait, data) = app.session_wins(session, checked).await?;
-            (wait, Target::Plain(kind, Ok(data)))
-        }
-        other => (app.session_wins(session, checked).await?, other),
-    };
+        .and_then(|()| app.wait(req.wait_ms))
+        .and_then(|wait| req.data.map(|data| (wait, data)));
+    let (wait, data) = app.session_wins(session, checked).await?;
     // After validation, so bad input is refused as such; an unknown
     // session still wins over a full queue.
     let admitted =
-        crate::overload::limits::check_queue(app, queue, req.name, session, !wait.is_zero());
+        crate::overload::limits::check_queue(app, req.kind, req.name, session, !wait.is_zero());
     app.session_wins(session, admitted.await).await?;
     let options = AcquireOptions {
         wait,
         keep_queued: req.keep_queued,
     };
-    let node = &app.node;
-    let name = req.name;
-    match target {
-        Target::Plain(kind, data) => {
-            let data = data.unwrap_or_default();
-            poll(
-                app,
-                req.keep_queued,
-                node.acquire_with_delay(kind, name, session, data, req.lock_delay_ms, options),
-            )
-            .await
-        }
-        Target::RwLock(mode) => {
-            let grant = node.acquire_rwlock(name, session, mode, options);
-            poll(app, req.keep_queued, grant).await
-        }
-        Target::Semaphore(permits) => {
-            let grant = node.acquire_semaphore(name, session, permits, options);
-            poll(app, req.keep_queued, grant).await
-        }
-    }
+    let ask = Enqueue {
+        kind: req.kind,
+        mode: req.mode,
+        data,
+        lock_delay_ms: req.lock_delay_ms,
+    };
+    let grant = app.node.acquire_queue(req.name, session, ask, options);
+    poll(app, req.keep_queued, grant).await
 }
 
 /// Runs a node acquire as a long-poll (see [`poll`]) and records the
@@ -201,7 +134,7 @@ async fn poll<T>(
 pub(crate) async fn release(
     app: &AppState,
     caller: &Caller,
-    queue: Queue,
+    kind: QueueKind,
     name: &str,
     session_id: &str,
 ) -> Result<(), ApiError> {
@@ -209,9 +142,6 @@ pub(crate) async fn release(
     caller.require_session(app, session).await?;
     app.session_wins(session, validate_lock_name(name).map_err(ApiError::from))
         .await?;
-    match queue {
-        Queue::Plain(kind) => app.node.release(kind, name, session).await?,
-        Queue::Shared(kind) => app.node.release_shared(kind, name, session).await?,
-    }
+    app.node.release_queue(kind, name, session).await?;
     Ok(())
 }

@@ -11,16 +11,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use raftlock_api::election::{ElectionList, ElectionView, LeaderView};
 use raftlock_core::path::validate_lock_name;
-use raftlock_core::{QueueEntryView, QueueKind};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
-use crate::acquire::{acquire, release, AcquireRequest, Queue, Target};
-use crate::auth::Caller;
+use crate::acquire::{acquire, release, AcquireRequest};
+use crate::auth::{Caller, Permission};
 use crate::error::{no_such_action, ApiError};
 use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
-use crate::locks::{read_queue, read_queues, split_action, SessionBody};
+use crate::locks::{split_action, SessionBody};
 use crate::observe::observe;
 use crate::state::AppState;
 
@@ -62,63 +62,18 @@ struct Elected {
     session_id: String,
 }
 
-/// The leader of an election as the API shows it: `session_id` is
-/// `null` for another principal's session (docs/security.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-pub(crate) struct Leader {
-    session_id: Option<String>,
-    principal: Option<String>,
-    value: String,
-    node: String,
-    fencing_token: u64,
+/// Hides, for `caller`, the leader's session id if it is another
+/// principal's.
+pub(crate) fn redact(mut election: ElectionView, caller: &Caller) -> ElectionView {
+    election.leader = election.leader.map(|l| redact_leader(l, caller));
+    election
 }
 
-impl Leader {
-    fn new(e: QueueEntryView, caller: &Caller) -> Self {
-        Leader {
-            session_id: caller
-                .visibility(e.principal.as_deref())
-                .session_id(e.session),
-            principal: e.principal,
-            // Values arrive as JSON strings, so they are UTF-8.
-            value: String::from_utf8_lossy(&e.data).into_owned(),
-            node: e.node,
-            fencing_token: e.fencing_token,
-        }
-    }
-}
-
-/// `GET /v1/elections/{name}` and each `observe` event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-#[schema(as = Election)]
-pub(crate) struct ElectionBody {
-    election: String,
-    leader: Option<Leader>,
-}
-
-impl ElectionBody {
-    /// The election `name` in `state`, as `caller` may see it.
-    pub fn of(state: &raftlock_core::StateMachine, name: &str, caller: &Caller) -> Self {
-        ElectionBody {
-            election: name.to_string(),
-            leader: state
-                .holder(QueueKind::Election, name)
-                .map(|e| Leader::new(e, caller)),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct ElectionLine {
-    election: String,
-    leader: Option<Leader>,
-    /// Candidates waiting behind the leader.
-    candidates: usize,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct ElectionList {
-    elections: Vec<ElectionLine>,
+fn redact_leader(mut leader: LeaderView, caller: &Caller) -> LeaderView {
+    leader.session_id = caller
+        .visibility(leader.principal.as_deref())
+        .redact(leader.session_id);
+    leader
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -170,7 +125,9 @@ async fn campaign(
         &app,
         AcquireRequest {
             caller: &caller,
-            target: Target::Plain(QueueKind::Election, data),
+            kind: raftlock_api::QueueKind::Election,
+            mode: raftlock_api::Mode::Exclusive,
+            data,
             name,
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
@@ -228,7 +185,7 @@ async fn resign(
     release(
         &app,
         &caller,
-        Queue::Plain(QueueKind::Election),
+        raftlock_api::QueueKind::Election,
         name,
         &body.session_id,
     )
@@ -253,7 +210,7 @@ async fn read(
 #[utoipa::path(get, path = "/v1/elections/{name}/observe", tag = "elections",
     params(("name" = String, Path, description = "Election name; may contain `/`")),
     responses((status = 200, description = "An event stream of `leader` events, each an Election",
-        content_type = "text/event-stream", body = ElectionBody)))]
+        content_type = "text/event-stream", body = ElectionView)))]
 async fn observe_route(app: AppState, caller: Caller, name: String) -> Result<Response, ApiError> {
     observe(app, caller, name).await
 }
@@ -261,19 +218,15 @@ async fn observe_route(app: AppState, caller: Caller, name: String) -> Result<Re
 /// The election's leader and value.
 #[utoipa::path(get, path = "/v1/elections/{name}", tag = "elections",
     params(("name" = String, Path, description = "Election name; may contain `/`"), ReadQuery),
-    responses((status = 200, description = "The election", body = ElectionBody)))]
+    responses((status = 200, description = "The election", body = ElectionView)))]
 async fn inspect(
     app: AppState,
     caller: Caller,
     name: String,
     query: ReadQuery,
 ) -> Result<Response, ApiError> {
-    let view = read_queue(&app, QueueKind::Election, &name, query.consistency).await?;
-    Ok(Json(ElectionBody {
-        election: name,
-        leader: view.holder.map(|e| Leader::new(e, &caller)),
-    })
-    .into_response())
+    let election = app.node.election(&name, query.consistency.into()).await?;
+    Ok(Json(redact(election, &caller)).into_response())
 }
 
 /// The elections with a leader or candidates, by name prefix.
@@ -285,22 +238,14 @@ async fn list(
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<ElectionList>, ApiError> {
-    let queues = read_queues(
-        &app,
-        &caller,
-        QueueKind::Election,
-        &query.prefix,
-        query.consistency,
-    )
-    .await?;
-    Ok(Json(ElectionList {
-        elections: queues
-            .into_iter()
-            .map(|q| ElectionLine {
-                election: q.name,
-                leader: q.holder.map(|e| Leader::new(e, &caller)),
-                candidates: q.waiters,
-            })
-            .collect(),
-    }))
+    let mut elections = app
+        .node
+        .elections(&query.prefix, query.consistency.into(), |name| {
+            caller.may(Permission::Read, name)
+        })
+        .await?;
+    for line in &mut elections {
+        line.leader = line.leader.take().map(|l| redact_leader(l, &caller));
+    }
+    Ok(Json(ElectionList { elections }))
 }

@@ -10,13 +10,10 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use raftlock_api::lock::{FencingAnswer, FencingBody, Holder, LockBody, LockList, Waiter};
-use raftlock_core::path::validate_lock_name;
-use raftlock_core::{QueueKind, QueueSummary, QueueView};
 use raftlock_node::Grant;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
-use crate::acquire::{Queue, Target};
 use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
@@ -103,13 +100,13 @@ struct ListQuery {
 struct Locks;
 
 impl QueueRoute for Locks {
-    const QUEUE: Queue = Queue::Plain(QueueKind::Lock);
+    const KIND: raftlock_api::QueueKind = raftlock_api::QueueKind::Lock;
     type Acquire = AcquireBody;
     type Granted = Granted;
 
     fn asked(body: &AcquireBody) -> Asked<'_> {
         Asked {
-            target: Target::Plain(QueueKind::Lock, Ok(Vec::new())),
+            mode: raftlock_api::Mode::Exclusive,
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
@@ -135,38 +132,6 @@ queue_routes::queue_actions! {
     post "/v1/locks/{name}/acquire" => acquire_lock(AcquireBody) -> Granted;
     /// Releases a lock, or cancels the session's wait for it.
     post "/v1/locks/{name}/release" => release_lock;
-}
-
-/// Reads one queue after validating its name.
-pub(crate) async fn read_queue(
-    app: &AppState,
-    kind: QueueKind,
-    name: &str,
-    consistency: ReadConsistency,
-) -> Result<QueueView, ApiError> {
-    validate_lock_name(name)?;
-    Ok(app
-        .node
-        .read(consistency.into(), |s| s.queue(kind, name))
-        .await?)
-}
-
-/// Lists queues whose name starts with `prefix` and that the caller may
-/// read (a listing shows what the caller's grants cover, and is not
-/// refused for the rest).
-pub(crate) async fn read_queues(
-    app: &AppState,
-    caller: &Caller,
-    kind: QueueKind,
-    prefix: &str,
-    consistency: ReadConsistency,
-) -> Result<Vec<QueueSummary>, ApiError> {
-    let mut queues = app
-        .node
-        .read(consistency.into(), |s| s.queues(kind, prefix))
-        .await?;
-    queues.retain(|q| caller.may(Permission::Read, &q.name));
-    Ok(queues)
 }
 
 /// A lock's holder and its waiters in queue order.

@@ -31,8 +31,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Metric, Registry};
-use raftlock_core::{path::LOCKS_PREFIX, Effects, QueueKind, StateMachine};
-use raftlock_node::Consistency;
+use raftlock_core::{path::LOCKS_PREFIX, Effects};
+use raftlock_node::{Consistency, Node};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::state::AppState;
@@ -169,23 +169,39 @@ impl Metrics {
     }
 
     /// After a snapshot install (`installs` moved since the last call),
-    /// forgets held nodes that no longer hold in `state`: they vanished
-    /// without an effect. Costs nothing otherwise.
-    fn prune_after_install(&self, installs: u64, state: &StateMachine) {
+    /// forgets held nodes that no longer hold on this replica: they
+    /// vanished without an effect. Costs nothing otherwise.
+    async fn prune_after_install(&self, installs: u64, node: &Node) {
+        if !self.install_seen(installs) {
+            return;
+        }
+        // A local read: metrics must answer even without a leader.
+        let Ok(locks) = node.locks("", Consistency::Stale, |_| true).await else {
+            return;
+        };
+        self.keep_holders(
+            locks
+                .iter()
+                .filter_map(|line| line.holder.as_ref())
+                .map(|h| h.node.as_str()),
+        );
+    }
+
+    /// True once per new snapshot install count, when held nodes are
+    /// timed (there is something to prune).
+    fn install_seen(&self, installs: u64) -> bool {
         let mut held = self.held();
         if held.installs_seen == installs {
-            return;
+            return false;
         }
         held.installs_seen = installs;
-        if held.since.is_empty() {
-            return;
-        }
-        let holders: HashSet<u64> = state
-            .queues(QueueKind::Lock, "")
-            .iter()
-            .filter_map(|q| q.holder.as_ref())
-            .map(|h| self.key(&h.node))
-            .collect();
+        !held.since.is_empty()
+    }
+
+    /// Forgets the held nodes that are not among `holders`.
+    fn keep_holders<'a>(&self, holders: impl Iterator<Item = &'a str>) {
+        let holders: HashSet<u64> = holders.map(|node| self.key(node)).collect();
+        let mut held = self.held();
         held.since.retain(|key, _| holders.contains(key));
         held.shrink_if_sparse();
     }
@@ -327,15 +343,12 @@ pub(crate) async fn scrape(State(app): State<AppState>) -> impl IntoResponse {
     let status = app.node.status();
     let counters = app.node.counters();
     let metrics = &app.metrics;
+    metrics
+        .prune_after_install(counters.snapshots_installed, &app.node)
+        .await;
     // A local read: metrics must answer even without a leader.
-    let (counts, revision) = app
-        .node
-        .read(Consistency::Stale, |s| {
-            metrics.prune_after_install(counters.snapshots_installed, s);
-            (s.counts(), s.revision())
-        })
-        .await
-        .unwrap_or_default();
+    let counts = app.node.state_counts().await.unwrap_or_default();
+    let revision = counts.revision;
 
     let mut now = Registry::default();
     let r = &mut now;
@@ -561,35 +574,17 @@ mod tests {
 
     #[test]
     fn holds_that_vanished_in_a_snapshot_install_are_forgotten() {
-        use raftlock_core::{Command, SessionId};
-        let mut state = StateMachine::new();
-        let session = SessionId(7);
-        state.apply(&Command::OpenSession {
-            id: session,
-            owner: "test".into(),
-            ttl_ms: 5_000,
-        });
-        let granted = state
-            .apply(&Command::Acquire {
-                kind: QueueKind::Lock,
-                name: "kept".into(),
-                session,
-                data: vec![],
-                wait: true,
-            })
-            .effects
-            .granted;
+        let kept = "/locks/kept/lock-0000000001";
         let m = Metrics::new();
         m.on_effects(&Effects {
-            granted: granted
-                .into_iter()
-                .chain(["/locks/gone/lock-0000000001".to_string()])
-                .collect(),
+            granted: vec![kept.to_string(), "/locks/gone/lock-0000000002".to_string()],
             ..Effects::default()
         });
-        m.prune_after_install(0, &state);
-        assert_eq!(m.held().since.len(), 2, "no install, nothing checked");
-        m.prune_after_install(1, &state);
+        assert!(!m.install_seen(0), "no install, nothing checked");
+        assert_eq!(m.held().since.len(), 2);
+        assert!(m.install_seen(1));
+        m.keep_holders([kept].into_iter());
         assert_eq!(m.held().since.len(), 1, "only the node still holding");
+        assert!(!m.install_seen(1), "each install is checked once");
     }
 }

@@ -17,29 +17,33 @@ use raftlock_core::path::validate_lock_name;
 use raftlock_node::ElectionChanges;
 
 use crate::auth::Caller;
-use crate::elections::ElectionBody;
+use raftlock_api::election::ElectionView;
+
+use crate::elections::redact;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-fn event(view: &ElectionBody) -> Event {
+fn event(view: &ElectionView) -> Event {
     let data = serde_json::to_string(view).unwrap_or_else(|_| "{}".into());
     Event::default().event("leader").data(data)
 }
 
 fn events(
     app: AppState,
-    first: ElectionBody,
-    changes: ElectionChanges<ElectionBody>,
+    caller: Caller,
+    first: ElectionView,
+    changes: ElectionChanges,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     let head = stream::once(async move { Ok(event(&first)) });
     let tail = stream::unfold(changes, move |mut changes| {
         let app = app.clone();
+        let caller = caller.clone();
         async move {
             let view = tokio::select! {
                 view = changes.next() => view?,
                 _ = app.stopping() => return None,
             };
-            Some((Ok(event(&view)), changes))
+            Some((Ok(event(&redact(view, &caller))), changes))
         }
     });
     futures::StreamExt::chain(head, tail)
@@ -54,13 +58,10 @@ pub(crate) async fn observe(
     name: String,
 ) -> Result<Response, ApiError> {
     validate_lock_name(&name)?;
-    let election = name.clone();
-    let (first, changes) = app
-        .node
-        .observe_election(&name, move |s| ElectionBody::of(s, &election, &caller))
-        .await?;
+    let (first, changes) = app.node.observe_election(&name).await?;
     let keepalive = Duration::from_millis(app.config.sse_keepalive_ms.max(1));
-    Ok(Sse::new(events(app, first, changes))
+    let first = redact(first, &caller);
+    Ok(Sse::new(events(app, caller, first, changes))
         .keep_alive(KeepAlive::new().interval(keepalive))
         .into_response())
 }

@@ -3,7 +3,7 @@
 //!
 //! Each resource module keeps its request and answer types and one
 //! [`QueueRoute`] implementation saying how its body becomes an acquire
-//! (`acquire.rs`'s [`Target`]) and how a grant is answered; its
+//! (a mode of the contract's [`Mode`]) and how a grant is answered; its
 //! OpenAPI-annotated handlers, which only call [`acquire`] and [`release`]
 //! here, are written once, by `queue_actions!`.
 
@@ -13,11 +13,12 @@ use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use raftlock_api::{Mode, QueueKind};
 use raftlock_node::Grant;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::acquire::{self, AcquireRequest, Queue, Target};
+use crate::acquire::{self, AcquireRequest};
 use crate::auth::Caller;
 use crate::error::{no_such_action, ApiError};
 use crate::extract::JsonBody;
@@ -26,7 +27,8 @@ use crate::state::AppState;
 
 /// What an acquire body asks for.
 pub(crate) struct Asked<'a> {
-    pub target: Target,
+    /// How the entry is to hold the queue.
+    pub mode: Mode,
     pub session_id: &'a str,
     pub wait_ms: Option<u64>,
     pub keep_queued: bool,
@@ -36,8 +38,8 @@ pub(crate) struct Asked<'a> {
 
 /// One kind of queue behind `/v1/{kind}/{name}/acquire|release`.
 pub(crate) trait QueueRoute {
-    /// The queue a release deletes from.
-    const QUEUE: Queue;
+    /// The primitive.
+    const KIND: QueueKind;
     /// The acquire request body.
     type Acquire: DeserializeOwned + Send + Sync;
     /// The `200` answer to a granted acquire.
@@ -83,7 +85,9 @@ pub(crate) async fn acquire<Q: QueueRoute>(
         &app,
         AcquireRequest {
             caller: &caller,
-            target: asked.target,
+            kind: Q::KIND,
+            mode: asked.mode,
+            data: Ok(Vec::new()),
             name: &name,
             session_id: asked.session_id,
             wait_ms: asked.wait_ms,
@@ -103,7 +107,7 @@ pub(crate) async fn release<Q: QueueRoute>(
     request: Request,
 ) -> Result<Response, ApiError> {
     let JsonBody(body) = JsonBody::<SessionBody>::from_request(request, &app).await?;
-    acquire::release(&app, &caller, Q::QUEUE, &name, &body.session_id).await?;
+    acquire::release(&app, &caller, Q::KIND, &name, &body.session_id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -7,8 +7,9 @@
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, OpenApi, ToSchema};
+use raftlock_api::session::SessionList;
+use serde::Deserialize;
+use utoipa::{IntoParams, OpenApi};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -40,23 +41,6 @@ struct ListQuery {
     consistency: ReadConsistency,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-struct SessionLine {
-    session_id: String,
-    owner: String,
-    principal: Option<String>,
-    ttl_ms: u64,
-    /// Its ephemeral nodes: lock and election queue nodes included.
-    nodes: Vec<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct SessionList {
-    sessions: Vec<SessionLine>,
-    /// More sessions matched than `limit`.
-    truncated: bool,
-}
-
 /// The live sessions the caller may see, in session id order.
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
     params(ListQuery),
@@ -74,29 +58,13 @@ async fn list(
     }
     let every = caller.sees_every_session();
     let mine = caller.principal().map(str::to_string);
-    let mut views = app
-        .node
-        .read(query.consistency.into(), move |s| {
-            s.session_leases()
-                .filter_map(|lease| s.session(lease.id))
-                .filter(|view| every || view.principal == mine)
-                .take(limit + 1)
-                .collect::<Vec<_>>()
-        })
-        .await?;
-    let truncated = views.len() > limit;
-    views.truncate(limit);
-    Ok(Json(SessionList {
-        sessions: views
-            .into_iter()
-            .map(|v| SessionLine {
-                session_id: v.id.to_string(),
-                owner: v.owner,
-                principal: v.principal,
-                ttl_ms: v.ttl_ms,
-                nodes: v.nodes,
-            })
-            .collect(),
-        truncated,
-    }))
+    Ok(Json(
+        app.node
+            .sessions(
+                query.consistency.into(),
+                |principal| every || principal == mine.as_deref(),
+                limit,
+            )
+            .await?,
+    ))
 }

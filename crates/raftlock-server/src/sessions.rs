@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use raftlock_api::session::SessionView;
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
@@ -46,17 +47,6 @@ struct Opened {
 #[derive(Debug, Serialize, ToSchema)]
 struct Ttl {
     ttl_ms: u64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = Session)]
-struct SessionBody {
-    session_id: String,
-    owner: String,
-    /// The token name that opened it; `null` without tokens.
-    principal: Option<String>,
-    ttl_ms: u64,
-    nodes: Vec<String>,
 }
 
 /// Opens a session.
@@ -110,27 +100,21 @@ async fn keepalive(
 /// A session and its nodes.
 #[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
     params(("id" = String, Path, description = "Session id (32 hex digits)"), ReadQuery),
-    responses((status = 200, description = "The session", body = SessionBody)))]
+    responses((status = 200, description = "The session", body = SessionView)))]
 async fn inspect(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
-) -> Result<Json<SessionBody>, ApiError> {
+) -> Result<Json<SessionView>, ApiError> {
     let id = parse_session(&id)?;
     caller.require_session(&app, id).await?;
-    let view = app
+    let session = app
         .node
-        .read(query.consistency.into(), |s| s.session(id))
+        .session(id, query.consistency.into())
         .await?
         .ok_or(ApiError::session_not_found(id))?;
-    Ok(Json(SessionBody {
-        session_id: view.id.to_string(),
-        owner: view.owner,
-        principal: view.principal,
-        ttl_ms: view.ttl_ms,
-        nodes: view.nodes,
-    }))
+    Ok(Json(session))
 }
 
 /// Closes a session, releasing every lock and node it holds.

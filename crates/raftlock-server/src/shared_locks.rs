@@ -1,110 +1,54 @@
 //! What `/v1/rwlocks` and `/v1/semaphores` share: the inspection of one
 //! and the listing by prefix, with the same holder and waiter entries
-//! (their acquire and release are `queue_routes.rs`'s).
+//! (their acquire and release are `queue_routes.rs`'s). The node builds
+//! the views (`Node::shared`, `Node::shared_list`); this module redacts
+//! them for the caller.
 
-use raftlock_core::path::validate_lock_name;
-use raftlock_core::{QueueEntryView, SharedKind};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use raftlock_api::shared::{SharedHolder, SharedLine, SharedQueue, SharedWaiter};
+use raftlock_api::QueueKind;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
 use crate::extract::ReadConsistency;
 use crate::state::AppState;
 
-/// One granted entry. `session_id` is `null` for a session of another
-/// principal (docs/security.md).
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct SharedHolder {
-    session_id: Option<String>,
-    owner: String,
-    principal: Option<String>,
-    node: String,
-    /// `read`/`write` for a read-write lock; absent for a semaphore.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mode: Option<String>,
-    fencing_token: u64,
-    since_revision: u64,
+/// Hides, for `caller`, the session ids of another principal's entries.
+fn redact_holder(mut h: SharedHolder, caller: &Caller) -> SharedHolder {
+    h.session_id = caller
+        .visibility(h.principal.as_deref())
+        .redact(h.session_id);
+    h
 }
 
-/// One waiting entry.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct SharedWaiter {
-    session_id: Option<String>,
-    owner: String,
-    principal: Option<String>,
-    node: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mode: Option<String>,
+fn redact_waiter(mut w: SharedWaiter, caller: &Caller) -> SharedWaiter {
+    w.session_id = caller
+        .visibility(w.principal.as_deref())
+        .redact(w.session_id);
+    w
 }
 
-fn mode(kind: SharedKind, e: &QueueEntryView) -> Option<String> {
-    (kind == SharedKind::RwLock).then(|| String::from_utf8_lossy(&e.data).into_owned())
-}
-
-impl SharedHolder {
-    fn new(kind: SharedKind, e: QueueEntryView, caller: &Caller) -> Self {
-        SharedHolder {
-            session_id: caller
-                .visibility(e.principal.as_deref())
-                .session_id(e.session),
-            mode: mode(kind, &e),
-            since_revision: e.granted_revision.unwrap_or(e.fencing_token),
-            owner: e.owner,
-            principal: e.principal,
-            node: e.node,
-            fencing_token: e.fencing_token,
-        }
-    }
-}
-
-impl SharedWaiter {
-    fn new(kind: SharedKind, e: QueueEntryView, caller: &Caller) -> Self {
-        SharedWaiter {
-            session_id: caller
-                .visibility(e.principal.as_deref())
-                .session_id(e.session),
-            mode: mode(kind, &e),
-            owner: e.owner,
-            principal: e.principal,
-            node: e.node,
-        }
-    }
-}
-
-/// Holders and waiters of one read-write lock or semaphore.
-pub(crate) struct SharedListing {
-    pub holders: Vec<SharedHolder>,
-    pub waiters: Vec<SharedWaiter>,
-    pub limit: Option<u64>,
-}
-
-/// Reads one read-write lock or semaphore after validating its name.
+/// Reads one read-write lock or semaphore, as `caller` may see it.
 pub(crate) async fn inspect(
     app: &AppState,
     caller: &Caller,
-    kind: SharedKind,
+    kind: QueueKind,
     name: &str,
     consistency: ReadConsistency,
-) -> Result<SharedListing, ApiError> {
-    validate_lock_name(name)?;
-    let view = app
-        .node
-        .read(consistency.into(), |s| s.shared_queue(kind, name))
-        .await?;
-    Ok(SharedListing {
-        holders: view
-            .holders
-            .into_iter()
-            .map(|e| SharedHolder::new(kind, e, caller))
-            .collect(),
-        waiters: view
-            .waiters
-            .into_iter()
-            .map(|e| SharedWaiter::new(kind, e, caller))
-            .collect(),
-        limit: view.limit,
-    })
+) -> Result<SharedQueue, ApiError> {
+    let mut view = app.node.shared(kind, name, consistency.into()).await?;
+    view.holders = view
+        .holders
+        .into_iter()
+        .map(|h| redact_holder(h, caller))
+        .collect();
+    view.waiters = view
+        .waiters
+        .into_iter()
+        .map(|w| redact_waiter(w, caller))
+        .collect();
+    Ok(view)
 }
 
 /// `GET /v1/rwlocks` and `GET /v1/semaphores`: which names to list.
@@ -119,41 +63,26 @@ pub(crate) struct ListQuery {
     pub consistency: ReadConsistency,
 }
 
-/// One read-write lock or semaphore of a listing.
-pub(crate) struct SharedLine {
-    pub name: String,
-    pub holders: Vec<SharedHolder>,
-    pub waiters: usize,
-    pub limit: Option<u64>,
-}
-
 /// The read-write locks or semaphores with holders or waiters whose name
-/// starts with the query's prefix and that the caller may read (as
-/// `locks::read_queues`: a listing shows what the caller's grants cover).
+/// starts with the query's prefix and that the caller may read (a listing
+/// shows what the caller's grants cover, and is not refused for the rest).
 pub(crate) async fn list(
     app: &AppState,
     caller: &Caller,
-    kind: SharedKind,
+    kind: QueueKind,
     query: &ListQuery,
 ) -> Result<Vec<SharedLine>, ApiError> {
-    let mut queues = app
+    let mut lines = app
         .node
-        .read(query.consistency.into(), |s| {
-            s.shared_queues(kind, &query.prefix)
+        .shared_list(kind, &query.prefix, query.consistency.into(), |name| {
+            caller.may(Permission::Read, name)
         })
         .await?;
-    queues.retain(|q| caller.may(Permission::Read, &q.name));
-    Ok(queues
-        .into_iter()
-        .map(|q| SharedLine {
-            name: q.name,
-            holders: q
-                .holders
-                .into_iter()
-                .map(|e| SharedHolder::new(kind, e, caller))
-                .collect(),
-            waiters: q.waiters,
-            limit: q.limit,
-        })
-        .collect())
+    for line in &mut lines {
+        line.holders = std::mem::take(&mut line.holders)
+            .into_iter()
+            .map(|h| redact_holder(h, caller))
+            .collect();
+    }
+    Ok(lines)
 }

@@ -19,34 +19,29 @@
 
 use axum::extract::State;
 use axum::Json;
-use raftlock_api::QueueKind;
-use raftlock_core::{RwMode, SharedKind};
+use raftlock_api::{Mode, QueueKind};
 use raftlock_node::Grant;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::acquire::{Queue, Target};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, ReadQuery};
 use crate::queue_routes::{Asked, QueueRoute};
-use crate::shared_locks::{self, ListQuery, SharedHolder, SharedLine, SharedListing, SharedWaiter};
+use crate::shared_locks::{self, ListQuery};
 use crate::state::AppState;
+use raftlock_api::shared::{RwLockView, SemaphoreView, SharedHolder, SharedLine, SharedQueue};
 
 /// One shared kind behind `/v1/{segment}`: its acquire and release are
 /// its [`QueueRoute`], its inspection and listing are shaped here.
 pub(crate) trait SharedRoute: QueueRoute + Send + Sync + 'static {
-    /// The kind in the operations contract; its segment is the path's.
-    const KIND: QueueKind;
-    /// The state machine's kind of the same queues.
-    const SHARED: SharedKind;
     /// The answer to `GET /v1/{segment}/{name}`.
     type Body: Serialize + Send;
     /// The answer to `GET /v1/{segment}`.
     type List: Serialize + Send;
 
     /// The inspection of `name`.
-    fn body(name: String, listing: SharedListing) -> Self::Body;
+    fn body(name: String, listing: SharedQueue) -> Self::Body;
 
     /// The listing of these lines.
     fn list(lines: Vec<SharedLine>) -> Self::List;
@@ -58,7 +53,7 @@ async fn inspect<K: SharedRoute>(
     ApiPath(name): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<K::Body>, ApiError> {
-    let listing = shared_locks::inspect(&app, &caller, K::SHARED, &name, query.consistency).await?;
+    let listing = shared_locks::inspect(&app, &caller, K::KIND, &name, query.consistency).await?;
     Ok(Json(K::body(name, listing)))
 }
 
@@ -67,7 +62,7 @@ async fn list<K: SharedRoute>(
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<K::List>, ApiError> {
-    let lines = shared_locks::list(&app, &caller, K::SHARED, &query).await?;
+    let lines = shared_locks::list(&app, &caller, K::KIND, &query).await?;
     Ok(Json(K::list(lines)))
 }
 
@@ -75,7 +70,8 @@ async fn list<K: SharedRoute>(
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-enum Mode {
+#[schema(as = Mode)]
+enum RwAccess {
     Read,
     Write,
 }
@@ -85,7 +81,7 @@ enum Mode {
 #[schema(as = RwLockAcquire)]
 struct RwLockAcquire {
     session_id: String,
-    mode: Mode,
+    mode: RwAccess,
     /// How long to wait for the grant; `0` tries once.
     wait_ms: Option<u64>,
     #[serde(default)]
@@ -96,19 +92,11 @@ struct RwLockAcquire {
 #[schema(as = RwLockGranted)]
 struct RwLockGranted {
     rwlock: String,
-    mode: Mode,
+    mode: RwAccess,
     node: String,
     fencing_token: u64,
     session_id: String,
     since_revision: u64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = RwLock)]
-struct RwLockBody {
-    rwlock: String,
-    holders: Vec<SharedHolder>,
-    waiters: Vec<SharedWaiter>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -130,17 +118,16 @@ struct RwLockList {
 struct RwLocks;
 
 impl QueueRoute for RwLocks {
-    const QUEUE: Queue = Queue::Shared(Self::SHARED);
+    const KIND: QueueKind = QueueKind::RwLock;
     type Acquire = RwLockAcquire;
     type Granted = RwLockGranted;
 
     fn asked(body: &RwLockAcquire) -> Asked<'_> {
-        let mode = match body.mode {
-            Mode::Read => RwMode::Read,
-            Mode::Write => RwMode::Write,
-        };
         Asked {
-            target: Target::RwLock(mode),
+            mode: match body.mode {
+                RwAccess::Read => Mode::Read,
+                RwAccess::Write => Mode::Write,
+            },
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
@@ -161,13 +148,11 @@ impl QueueRoute for RwLocks {
 }
 
 impl SharedRoute for RwLocks {
-    const KIND: QueueKind = QueueKind::RwLock;
-    const SHARED: SharedKind = SharedKind::RwLock;
-    type Body = RwLockBody;
+    type Body = RwLockView;
     type List = RwLockList;
 
-    fn body(name: String, listing: SharedListing) -> RwLockBody {
-        RwLockBody {
+    fn body(name: String, listing: SharedQueue) -> RwLockView {
+        RwLockView {
             rwlock: name,
             holders: listing.holders,
             waiters: listing.waiters,
@@ -213,16 +198,6 @@ struct SemaphoreGranted {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-#[schema(as = Semaphore)]
-struct SemaphoreBody {
-    semaphore: String,
-    /// `null` while nobody is queued: the next acquire sets it.
-    permits: Option<u64>,
-    holders: Vec<SharedHolder>,
-    waiters: Vec<SharedWaiter>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
 #[schema(as = SemaphoreLine)]
 struct SemaphoreLine {
     semaphore: String,
@@ -243,13 +218,13 @@ struct SemaphoreList {
 struct Semaphores;
 
 impl QueueRoute for Semaphores {
-    const QUEUE: Queue = Queue::Shared(Self::SHARED);
+    const KIND: QueueKind = QueueKind::Semaphore;
     type Acquire = SemaphoreAcquire;
     type Granted = SemaphoreGranted;
 
     fn asked(body: &SemaphoreAcquire) -> Asked<'_> {
         Asked {
-            target: Target::Semaphore(body.permits),
+            mode: Mode::Permits(body.permits),
             session_id: &body.session_id,
             wait_ms: body.wait_ms,
             keep_queued: body.keep_queued,
@@ -270,13 +245,11 @@ impl QueueRoute for Semaphores {
 }
 
 impl SharedRoute for Semaphores {
-    const KIND: QueueKind = QueueKind::Semaphore;
-    const SHARED: SharedKind = SharedKind::Semaphore;
-    type Body = SemaphoreBody;
+    type Body = SemaphoreView;
     type List = SemaphoreList;
 
-    fn body(name: String, listing: SharedListing) -> SemaphoreBody {
-        SemaphoreBody {
+    fn body(name: String, listing: SharedQueue) -> SemaphoreView {
+        SemaphoreView {
             semaphore: name,
             permits: listing.limit,
             holders: listing.holders,
@@ -329,7 +302,7 @@ macro_rules! shared_api {
 
             /// This kind's routes: the listing, the inspection, the actions.
             pub(crate) fn routes() -> Router<AppState> {
-                let base = format!("/v1/{}", <$kind as SharedRoute>::KIND.segment());
+                let base = format!("/v1/{}", <$kind as QueueRoute>::KIND.segment());
                 Router::new()
                     .route(&base, get(list))
                     .route(&format!("{base}/{{*rest}}"), get(inspect).post(action))
@@ -379,7 +352,7 @@ shared_api! {
         /// Releases a read-write lock, or cancels the session's wait for it.
         post "/v1/rwlocks/{name}/release" => release_rwlock;
         /// A read-write lock's holders and waiters, each in queue order.
-        get "/v1/rwlocks/{name}" => inspect -> RwLockBody, "The read-write lock";
+        get "/v1/rwlocks/{name}" => inspect -> RwLockView, "The read-write lock";
         /// The read-write locks with holders or waiters, by name prefix.
         get "/v1/rwlocks" => list -> RwLockList, "The read-write locks";
     }
@@ -389,7 +362,7 @@ shared_api! {
         /// Releases the session's place in a semaphore, or cancels its wait.
         post "/v1/semaphores/{name}/release" => release_semaphore;
         /// A semaphore's limit, holders and waiters.
-        get "/v1/semaphores/{name}" => inspect -> SemaphoreBody, "The semaphore";
+        get "/v1/semaphores/{name}" => inspect -> SemaphoreView, "The semaphore";
         /// The semaphores with holders or waiters, by name prefix.
         get "/v1/semaphores" => list -> SemaphoreList, "The semaphores";
     }

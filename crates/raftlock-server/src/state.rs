@@ -74,9 +74,7 @@ impl AppState {
         };
         let exists = self
             .node
-            .read(Consistency::Linearizable, |s| {
-                s.session_lease(session).is_some()
-            })
+            .session_exists(session, Consistency::Linearizable)
             .await;
         match exists {
             Ok(false) => Err(ApiError::session_not_found(session)),

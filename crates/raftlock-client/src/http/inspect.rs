@@ -10,7 +10,6 @@ use super::tools::Answered;
 use super::wire;
 use super::{Call, HttpClient};
 use crate::error::{ClientError, Result};
-use crate::primitives::Access;
 use crate::types::{ClusterInfo, LockSummary, RwHolder, RwLockSummary, SemaphoreSummary};
 
 #[derive(Deserialize)]
@@ -49,8 +48,8 @@ struct SharedHolderBody {
 impl SharedHolderBody {
     fn into_rw_holder(self) -> Result<RwHolder> {
         let mode = match self.mode.as_str() {
-            "read" => Access::Read,
-            "write" => Access::Write,
+            "read" => raftlock_api::Mode::Read,
+            "write" => raftlock_api::Mode::Write,
             other => {
                 return Err(ClientError::Protocol(format!(
                     "unknown read-write lock mode {other:?}"

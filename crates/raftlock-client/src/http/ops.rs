@@ -9,12 +9,12 @@ use super::wire::{self, parse};
 use super::{Call, HttpClient};
 use crate::client::{LeaderStream, LockClient};
 use crate::error::Result;
-use crate::primitives::Access;
 use crate::types::{
     checked, FencingCheck, Grant, Leader, Lease, LockState, NodeWritten, Poll, SessionId, Txn,
     TxnOutcome,
 };
 use crate::watch::{NodeData, NodeWatch};
+use raftlock_api::{Mode, QueueKind};
 use raftlock_core::HolderGuard;
 
 impl LockClient for HttpClient {
@@ -158,31 +158,29 @@ impl LockClient for HttpClient {
     fn leader<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Leader>>> {
         Box::pin(async move {
             let call = Call::new(Method::GET, format!("/v1/elections/{}", checked(name)?));
-            parse::<wire::ElectionBody>(&self.call(call).await?)?.into_leader()
+            wire::leader(parse(&self.call(call).await?)?)
         })
     }
 
     fn acquire_shared<'a>(
         &'a self,
         name: &'a str,
-        access: Access,
+        mode: Mode,
         session: SessionId,
         poll: Poll,
     ) -> BoxFuture<'a, Result<Grant>> {
         Box::pin(super::primitives::acquire_shared(
-            self, name, access, session, poll,
+            self, name, mode, session, poll,
         ))
     }
 
     fn release_shared<'a>(
         &'a self,
         name: &'a str,
-        semaphore: bool,
+        kind: QueueKind,
         session: SessionId,
     ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(super::primitives::release_shared(
-            self, name, semaphore, session,
-        ))
+        Box::pin(super::primitives::release_shared(self, name, kind, session))
     }
 
     fn acquire_multi<'a>(

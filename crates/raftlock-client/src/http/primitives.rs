@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use super::wire::{millis, parse, session_id, SessionOnly};
 use super::{Call, HttpClient};
+use raftlock_api::{Mode, QueueKind};
+
 use crate::error::Result;
-use crate::primitives::Access;
+use crate::primitives::{check_shared, shared_kind};
 use crate::types::{checked, Grant, Poll, SessionId};
 
 #[derive(Serialize)]
@@ -56,27 +58,25 @@ struct LockGranted {
     fencing_token: u64,
 }
 
-fn base(semaphore: bool) -> &'static str {
-    if semaphore {
-        "/v1/semaphores"
-    } else {
-        "/v1/rwlocks"
-    }
+/// `/v1/rwlocks` or `/v1/semaphores`.
+fn base(kind: QueueKind) -> String {
+    format!("/v1/{}", kind.segment())
 }
 
 pub(super) async fn acquire_shared(
     client: &HttpClient,
     name: &str,
-    access: Access,
+    mode: Mode,
     session: SessionId,
     poll: Poll,
 ) -> Result<Grant> {
-    let (mode, permits) = match access {
-        Access::Read => (Some("read"), None),
-        Access::Write => (Some("write"), None),
-        Access::Permits(n) => (None, Some(n)),
+    let kind = shared_kind(mode)?;
+    let permits = match mode {
+        Mode::Permits(n) => Some(n),
+        _ => None,
     };
-    let path = format!("{}/{}/acquire", base(permits.is_some()), checked(name)?);
+    let mode = mode.rw_name();
+    let path = format!("{}/{}/acquire", base(kind), checked(name)?);
     let call = Call::new(Method::POST, path)
         .json(&SharedAcquire {
             session_id: session.to_string(),
@@ -98,10 +98,11 @@ pub(super) async fn acquire_shared(
 pub(super) async fn release_shared(
     client: &HttpClient,
     name: &str,
-    semaphore: bool,
+    kind: QueueKind,
     session: SessionId,
 ) -> Result<()> {
-    let path = format!("{}/{}/release", base(semaphore), checked(name)?);
+    check_shared(kind)?;
+    let path = format!("{}/{}/release", base(kind), checked(name)?);
     let call = Call::new(Method::POST, path)
         .json(&SessionOnly {
             session_id: session.to_string(),

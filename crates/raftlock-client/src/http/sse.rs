@@ -92,7 +92,7 @@ async fn next(st: &mut State) -> Result<Option<Leader>> {
                     continue;
                 }
                 st.drops = 0;
-                let leader = parse::<wire::ElectionBody>(event.data.as_bytes())?.into_leader()?;
+                let leader = wire::leader(parse(event.data.as_bytes())?)?;
                 if st.last.as_ref() != Some(&leader) {
                     st.last = Some(leader.clone());
                     return Ok(leader);

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use raftlock_api::lock;
+use raftlock_api::{election, lock};
 
 use crate::error::{ClientError, Result};
 use crate::types::{FencingCheck, Holder, Leader, LockState, Poll, SessionId, Waiter};
@@ -166,37 +166,22 @@ pub(crate) struct Proclaim<'a> {
     pub value: &'a str,
 }
 
-#[derive(Deserialize)]
-struct LeaderBody {
-    session_id: Option<String>,
-    #[serde(default)]
-    principal: Option<String>,
-    #[serde(default)]
-    value: String,
-    node: String,
-    fencing_token: u64,
-}
-
-/// `GET /v1/elections/{name}`, also the data of each observe event.
-#[derive(Deserialize)]
-pub(crate) struct ElectionBody {
-    leader: Option<LeaderBody>,
-}
-
-impl ElectionBody {
-    pub fn into_leader(self) -> Result<Option<Leader>> {
-        self.leader
-            .map(|l| {
-                Ok(Leader {
-                    session: l.session_id.as_deref().map(session_id).transpose()?,
-                    principal: l.principal,
-                    value: l.value,
-                    node: l.node,
-                    fencing_token: l.fencing_token,
-                })
+/// An election of the contract's views (`GET /v1/elections/{name}`, each
+/// observe event, or the embedded node's typed read) as the client shows
+/// its leader.
+pub(crate) fn leader(election: election::ElectionView) -> Result<Option<Leader>> {
+    election
+        .leader
+        .map(|l| {
+            Ok(Leader {
+                session: l.session_id.as_deref().map(session_id).transpose()?,
+                principal: l.principal,
+                value: l.value,
+                node: l.node,
+                fencing_token: l.fencing_token,
             })
-            .transpose()
-    }
+        })
+        .transpose()
 }
 
 #[cfg(test)]

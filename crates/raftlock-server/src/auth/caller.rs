@@ -90,14 +90,11 @@ impl Caller {
         if self.sees_every_session() {
             return Ok(());
         }
-        let principal_of = |s: &raftlock_core::StateMachine| {
-            s.session_principal(id).map(|p| p.map(Box::<str>::from))
-        };
-        let mut owner = app.node.read(Consistency::Stale, principal_of).await?;
+        let mut owner = app.node.session_principal(id, Consistency::Stale).await?;
         if owner.is_none() {
             owner = app
                 .node
-                .read(Consistency::Linearizable, principal_of)
+                .session_principal(id, Consistency::Linearizable)
                 .await?;
         }
         match owner {

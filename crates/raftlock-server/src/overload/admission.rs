@@ -34,7 +34,7 @@ use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use raftlock_core::SessionId;
-use raftlock_node::{Consistency, Node};
+use raftlock_node::Node;
 use tokio::sync::Semaphore;
 
 use crate::error::ApiError;
@@ -97,11 +97,7 @@ impl Admission {
 /// (`overflow.rs`).
 pub(crate) async fn owns_nodes(node: &Node, id: SessionId) -> bool {
     // A stale read of this member's replica: no Raft round trip.
-    node.read(Consistency::Stale, |s| {
-        s.session(id).is_some_and(|v| !v.nodes.is_empty())
-    })
-    .await
-    .unwrap_or(false)
+    node.session_owns_nodes(id).await
 }
 
 /// The session of `POST /v1/sessions/{id}/keepalive`, if it is one.

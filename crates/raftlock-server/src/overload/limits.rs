@@ -20,10 +20,9 @@
 //! what these limits are for (bounding memory and queue length within a
 //! margin), not for quotas that must be exact.
 
+use raftlock_api::QueueKind;
 use raftlock_core::SessionId;
-use raftlock_node::Consistency;
 
-use crate::acquire::Queue;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -37,16 +36,11 @@ pub(crate) async fn check_open(
 ) -> Result<(), ApiError> {
     let max_total = app.config.max_sessions;
     let max_owned = app.config.max_sessions_per_owner;
-    let (total, owned) = app
+    let counts = app
         .node
-        .read(Consistency::Stale, |s| {
-            let owned = max_owned.map(|_| match principal {
-                Some(principal) => s.sessions_of_principal(principal),
-                None => s.sessions_owned_by(owner),
-            });
-            (s.session_count(), owned)
-        })
+        .session_counts(owner, principal, max_owned.is_some())
         .await?;
+    let (total, owned) = (counts.total, max_owned.map(|_| counts.owned));
     let owner = principal.unwrap_or(owner);
     if total >= max_total {
         return Err(ApiError::too_many_requests(format!(
@@ -72,7 +66,7 @@ pub(crate) async fn check_open(
 /// and adds nothing), and so does a try-lock (it never queues).
 pub(crate) async fn check_queue(
     app: &AppState,
-    queue: Queue,
+    kind: QueueKind,
     name: &str,
     session: SessionId,
     waits: bool,
@@ -81,23 +75,21 @@ pub(crate) async fn check_queue(
         return Ok(());
     }
     let max = app.config.max_waiters_per_lock;
-    let (queued, mine) = app
-        .node
-        .read(Consistency::Stale, |s| queue.place(s, name, session))
-        .await?;
+    let (queued, mine) = app.node.queue_place(kind, name, session).await?;
     // `queued` counts the holder: a new node would be waiter number `queued`.
     if !mine && queued > max {
-        let what = queue.what();
-        return Err(ApiError::too_many_requests(match queue {
-            Queue::Plain(_) => format!(
+        let what = kind.noun();
+        return Err(ApiError::too_many_requests(if !kind.is_shared() {
+            format!(
                 "{what} {name} has {} waiters, its limit (api.max_waiters_per_lock = {max})",
                 queued - 1
-            ),
+            )
+        } else {
             // Several may hold: the count is of entries, not waiters.
-            Queue::Shared(_) => format!(
+            format!(
                 "{what} {name} has {queued} entries, more than its waiter limit \
                  (api.max_waiters_per_lock = {max})"
-            ),
+            )
         }));
     }
     Ok(())

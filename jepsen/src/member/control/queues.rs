@@ -16,7 +16,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use raftlock_client::{Access, EmbeddedClient, Grant, LockClient, Poll, SessionId};
+use raftlock_client::{EmbeddedClient, Grant, LockClient, Mode, Poll, QueueKind, SessionId};
 use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
@@ -47,19 +47,12 @@ pub(super) struct MultiBody {
     wait_ms: u64,
 }
 
-/// What an acquire asks for, by primitive.
-enum Kind {
-    Lock,
-    RwLock,
-    Semaphore,
-}
-
 pub(super) async fn lock_action(
     State(client): State<EmbeddedClient>,
     Path(rest): Path<String>,
     Json(body): Json<QueueBody>,
 ) -> Response {
-    action(&client, Kind::Lock, &rest, body).await
+    action(&client, QueueKind::Lock, &rest, body).await
 }
 
 pub(super) async fn rwlock_action(
@@ -67,7 +60,7 @@ pub(super) async fn rwlock_action(
     Path(rest): Path<String>,
     Json(body): Json<QueueBody>,
 ) -> Response {
-    action(&client, Kind::RwLock, &rest, body).await
+    action(&client, QueueKind::RwLock, &rest, body).await
 }
 
 pub(super) async fn semaphore_action(
@@ -75,30 +68,30 @@ pub(super) async fn semaphore_action(
     Path(rest): Path<String>,
     Json(body): Json<QueueBody>,
 ) -> Response {
-    action(&client, Kind::Semaphore, &rest, body).await
+    action(&client, QueueKind::Semaphore, &rest, body).await
 }
 
 /// `{name}/acquire` or `{name}/release` of one primitive.
-async fn action(client: &EmbeddedClient, kind: Kind, rest: &str, body: QueueBody) -> Response {
+async fn action(client: &EmbeddedClient, kind: QueueKind, rest: &str, body: QueueBody) -> Response {
     let Some((name, action)) = rest.rsplit_once('/') else {
         return bad_request(format!("no action in {rest:?}"));
     };
     let Some(id) = session(&body.session_id) else {
         return unknown_session(&body.session_id);
     };
-    let result = match (action, &kind) {
-        ("acquire", Kind::Lock) => {
+    let result = match (action, kind) {
+        ("acquire", QueueKind::Lock) => {
             let poll = Poll {
                 lock_delay: body.lock_delay_ms.map(Duration::from_millis),
                 ..Duration::from_millis(body.wait_ms).into()
             };
             client.acquire(name, id, poll).await.map(Some)
         }
-        ("acquire", Kind::RwLock | Kind::Semaphore) => {
-            let access = match (&kind, body.mode.as_deref(), body.permits) {
-                (Kind::RwLock, Some("read"), _) => Access::Read,
-                (Kind::RwLock, Some("write"), _) => Access::Write,
-                (Kind::Semaphore, _, Some(permits)) => Access::Permits(permits),
+        ("acquire", QueueKind::RwLock | QueueKind::Semaphore) => {
+            let access = match (kind, body.mode.as_deref(), body.permits) {
+                (QueueKind::RwLock, Some("read"), _) => Mode::Read,
+                (QueueKind::RwLock, Some("write"), _) => Mode::Write,
+                (QueueKind::Semaphore, _, Some(permits)) => Mode::Permits(permits),
                 _ => return bad_request(format!("no mode or permits for {name:?}")),
             };
             let wait = Duration::from_millis(body.wait_ms).into();
@@ -107,9 +100,8 @@ async fn action(client: &EmbeddedClient, kind: Kind, rest: &str, body: QueueBody
                 .await
                 .map(Some)
         }
-        ("release", Kind::Lock) => client.release(name, id).await.map(|()| None),
-        ("release", Kind::RwLock) => client.release_shared(name, false, id).await.map(|()| None),
-        ("release", Kind::Semaphore) => client.release_shared(name, true, id).await.map(|()| None),
+        ("release", QueueKind::Lock) => client.release(name, id).await.map(|()| None),
+        ("release", shared) => client.release_shared(name, shared, id).await.map(|()| None),
         (other, _) => return bad_request(format!("unknown action {other:?}")),
     };
     match result {
