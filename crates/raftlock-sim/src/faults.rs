@@ -1,0 +1,162 @@
+//! The nemesis: faults drawn from the seed, one after another, each
+//! recorded as `start`/`stop` events in the history.
+
+use std::time::Duration;
+
+use raftlock_jepsen::{Event, EventType, Process, Value, F};
+use raftlock_node::NodeId;
+
+use crate::cluster::{crash_member, is_up, leader, start_member};
+use crate::world::WorldRef;
+
+/// The faults the nemesis draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The members split in two groups, both ways.
+    Partition,
+    /// One member's messages to another are lost, not the way back.
+    OneWay,
+    /// The leader is cut off from everyone, both ways.
+    IsolateLeader,
+    /// Loss, duplication and extra delay (and so reordering) on every link.
+    Flaky,
+    /// One member crashes, losing unsynced writes, and restarts later.
+    Crash,
+    /// Every member loses power at once, and all restart.
+    PowerLoss,
+    /// One member's log syncs take much longer.
+    SlowDisk,
+}
+
+impl Fault {
+    /// Every fault.
+    pub const ALL: [Fault; 7] = [
+        Fault::Partition,
+        Fault::OneWay,
+        Fault::IsolateLeader,
+        Fault::Flaky,
+        Fault::Crash,
+        Fault::PowerLoss,
+        Fault::SlowDisk,
+    ];
+}
+
+fn note(world: &WorldRef, f: F, what: &str) {
+    world.with(|w| {
+        w.record(Event::new(
+            Process::Nemesis,
+            EventType::Info,
+            f,
+            Value::Str(what.to_string()),
+        ))
+    });
+}
+
+/// Injects faults until the world stops, then heals everything and
+/// restarts every crashed member.
+pub async fn nemesis(world: WorldRef, faults: Vec<Fault>, until: Duration) {
+    let end = tokio::time::Instant::now() + until;
+    while tokio::time::Instant::now() < end && !faults.is_empty() {
+        let (fault, quiet, length) = world.with(|w| {
+            (
+                faults[w.rng.pick(faults.len())],
+                Duration::from_millis(w.rng.range(100, 800)),
+                Duration::from_millis(w.rng.range(200, 2_000)),
+            )
+        });
+        tokio::time::sleep(quiet).await;
+        let what = inject(&world, fault).await;
+        let Some(what) = what else { continue };
+        world.with(|w| w.faults += 1);
+        note(&world, F::Start, &what);
+        tokio::time::sleep(length).await;
+        heal(&world).await;
+        note(&world, F::Stop, &what);
+    }
+    heal(&world).await;
+}
+
+/// Starts `fault`; returns its description, or `None` if it does not
+/// apply now (no leader to isolate).
+async fn inject(world: &WorldRef, fault: Fault) -> Option<String> {
+    let ids = world.with(|w| w.ids());
+    match fault {
+        Fault::Partition => world.with(|w| {
+            let mut side: Vec<NodeId> = ids.iter().copied().filter(|_| w.rng.chance(0.5)).collect();
+            if side.is_empty() || side.len() == ids.len() {
+                side = vec![ids[w.rng.pick(ids.len())]];
+            }
+            for &a in &side {
+                for &b in ids.iter().filter(|b| !side.contains(b)) {
+                    w.links.cut.insert((a, b));
+                    w.links.cut.insert((b, a));
+                }
+            }
+            Some(format!("partition {side:?} from the rest"))
+        }),
+        Fault::OneWay => world.with(|w| {
+            let a = ids[w.rng.pick(ids.len())];
+            let others: Vec<_> = ids.iter().copied().filter(|&b| b != a).collect();
+            let b = others[w.rng.pick(others.len())];
+            w.links.cut.insert((a, b));
+            Some(format!("cut {a} -> {b} one way"))
+        }),
+        Fault::IsolateLeader => {
+            let l = leader(world)?;
+            world.with(|w| {
+                for &b in ids.iter().filter(|&&b| b != l) {
+                    w.links.cut.insert((l, b));
+                    w.links.cut.insert((b, l));
+                }
+            });
+            Some(format!("isolate leader {l}"))
+        }
+        Fault::Flaky => world.with(|w| {
+            w.links.loss = w.rng.range(5, 30) as f64 / 100.0;
+            w.links.duplicate = w.rng.range(5, 30) as f64 / 100.0;
+            w.links.extra_delay_ms = w.rng.range(5, 60);
+            Some(format!(
+                "flaky links: loss {:.2} duplicate {:.2} delay +0..{}ms",
+                w.links.loss, w.links.duplicate, w.links.extra_delay_ms
+            ))
+        }),
+        Fault::Crash => {
+            let id = world.with(|w| ids[w.rng.pick(ids.len())]);
+            crash_member(world, id).await;
+            Some(format!("crash {id}"))
+        }
+        Fault::PowerLoss => {
+            for &id in &ids {
+                crash_member(world, id).await;
+            }
+            Some("power loss, every member".into())
+        }
+        Fault::SlowDisk => world.with(|w| {
+            let id = ids[w.rng.pick(ids.len())];
+            let ms = w.rng.range(20, 300);
+            if let Some(m) = w.nodes.get_mut(&id) {
+                m.slow_sync_ms = ms;
+            }
+            Some(format!("slow disk on {id}: +{ms}ms per sync"))
+        }),
+    }
+}
+
+/// Ends every fault: links whole again, disks at speed, crashed members
+/// restarted.
+pub async fn heal(world: &WorldRef) {
+    let ids = world.with(|w| {
+        w.links = Default::default();
+        for m in w.nodes.values_mut() {
+            m.slow_sync_ms = 0;
+        }
+        w.ids()
+    });
+    for id in ids {
+        if !is_up(world, id) {
+            if let Err(e) = start_member(world, id).await {
+                world.with(|w| w.violation(format!("member {id} cannot restart: {e}")));
+            }
+        }
+    }
+}
