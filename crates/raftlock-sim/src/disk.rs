@@ -22,6 +22,8 @@ pub struct LogImage {
     pub entries: BTreeMap<u64, Entry<TypeConfig>>,
     /// The last purged log id.
     pub purged: Option<LogId<NodeId>>,
+    /// The committed log id openraft saved.
+    pub committed: Option<LogId<NodeId>>,
 }
 
 /// One write to the log.
@@ -32,6 +34,9 @@ pub enum DiskOp {
     Truncate(u64),
     /// Entries up to this log id removed.
     Purge(LogId<NodeId>),
+    /// The committed log id, durable with the next sync (as
+    /// `raftlock-storage` keeps it for its next mark record).
+    Committed(Option<LogId<NodeId>>),
 }
 
 impl LogImage {
@@ -49,6 +54,7 @@ impl LogImage {
                 self.entries = self.entries.split_off(&(log_id.index + 1));
                 self.purged = Some(*log_id);
             }
+            DiskOp::Committed(c) => self.committed = *c,
         }
     }
 }

@@ -39,6 +39,10 @@ enum Cmd {
         /// Print the history and the fault timeline of each run.
         #[arg(long)]
         history: bool,
+        /// Make the committed log id durable only with the next log sync,
+        /// as raftlock-storage does (docs/testing.md).
+        #[arg(long)]
+        committed_with_next_sync: bool,
     },
 }
 
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         seconds,
         members,
         history,
+        committed_with_next_sync,
     } = Cli::parse().command;
     let list: Vec<u64> = match seed {
         Some(s) => vec![s],
@@ -61,6 +66,7 @@ fn main() -> ExitCode {
         let config = RunConfig {
             duration: Duration::from_secs(seconds),
             members,
+            committed_synced: !committed_with_next_sync,
             ..RunConfig::new(*s)
         };
         let report = match run(config) {
@@ -77,7 +83,12 @@ fn main() -> ExitCode {
             timeline(&report);
         }
         if !report.passed() {
-            explain(&report, members, seconds);
+            let extra = if committed_with_next_sync {
+                " --committed-with-next-sync"
+            } else {
+                ""
+            };
+            explain(&report, members, seconds, extra);
             failed.push(*s);
         }
     }
@@ -113,7 +124,7 @@ fn summary(r: &RunReport) {
     );
 }
 
-fn explain(r: &RunReport, members: u64, seconds: u64) {
+fn explain(r: &RunReport, members: u64, seconds: u64, extra: &str) {
     for v in &r.violations {
         println!("  invariant: {v}");
     }
@@ -127,7 +138,7 @@ fn explain(r: &RunReport, members: u64, seconds: u64) {
     }
     let features = enabled_features();
     println!(
-        "  replay: cargo run -p raftlock-sim{features} -- run --seed {} --seconds {seconds} --members {members} --history",
+        "  replay: cargo run -p raftlock-sim{features} -- run --seed {} --seconds {seconds} --members {members}{extra} --history",
         r.config.seed
     );
 }

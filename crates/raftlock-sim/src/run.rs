@@ -1,6 +1,8 @@
 //! One simulated run: a cluster, its clients and the nemesis on one thread
 //! and simulated time, then the checks.
 
+use std::cell::RefCell;
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use raftlock_jepsen::checker::linear::LinearConfig;
@@ -25,6 +27,9 @@ pub struct RunConfig {
     pub duration: Duration,
     /// The faults to draw from (empty: none).
     pub faults: Vec<Fault>,
+    /// Sync the committed log id openraft saves at once (true), or only
+    /// with the next log sync, as `raftlock-storage` does (false).
+    pub committed_synced: bool,
 }
 
 impl RunConfig {
@@ -37,6 +42,7 @@ impl RunConfig {
             clients: 4,
             duration: Duration::from_secs(10),
             faults: Fault::ALL.to_vec(),
+            committed_synced: true,
         }
     }
 }
@@ -85,8 +91,46 @@ impl RunReport {
 /// How long after healing the cluster must commit a write again.
 const RECOVERY: Duration = Duration::from_secs(5);
 
+thread_local! {
+    /// Panics of tasks of the run on this thread (openraft asserts its own
+    /// invariants, e.g. that a follower's log never goes back): tokio
+    /// catches them in the task, the run counts them as violations.
+    static PANICS: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Routes panics on a thread inside [`run`] to [`PANICS`]; others go to
+/// the hook that was there before.
+fn install_panic_hook() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let recorded = PANICS
+                .try_with(|p| match p.borrow_mut().as_mut() {
+                    Some(list) => {
+                        list.push(info.to_string().replace('\n', " "));
+                        true
+                    }
+                    None => false,
+                })
+                .unwrap_or(false);
+            if !recorded {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// Runs `config` on a fresh single-threaded runtime with paused time.
 pub fn run(config: RunConfig) -> anyhow::Result<RunReport> {
+    install_panic_hook();
+    PANICS.with(|p| *p.borrow_mut() = Some(Vec::new()));
+    let result = run_inner(config);
+    PANICS.with(|p| *p.borrow_mut() = None);
+    result
+}
+
+fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
     let real = Instant::now();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -111,6 +155,14 @@ pub fn run(config: RunConfig) -> anyhow::Result<RunReport> {
             time_limit: None,
         },
     };
+    let mut violations = violations;
+    let panics = PANICS.with(|p| p.borrow_mut().as_mut().map(std::mem::take));
+    violations.extend(
+        panics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| format!("a task panicked: {p}")),
+    );
     let checks = check_history(&history, &opts)?;
     let hash = history_hash(&history, &violations);
     Ok(RunReport {
@@ -131,6 +183,7 @@ async fn simulate(config: &RunConfig) -> anyhow::Result<(WorldRef, Duration)> {
     let start = tokio::time::Instant::now();
     let ids: Vec<u64> = (1..=config.members).collect();
     let world = WorldRef::new(config.seed, &ids);
+    world.with(|w| w.committed_synced = config.committed_synced);
     for &id in &ids {
         start_member(&world, id)
             .await

@@ -111,7 +111,7 @@ impl SimLogStore {
     fn sync_latency(world: &WorldRef, id: NodeId) -> Duration {
         world.with(|w| {
             let slow = w.nodes.get(&id).map_or(0, |m| m.slow_sync_ms);
-            Duration::from_micros(w.rng.range(200, 3_000) + slow * 1_000)
+            Duration::from_micros(w.rng.range(500, 8_000) + slow * 1_000)
         })
     }
 }
@@ -193,6 +193,27 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
         self.disk(|d| d.vote)
     }
 
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<NodeId>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let synced = self.world.with(|w| w.committed_synced);
+        self.disk(|d| {
+            let seq = d.write(DiskOp::Committed(committed));
+            // Synced: a restarted member never applies less than it had
+            // acknowledged. With the next sync (raftlock-storage's way), a
+            // member restored as leader can answer a read index below an
+            // entry it acknowledged: see docs/testing.md.
+            if synced {
+                d.sync_to(seq);
+            }
+        })
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
+        self.disk(|d| d.live.committed)
+    }
+
     async fn append<I>(
         &mut self,
         entries: I,
@@ -258,6 +279,16 @@ impl SimStateMachine {
     }
 }
 
+/// The first 64 bits of the SHA-256 of an entry's payload.
+fn digest(payload: &EntryPayload<TypeConfig>) -> u64 {
+    use sha2::{Digest, Sha256};
+    let bytes = serde_json::to_vec(payload).unwrap_or_default();
+    let hash = Sha256::digest(&bytes);
+    hash.iter()
+        .take(8)
+        .fold(0, |acc, b| (acc << 8) | u64::from(*b))
+}
+
 fn sm_error(e: impl std::fmt::Display) -> StorageError<NodeId> {
     StorageIOError::write_state_machine(&io_error(&e.to_string())).into()
 }
@@ -313,7 +344,7 @@ impl RaftStateMachine<TypeConfig> for SimStateMachine {
         self.member(|w| {
             let mut replies = Vec::new();
             for entry in entries {
-                if let Some(v) = w.oracle.on_apply(id, entry.log_id) {
+                if let Some(v) = w.oracle.on_apply(id, entry.log_id, digest(&entry.payload)) {
                     w.violation(v);
                 }
                 let m = w.nodes.get_mut(&id).ok_or_else(stale)?;

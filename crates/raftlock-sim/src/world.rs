@@ -35,6 +35,7 @@ impl WorldRef {
             next_process: 0,
             stopping: false,
             faults: 0,
+            committed_synced: true,
         })))
     }
 
@@ -70,6 +71,9 @@ pub struct World {
     pub stopping: bool,
     /// Faults injected so far.
     pub faults: u64,
+    /// Whether a saved committed log id is synced at once, or only with the
+    /// next log sync.
+    pub committed_synced: bool,
 }
 
 impl World {
@@ -132,9 +136,12 @@ pub struct Member {
 /// history checkers at the end.
 #[derive(Default)]
 pub struct Oracle {
-    /// The log id first applied at each index, by any member: another id
-    /// applied at the same index means a committed entry was lost.
-    pub applied: BTreeMap<u64, (openraft::LogId<NodeId>, NodeId)>,
+    /// The entry (log id and payload digest) first applied at each index,
+    /// by any member: another one applied at the same index means a
+    /// committed entry was lost. The digest matters: a leader restored
+    /// after a power loss reuses its term, so a lost entry's replacement
+    /// can carry the very same log id.
+    pub applied: BTreeMap<u64, (openraft::LogId<NodeId>, u64, NodeId)>,
     /// The leader seen in each term: two means split brain.
     pub leaders: BTreeMap<u64, NodeId>,
     /// Members seen leading, for the run's summary.
@@ -146,16 +153,26 @@ pub struct Oracle {
 impl Oracle {
     /// Member `by` applies `log_id`: the same index must carry the same
     /// entry everywhere (Raft's state machine safety).
-    pub fn on_apply(&mut self, by: NodeId, log_id: openraft::LogId<NodeId>) -> Option<String> {
+    pub fn on_apply(
+        &mut self,
+        by: NodeId,
+        log_id: openraft::LogId<NodeId>,
+        digest: u64,
+    ) -> Option<String> {
         match self.applied.get(&log_id.index) {
-            Some((first, first_by)) if *first != log_id => Some(format!(
-                "state machine safety: member {by} applied {log_id} at index {}, \
-                 member {first_by} applied {first} there (a committed entry was lost)",
-                log_id.index
-            )),
+            Some((first, first_digest, first_by))
+                if (*first, *first_digest) != (log_id, digest) =>
+            {
+                Some(format!(
+                    "state machine safety: member {by} applied {log_id} (payload {digest:016x}) \
+                     at index {}, member {first_by} applied {first} (payload {first_digest:016x}) \
+                     there: a committed entry was lost",
+                    log_id.index
+                ))
+            }
             Some(_) => None,
             None => {
-                self.applied.insert(log_id.index, (log_id, by));
+                self.applied.insert(log_id.index, (log_id, digest, by));
                 None
             }
         }
@@ -189,9 +206,11 @@ mod tests {
     #[test]
     fn a_different_entry_at_an_applied_index_is_a_violation() {
         let mut o = Oracle::default();
-        assert!(o.on_apply(1, log_id(1, 5)).is_none());
-        assert!(o.on_apply(2, log_id(1, 5)).is_none());
-        assert!(o.on_apply(3, log_id(2, 5)).is_some());
+        assert!(o.on_apply(1, log_id(1, 5), 9).is_none());
+        assert!(o.on_apply(2, log_id(1, 5), 9).is_none());
+        assert!(o.on_apply(3, log_id(2, 5), 9).is_some());
+        // Same log id, another payload: lost and written again.
+        assert!(o.on_apply(3, log_id(1, 5), 8).is_some());
     }
 
     #[test]
