@@ -7,6 +7,9 @@
 //! The state machine is the real `raftlock_core::StateMachine`, in memory,
 //! with snapshots on the simulated disk.
 
+// openraft's traits return its (large) `StorageError`; the helpers pass it on.
+#![allow(clippy::result_large_err)]
+
 use std::fmt::Debug;
 use std::io::Cursor;
 use std::ops::RangeBounds;
