@@ -2,7 +2,6 @@
 //! must pass, and that it catches what it is meant to catch.
 
 use std::process::Command;
-use std::time::Duration;
 
 use raftlock_sim::{run, RunConfig};
 
@@ -52,7 +51,7 @@ fn a_budget_of_seeds_passes() {
             r.violations,
             r.checks.iter().map(|c| (&c.checker, c.verdict, &c.summary)).collect::<Vec<_>>()
         );
-        assert!(r.simulated >= Duration::from_secs(10));
+        assert!(r.simulated >= std::time::Duration::from_secs(10));
         faults += r.faults;
         lost += r.lost_writes;
         ok += r.ok_ops();
