@@ -1,6 +1,7 @@
 //! The nemesis: faults drawn from the seed, one after another, each
 //! recorded as `start`/`stop` events in the history.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use raftlock_jepsen::{Event, EventType, Process, Value, F};
@@ -26,11 +27,50 @@ pub enum Fault {
     PowerLoss,
     /// One member's log syncs take much longer.
     SlowDisk,
+    /// A voter is demoted to learner (joint consensus through openraft's
+    /// `change_membership`), and promoted back when the fault ends.
+    Membership,
 }
 
 impl Fault {
+    /// The fault's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Partition => "partition",
+            Fault::OneWay => "one-way",
+            Fault::IsolateLeader => "isolate-leader",
+            Fault::Flaky => "flaky",
+            Fault::Crash => "crash",
+            Fault::PowerLoss => "power-loss",
+            Fault::SlowDisk => "slow-disk",
+            Fault::Membership => "membership",
+        }
+    }
+
+    /// Parses a comma-separated list of names; `all` is every fault.
+    pub fn parse_list(list: &str) -> Result<Vec<Fault>, String> {
+        let mut out = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if name == "all" {
+                out.extend(Fault::ALL);
+                continue;
+            }
+            match Fault::ALL.into_iter().find(|f| f.name() == name) {
+                Some(f) => out.push(f),
+                None => {
+                    let known: Vec<_> = Fault::ALL.iter().map(|f| f.name()).collect();
+                    return Err(format!(
+                        "unknown fault {name:?} (all, {})",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Every fault.
-    pub const ALL: [Fault; 7] = [
+    pub const ALL: [Fault; 8] = [
         Fault::Partition,
         Fault::OneWay,
         Fault::IsolateLeader,
@@ -38,6 +78,7 @@ impl Fault {
         Fault::Crash,
         Fault::PowerLoss,
         Fault::SlowDisk,
+        Fault::Membership,
     ];
 }
 
@@ -56,6 +97,9 @@ fn note(world: &WorldRef, f: F, what: &str) {
 /// restarts every crashed member.
 pub async fn nemesis(world: WorldRef, faults: Vec<Fault>, until: Duration) {
     let end = tokio::time::Instant::now() + until;
+    if faults.is_empty() {
+        tokio::time::sleep_until(end).await;
+    }
     while tokio::time::Instant::now() < end && !faults.is_empty() {
         let (fault, quiet, length) = world.with(|w| {
             (
@@ -139,7 +183,53 @@ async fn inject(world: &WorldRef, fault: Fault) -> Option<String> {
             }
             Some(format!("slow disk on {id}: +{ms}ms per sync"))
         }),
+        Fault::Membership => {
+            let l = leader(world)?;
+            let raft = world.with(|w| w.raft(l))?;
+            let out = world.with(|w| ids[w.rng.pick(ids.len())]);
+            let voters: BTreeSet<NodeId> = ids.iter().copied().filter(|&v| v != out).collect();
+            let change = raft.change_membership(voters, true);
+            match tokio::time::timeout(MEMBERSHIP_WAIT, change).await {
+                Ok(Ok(_)) => Some(format!("demote {out} to learner (leader {l})")),
+                // Not committed (yet): the change may still take effect,
+                // and the heal restores the full membership either way.
+                _ => Some(format!(
+                    "demote {out} to learner (leader {l}), not confirmed"
+                )),
+            }
+        }
     }
+}
+
+/// How long a membership change may take before the nemesis moves on.
+const MEMBERSHIP_WAIT: Duration = Duration::from_secs(2);
+
+/// Makes every member a voter again, through whoever leads; a healed
+/// cluster that cannot do so within a few seconds is a violation.
+async fn restore_membership(world: &WorldRef) {
+    let all: BTreeSet<NodeId> = world.with(|w| w.ids().into_iter().collect());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tokio::time::Instant::now() < deadline {
+        let raft = leader(world).and_then(|l| world.with(|w| w.raft(l)));
+        if let Some(raft) = raft {
+            let voters: BTreeSet<NodeId> = raft
+                .metrics()
+                .borrow()
+                .membership_config
+                .membership()
+                .voter_ids()
+                .collect();
+            if voters == all {
+                return;
+            }
+            let change = raft.change_membership(all.clone(), true);
+            if let Ok(Ok(_)) = tokio::time::timeout(MEMBERSHIP_WAIT, change).await {
+                continue;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    world.with(|w| w.violation("liveness: the full membership was not restored".into()));
 }
 
 /// Ends every fault: links whole again, disks at speed, crashed members
@@ -158,5 +248,22 @@ pub async fn heal(world: &WorldRef) {
                 world.with(|w| w.violation(format!("member {id} cannot restart: {e}")));
             }
         }
+    }
+    restore_membership(world).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_lists_parse_by_name() {
+        assert_eq!(
+            Fault::parse_list("power-loss, crash").unwrap(),
+            [Fault::PowerLoss, Fault::Crash]
+        );
+        assert_eq!(Fault::parse_list("all").unwrap(), Fault::ALL);
+        assert!(Fault::parse_list("").unwrap().is_empty());
+        assert!(Fault::parse_list("meteor").is_err());
     }
 }

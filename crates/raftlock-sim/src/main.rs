@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use raftlock_jepsen::{EventType, Process, Verdict};
-use raftlock_sim::{run, RunConfig, RunReport};
+use raftlock_sim::{run, Fault, RunConfig, RunReport};
 
 #[derive(Parser)]
 #[command(about = "Deterministic simulation of a raftlock cluster")]
@@ -43,6 +43,11 @@ enum Cmd {
         /// as raftlock-storage does (docs/testing.md).
         #[arg(long)]
         committed_with_next_sync: bool,
+        /// The faults to draw from, comma-separated: all, partition,
+        /// one-way, isolate-leader, flaky, crash, power-loss, slow-disk,
+        /// membership; empty for none.
+        #[arg(long, default_value = "all")]
+        faults: String,
     },
 }
 
@@ -55,7 +60,15 @@ fn main() -> ExitCode {
         members,
         history,
         committed_with_next_sync,
+        faults,
     } = Cli::parse().command;
+    let faults = match Fault::parse_list(&faults) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("--faults: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let list: Vec<u64> = match seed {
         Some(s) => vec![s],
         None => (first..first + seeds).collect(),
@@ -67,6 +80,7 @@ fn main() -> ExitCode {
             duration: Duration::from_secs(seconds),
             members,
             committed_synced: !committed_with_next_sync,
+            faults: faults.clone(),
             ..RunConfig::new(*s)
         };
         let report = match run(config) {
@@ -83,12 +97,15 @@ fn main() -> ExitCode {
             timeline(&report);
         }
         if !report.passed() {
-            let extra = if committed_with_next_sync {
-                " --committed-with-next-sync"
-            } else {
-                ""
-            };
-            explain(&report, members, seconds, extra);
+            let mut extra = String::new();
+            if committed_with_next_sync {
+                extra.push_str(" --committed-with-next-sync");
+            }
+            if faults != Fault::ALL {
+                let names: Vec<_> = faults.iter().map(|f| f.name()).collect();
+                extra.push_str(&format!(" --faults '{}'", names.join(",")));
+            }
+            explain(&report, members, seconds, &extra);
             failed.push(*s);
         }
     }

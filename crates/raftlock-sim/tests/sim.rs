@@ -70,21 +70,21 @@ fn a_committed_id_synced_late_lets_a_restored_leader_read_stale() {
     // index is then bounded by the committed id it read back. Made
     // durable only with the next sync (raftlock-storage's way), that id
     // can be older than a write the leader acknowledged before a power
-    // loss. Seed 37 hits it; with the id synced at once it passes.
+    // loss. Seed 51 hits it; with the id synced at once it passes.
     let late = run(RunConfig {
         committed_synced: false,
-        ..RunConfig::new(37)
+        ..RunConfig::new(51)
     })
     .expect("run");
-    assert!(!late.passed(), "seed 37 with a late committed id passed");
-    let synced = run(RunConfig::new(37)).expect("run");
+    assert!(!late.passed(), "seed 51 with a late committed id passed");
+    let synced = run(RunConfig::new(51)).expect("run");
     assert!(synced.passed(), "{:?}", synced.violations);
 }
 
 #[test]
 fn a_failing_seed_prints_its_replay_command_and_timeline() {
     let out = Command::new(env!("CARGO_BIN_EXE_raftlock-sim"))
-        .args(["run", "--seed", "37", "--committed-with-next-sync"])
+        .args(["run", "--seed", "51", "--committed-with-next-sync"])
         .output()
         .expect("run the binary");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -92,7 +92,7 @@ fn a_failing_seed_prints_its_replay_command_and_timeline() {
     assert!(
         stdout.contains("replay: cargo run -p raftlock-sim")
             && stdout.contains(
-                "-- run --seed 37 --seconds 10 --members 3 --committed-with-next-sync --history"
+                "-- run --seed 51 --seconds 10 --members 3 --committed-with-next-sync --history"
             ),
         "{stdout}"
     );
@@ -100,16 +100,23 @@ fn a_failing_seed_prints_its_replay_command_and_timeline() {
 }
 
 /// Acknowledging appends before their sync loses committed entries at a
-/// power loss: seeds 8 and 10 of the first 12 catch it.
+/// power loss: under power losses only, seeds 1 and 2 of the first 12
+/// catch it (11 of the first 40; 2 of 40 under every fault).
 #[cfg(feature = "inject-ack-before-sync")]
 #[test]
 fn ack_before_sync_is_caught_within_12_seeds() {
     let caught: Vec<u64> = BUDGET
-        .filter(|&s| !run(RunConfig::new(s)).expect("run").passed())
+        .filter(|&s| {
+            let config = RunConfig {
+                faults: vec![raftlock_sim::Fault::PowerLoss],
+                ..RunConfig::new(s)
+            };
+            !run(config).expect("run").passed()
+        })
         .collect();
     assert!(
-        !caught.is_empty(),
-        "no seed of {BUDGET:?} caught the defect"
+        caught.len() >= 2,
+        "seeds {caught:?} of {BUDGET:?} caught the defect"
     );
 }
 
