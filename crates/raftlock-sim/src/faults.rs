@@ -30,6 +30,10 @@ pub enum Fault {
     /// A voter is demoted to learner (joint consensus through openraft's
     /// `change_membership`), and promoted back when the fault ends.
     Membership,
+    /// One member's process is paused (as by SIGSTOP): its messages and
+    /// syncs wait, and arrive late when it resumes. Its timers still run,
+    /// so it may campaign as soon as it resumes, as a resumed process does.
+    Pause,
 }
 
 impl Fault {
@@ -44,6 +48,7 @@ impl Fault {
             Fault::PowerLoss => "power-loss",
             Fault::SlowDisk => "slow-disk",
             Fault::Membership => "membership",
+            Fault::Pause => "pause",
         }
     }
 
@@ -70,7 +75,7 @@ impl Fault {
     }
 
     /// Every fault.
-    pub const ALL: [Fault; 8] = [
+    pub const ALL: [Fault; 9] = [
         Fault::Partition,
         Fault::OneWay,
         Fault::IsolateLeader,
@@ -79,6 +84,7 @@ impl Fault {
         Fault::PowerLoss,
         Fault::SlowDisk,
         Fault::Membership,
+        Fault::Pause,
     ];
 }
 
@@ -183,6 +189,11 @@ async fn inject(world: &WorldRef, fault: Fault) -> Option<String> {
             }
             Some(format!("slow disk on {id}: +{ms}ms per sync"))
         }),
+        Fault::Pause => world.with(|w| {
+            let id = ids[w.rng.pick(ids.len())];
+            w.paused.insert(id);
+            Some(format!("pause {id}"))
+        }),
         Fault::Membership => {
             let l = leader(world)?;
             let raft = world.with(|w| w.raft(l))?;
@@ -237,6 +248,7 @@ async fn restore_membership(world: &WorldRef) {
 pub async fn heal(world: &WorldRef) {
     let ids = world.with(|w| {
         w.links = Default::default();
+        w.resume_all();
         for m in w.nodes.values_mut() {
             m.slow_sync_ms = 0;
         }

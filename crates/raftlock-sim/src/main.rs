@@ -45,7 +45,7 @@ enum Cmd {
         committed_with_next_sync: bool,
         /// The faults to draw from, comma-separated: all, partition,
         /// one-way, isolate-leader, flaky, crash, power-loss, slow-disk,
-        /// membership; empty for none.
+        /// membership, pause; empty for none.
         #[arg(long, default_value = "all")]
         faults: String,
     },

@@ -147,6 +147,8 @@ impl SimConnection {
             return lost().await;
         }
         tokio::time::sleep(fate.request_delay).await;
+        // A paused sender or receiver holds the message; it arrives late.
+        self.world.wait_unpaused(&[self.from, self.to]).await;
         // The link may have been cut, or the peer crashed, in flight.
         let target = self.world.with(|w| w.raft(self.to));
         let Some(raft) = target.filter(|_| self.can_send(self.from, self.to, None)) else {
@@ -167,6 +169,7 @@ impl SimConnection {
             return Err(RPCError::Network(NetworkError::new(&LinkDown("timed out"))));
         };
         tokio::time::sleep(fate.response_delay).await;
+        self.world.wait_unpaused(&[self.from, self.to]).await;
         if fate.response_lost || !self.can_send(self.to, self.from, None) {
             return lost().await;
         }

@@ -129,6 +129,7 @@ pub async fn sync_worker(
 ) {
     while let Some(first) = requests.recv().await {
         tokio::time::sleep(SimLogStore::sync_latency(&world, id)).await;
+        world.wait_unpaused(&[id]).await;
         let mut batch = vec![first];
         while let Ok(more) = requests.try_recv() {
             batch.push(more);
@@ -363,6 +364,10 @@ impl RaftStateMachine<TypeConfig> for SimStateMachine {
                     }
                 });
             }
+            let applied = w.nodes.get(&id).and_then(|m| m.sm.last_applied);
+            if let Some(applied) = applied {
+                w.applied(id, applied.index);
+            }
             Ok(replies)
         })
     }
@@ -391,6 +396,9 @@ impl RaftStateMachine<TypeConfig> for SimStateMachine {
             m.sm.last_applied = meta.last_log_id;
             m.sm.membership = meta.last_membership.clone();
             m.disk.snapshot = Some((meta.clone(), bytes));
+            if let Some(l) = meta.last_log_id {
+                w.applied(id, l.index);
+            }
             Ok(())
         })
     }

@@ -106,6 +106,8 @@ async fn perform(world: &WorldRef, op: &Op, key: &str) -> Outcome {
             // Nothing was sent: the connection was refused.
             return Outcome::Fail(format!("member {target} is down"));
         };
+        // A paused member reads its socket only once it resumes.
+        world.wait_unpaused(&[target]).await;
         let hint = match op {
             Op::Read => match read(world, &raft, target, key).await {
                 Ok(v) => return Outcome::Ok(v),
@@ -183,12 +185,31 @@ async fn read(
     // The defect skips the read index: any member answers from its own,
     // possibly stale, replica.
     if !cfg!(feature = "inject-stale-read") {
-        match raft.ensure_linearizable().await {
-            Ok(_) => {}
+        // `ensure_linearizable` split in two: openraft's read index, then
+        // the simulator's own wait for the apply (see `World::applied`).
+        let read_index = match raft.get_read_log_id().await {
+            Ok((read, _)) => read.map_or(0, |l| l.index),
             Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
                 return Err(Hop::To(f.leader_id))
             }
             Err(e) => return Err(Hop::Fail(e.to_string())),
+        };
+        let wait = world.with(|w| {
+            let applied = w
+                .nodes
+                .get(&id)
+                .and_then(|m| m.sm.last_applied)
+                .map_or(0, |l| l.index);
+            (applied < read_index).then(|| {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                w.applied_waiters.push((id, read_index, tx));
+                rx
+            })
+        });
+        if let Some(wait) = wait {
+            if wait.await.is_err() {
+                return Err(Hop::Fail(format!("member {id} stopped")));
+            }
         }
     }
     world.with(|w| {

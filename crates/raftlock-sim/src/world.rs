@@ -22,6 +22,24 @@ use crate::store::SmState;
 pub struct WorldRef(Arc<Mutex<World>>);
 
 impl WorldRef {
+    /// Waits while any of `ids` is paused.
+    pub async fn wait_unpaused(&self, ids: &[NodeId]) {
+        loop {
+            let resumed = {
+                let mut w = self.lock();
+                if !ids.iter().any(|id| w.paused.contains(id)) {
+                    return;
+                }
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                w.resumed.push(tx);
+                rx
+            };
+            if resumed.await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// A world for `seed` and `members`, time starting now.
     pub fn new(seed: u64, members: &[NodeId]) -> Self {
         let nodes = members.iter().map(|&id| (id, Member::default())).collect();
@@ -36,6 +54,9 @@ impl WorldRef {
             stopping: false,
             faults: 0,
             committed_synced: true,
+            paused: BTreeSet::new(),
+            resumed: Vec::new(),
+            applied_waiters: Vec::new(),
         })))
     }
 
@@ -74,9 +95,40 @@ pub struct World {
     /// Whether a saved committed log id is synced at once, or only with the
     /// next log sync.
     pub committed_synced: bool,
+    /// Members whose process is paused: what they send or are sent, and
+    /// their syncs, wait until they resume.
+    pub paused: BTreeSet<NodeId>,
+    /// Who waits for paused members to resume, woken in this order. Not a
+    /// `tokio::sync::watch`: its receivers wait on one of several queues
+    /// picked at random by tokio, outside the seed.
+    pub resumed: Vec<tokio::sync::oneshot::Sender<()>>,
+    /// Reads waiting for a member to apply up to an index, woken in the
+    /// order they came (openraft's own wait goes through a metrics
+    /// `watch`, for the same reason as above not deterministic).
+    pub applied_waiters: Vec<(NodeId, u64, tokio::sync::oneshot::Sender<()>)>,
 }
 
 impl World {
+    /// Wakes the reads waiting for member `id` to apply up to `index` or less.
+    pub fn applied(&mut self, id: NodeId, index: u64) {
+        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.applied_waiters)
+            .into_iter()
+            .partition(|(n, i, _)| *n == id && *i <= index);
+        self.applied_waiters = waiting;
+        for (_, _, waiter) in ready {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Every paused member resumes; their waiters wake in the order they
+    /// came.
+    pub fn resume_all(&mut self) {
+        self.paused.clear();
+        for waiter in self.resumed.drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+
     /// Nanoseconds of simulated time since the run started.
     pub fn now_ns(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
