@@ -87,9 +87,7 @@ pub async fn crash_member(world: &WorldRef, id: NodeId) {
         m.disk.crash();
         // Reads waiting on its state machine end: their sender is dropped.
         w.applied_waiters.retain(|(n, _, _)| *n != id);
-        let Some(m) = w.nodes.get_mut(&id) else {
-            return None;
-        };
+        let m = w.nodes.get_mut(&id)?;
         for t in m.tasks.drain(..) {
             t.abort();
         }
