@@ -7,7 +7,7 @@
 //! The state machine is the real `raftlock_core::StateMachine`, in memory,
 //! with snapshots on the simulated disk.
 
-// openraft's traits return its (large) `StorageError`; the helpers pass it on.
+// openraft's traits return its (large) `StorageError`; the functions below pass it on.
 #![allow(clippy::result_large_err)]
 
 use std::fmt::Debug;
