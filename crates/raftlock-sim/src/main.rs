@@ -1,0 +1,202 @@
+//! `raftlock-sim`: run seeds of the deterministic simulation, or replay one.
+//!
+//! `raftlock-sim run --seeds 20` runs seeds 0..20; `raftlock-sim run --seed 7`
+//! replays seed 7 and, with `--history`, prints its history and timeline.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use raftlock_jepsen::{EventType, Process, Verdict};
+use raftlock_sim::{run, Fault, RunConfig, RunReport};
+
+#[derive(Parser)]
+#[command(about = "Deterministic simulation of a raftlock cluster")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Runs seeds and checks each run's history and invariants.
+    Run {
+        /// Replay this one seed.
+        #[arg(long, conflicts_with = "seeds")]
+        seed: Option<u64>,
+        /// Run this many seeds, from `--first` on.
+        #[arg(long, default_value_t = 10)]
+        seeds: u64,
+        /// The first seed of `--seeds`.
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        /// Simulated seconds under faults per run.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Members of the cluster.
+        #[arg(long, default_value_t = 3)]
+        members: u64,
+        /// Print the history and the fault timeline of each run.
+        #[arg(long)]
+        history: bool,
+        /// Make the committed log id durable only with the next log sync,
+        /// as raftlock-storage does (docs/testing.md).
+        #[arg(long)]
+        committed_with_next_sync: bool,
+        /// The faults to draw from, comma-separated: all, partition,
+        /// one-way, isolate-leader, flaky, crash, power-loss, slow-disk,
+        /// membership, pause; empty for none.
+        #[arg(long, default_value = "all")]
+        faults: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let Cmd::Run {
+        seed,
+        seeds,
+        first,
+        seconds,
+        members,
+        history,
+        committed_with_next_sync,
+        faults,
+    } = Cli::parse().command;
+    let faults = match Fault::parse_list(&faults) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("--faults: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let list: Vec<u64> = match seed {
+        Some(s) => vec![s],
+        None => (first..first + seeds).collect(),
+    };
+    let started = Instant::now();
+    let (mut simulated, mut failed) = (Duration::ZERO, Vec::new());
+    for s in &list {
+        let config = RunConfig {
+            duration: Duration::from_secs(seconds),
+            members,
+            committed_synced: !committed_with_next_sync,
+            faults: faults.clone(),
+            ..RunConfig::new(*s)
+        };
+        let report = match run(config) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("seed {s}: the run itself failed: {e:#}");
+                failed.push(*s);
+                continue;
+            }
+        };
+        simulated += report.simulated;
+        summary(&report);
+        if history || (!report.passed() && seed.is_some()) {
+            timeline(&report);
+        }
+        if !report.passed() {
+            let mut extra = String::new();
+            if committed_with_next_sync {
+                extra.push_str(" --committed-with-next-sync");
+            }
+            if faults != Fault::ALL {
+                let names: Vec<_> = faults.iter().map(|f| f.name()).collect();
+                extra.push_str(&format!(" --faults '{}'", names.join(",")));
+            }
+            explain(&report, members, seconds, &extra);
+            failed.push(*s);
+        }
+    }
+    let real = started.elapsed();
+    println!(
+        "{} run(s), {} failed, {:.1} s simulated in {:.1} s real ({:.1} simulated s per real s, {:.0} runs/min)",
+        list.len(),
+        failed.len(),
+        simulated.as_secs_f64(),
+        real.as_secs_f64(),
+        simulated.as_secs_f64() / real.as_secs_f64().max(1e-9),
+        list.len() as f64 * 60.0 / real.as_secs_f64().max(1e-9),
+    );
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn summary(r: &RunReport) {
+    println!(
+        "seed {:>5}: {} | {} ops ok, {} faults, {} terms, {} unsynced writes lost | {:.1} s simulated in {:.2} s | {}",
+        r.config.seed,
+        if r.passed() { "pass" } else { "FAIL" },
+        r.ok_ops(),
+        r.faults,
+        r.terms,
+        r.lost_writes,
+        r.simulated.as_secs_f64(),
+        r.real.as_secs_f64(),
+        &r.hash[..16],
+    );
+}
+
+fn explain(r: &RunReport, members: u64, seconds: u64, extra: &str) {
+    for v in &r.violations {
+        println!("  invariant: {v}");
+    }
+    for c in r.checks.iter().filter(|c| c.verdict == Verdict::Invalid) {
+        println!("  {}: {} ({})", c.checker, c.verdict, c.summary);
+        if let Some(e) = &c.explanation {
+            for line in e.lines().take(20) {
+                println!("    {line}");
+            }
+        }
+    }
+    let features = enabled_features();
+    println!(
+        "  replay: cargo run -p raftlock-sim{features} -- run --seed {} --seconds {seconds} --members {members}{extra} --history",
+        r.config.seed
+    );
+}
+
+/// The `--features` flag this binary was built with, for the replay line.
+fn enabled_features() -> String {
+    let mut f = Vec::new();
+    if cfg!(feature = "inject-ack-before-sync") {
+        f.push("inject-ack-before-sync");
+    }
+    if cfg!(feature = "inject-stale-read") {
+        f.push("inject-stale-read");
+    }
+    if f.is_empty() {
+        String::new()
+    } else {
+        format!(" --features {}", f.join(","))
+    }
+}
+
+/// The history, one line per event, faults marked.
+fn timeline(r: &RunReport) {
+    for e in r.history.events() {
+        let t = raftlock_jepsen::history::fmt_ns(e.time);
+        match e.process {
+            Process::Nemesis => println!("{t:>14} ---- nemesis {} {}", e.f, e.value),
+            Process::Client(p) => {
+                let kind = match e.kind {
+                    EventType::Invoke => "invoke",
+                    EventType::Ok => "ok",
+                    EventType::Fail => "fail",
+                    EventType::Info => "info",
+                };
+                let key = e.key.as_deref().unwrap_or("");
+                let err = e
+                    .error
+                    .as_deref()
+                    .map(|x| format!(" ({x})"))
+                    .unwrap_or_default();
+                println!("{t:>14} p{p:<4} {kind:<6} {} {key} {}{err}", e.f, e.value);
+            }
+        }
+    }
+}

@@ -1,0 +1,418 @@
+//! openraft's log store and state machine over the simulated disk.
+//!
+//! The log store follows openraft's contract: an append is acknowledged
+//! (`LogFlushed`) only once a sync made it durable. Syncs run on one worker
+//! per member, in order, each after a seeded latency, and cover every write
+//! before them (group commit, as `raftlock-storage`'s sync worker does).
+//! The state machine is the real `raftlock_core::StateMachine`, in memory,
+//! with snapshots on the simulated disk.
+
+// openraft's traits return its (large) `StorageError`; the functions below pass it on.
+#![allow(clippy::result_large_err)]
+
+use std::fmt::Debug;
+use std::io::Cursor;
+use std::ops::RangeBounds;
+use std::time::Duration;
+
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage, RaftStateMachine, Snapshot};
+use openraft::{
+    Entry, EntryPayload, LogId, OptionalSend, RaftLogReader, RaftSnapshotBuilder, SnapshotMeta,
+    StorageError, StorageIOError, StoredMembership, Vote,
+};
+use raftlock_core::StateMachine;
+use raftlock_node::{Member as RaftMember, NodeId, Proposal, Reply, TypeConfig};
+use tokio::sync::mpsc;
+
+use crate::disk::DiskOp;
+use crate::world::WorldRef;
+
+/// A member's in-memory state machine: lost on a crash, rebuilt from the
+/// snapshot on its disk and the log.
+#[derive(Default)]
+pub struct SmState {
+    /// The real state machine every replica applies.
+    pub state: StateMachine,
+    /// The last applied log id.
+    pub last_applied: Option<LogId<NodeId>>,
+    /// The last applied membership.
+    pub membership: StoredMembership<NodeId, RaftMember>,
+    /// Snapshots built, to name them uniquely.
+    pub snapshots: u64,
+}
+
+impl SmState {
+    /// The state a member restarts with: its durable snapshot, if any.
+    pub fn restore(snapshot: Option<&crate::disk::StoredSnapshot>) -> Result<Self, String> {
+        let Some((meta, bytes)) = snapshot else {
+            return Ok(SmState::default());
+        };
+        Ok(SmState {
+            state: StateMachine::from_snapshot(bytes).map_err(|e| e.to_string())?,
+            last_applied: meta.last_log_id,
+            membership: meta.last_membership.clone(),
+            snapshots: 0,
+        })
+    }
+}
+
+fn io_error(what: &str) -> std::io::Error {
+    std::io::Error::other(what.to_string())
+}
+
+fn stale() -> StorageError<NodeId> {
+    StorageIOError::write_logs(&io_error("store of a crashed incarnation")).into()
+}
+
+/// A sync request: make writes up to `seq` durable, then acknowledge.
+pub struct SyncRequest {
+    seq: u64,
+    /// `None` when the append was acknowledged already (an injected defect).
+    ack: Option<LogFlushed<TypeConfig>>,
+}
+
+/// One member's log store over its disk.
+#[derive(Clone)]
+pub struct SimLogStore {
+    world: WorldRef,
+    id: NodeId,
+    /// The disk epoch this store was opened at.
+    epoch: u64,
+    syncs: mpsc::UnboundedSender<SyncRequest>,
+}
+
+impl SimLogStore {
+    /// A store over member `id`'s disk as it is now, and the receiving end
+    /// of its sync queue for [`sync_worker`].
+    pub fn open(world: WorldRef, id: NodeId) -> (Self, mpsc::UnboundedReceiver<SyncRequest>) {
+        let epoch = world.with(|w| w.nodes.get(&id).map_or(0, |m| m.disk.epoch));
+        let (syncs, rx) = mpsc::unbounded_channel();
+        (
+            SimLogStore {
+                world,
+                id,
+                epoch,
+                syncs,
+            },
+            rx,
+        )
+    }
+
+    /// Runs `f` on this member's disk, unless a crash made this store stale.
+    fn disk<R>(
+        &self,
+        f: impl FnOnce(&mut crate::disk::Disk) -> R,
+    ) -> Result<R, StorageError<NodeId>> {
+        self.world.with(|w| match w.nodes.get_mut(&self.id) {
+            Some(m) if m.disk.epoch == self.epoch => Ok(f(&mut m.disk)),
+            _ => Err(stale()),
+        })
+    }
+
+    /// How long a sync takes now: a seeded base latency plus the member's
+    /// slow-disk delay.
+    fn sync_latency(world: &WorldRef, id: NodeId) -> Duration {
+        world.with(|w| {
+            let slow = w.nodes.get(&id).map_or(0, |m| m.slow_sync_ms);
+            Duration::from_micros(w.rng.range(500, 8_000) + slow * 1_000)
+        })
+    }
+}
+
+/// The member's sync worker: takes sync requests in order, waits the sync
+/// latency, makes everything queued durable at once, then acknowledges.
+pub async fn sync_worker(
+    world: WorldRef,
+    id: NodeId,
+    epoch: u64,
+    mut requests: mpsc::UnboundedReceiver<SyncRequest>,
+) {
+    while let Some(first) = requests.recv().await {
+        tokio::time::sleep(SimLogStore::sync_latency(&world, id)).await;
+        world.wait_unpaused(&[id]).await;
+        let mut batch = vec![first];
+        while let Ok(more) = requests.try_recv() {
+            batch.push(more);
+        }
+        let Some(last) = batch.last().map(|r| r.seq) else {
+            continue;
+        };
+        let synced = world.with(|w| match w.nodes.get_mut(&id) {
+            Some(m) if m.disk.epoch == epoch => {
+                m.disk.sync_to(last);
+                true
+            }
+            _ => false,
+        });
+        if !synced {
+            return;
+        }
+        for request in batch {
+            if let Some(ack) = request.ack {
+                ack.log_io_completed(Ok(()));
+            }
+        }
+    }
+}
+
+impl RaftLogReader<TypeConfig> for SimLogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        self.disk(|d| {
+            d.live
+                .entries
+                .range(range)
+                .map(|(_, e)| e.clone())
+                .collect()
+        })
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for SimLogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
+        self.disk(|d| {
+            let last = d.live.entries.values().next_back().map(|e| e.log_id);
+            LogState {
+                last_purged_log_id: d.live.purged,
+                last_log_id: last.or(d.live.purged),
+            }
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
+        // Durable on return: the sync happens before the vote is stored.
+        tokio::time::sleep(Self::sync_latency(&self.world, self.id)).await;
+        self.disk(|d| d.vote = Some(*vote))
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
+        self.disk(|d| d.vote)
+    }
+
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<NodeId>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let synced = self.world.with(|w| w.committed_synced);
+        self.disk(|d| {
+            let seq = d.write(DiskOp::Committed(committed));
+            // Synced: a restarted member never applies less than it had
+            // acknowledged. With the next sync (raftlock-storage's way), a
+            // member restored as leader can answer a read index below an
+            // entry it acknowledged: see docs/testing.md.
+            if synced {
+                d.sync_to(seq);
+            }
+        })
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
+        self.disk(|d| d.live.committed)
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let entries: Vec<_> = entries.into_iter().collect();
+        let seq = self.disk(|d| d.write(DiskOp::Append(entries)))?;
+        // The defect acknowledges what is only in the page cache: a power
+        // loss then forgets entries the leader counted as replicated.
+        let ack = if cfg!(feature = "inject-ack-before-sync") {
+            callback.log_io_completed(Ok(()));
+            None
+        } else {
+            Some(callback)
+        };
+        self.syncs
+            .send(SyncRequest { seq, ack })
+            .map_err(|_| stale())
+    }
+
+    async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        self.disk(|d| {
+            d.write(DiskOp::Truncate(log_id.index));
+        })
+    }
+
+    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        self.disk(|d| {
+            d.write(DiskOp::Purge(log_id));
+        })
+    }
+}
+
+/// One member's state machine.
+#[derive(Clone)]
+pub struct SimStateMachine {
+    world: WorldRef,
+    id: NodeId,
+    epoch: u64,
+}
+
+impl SimStateMachine {
+    /// The state machine of member `id`, for its disk's current epoch.
+    pub fn new(world: WorldRef, id: NodeId) -> Self {
+        let epoch = world.with(|w| w.nodes.get(&id).map_or(0, |m| m.disk.epoch));
+        SimStateMachine { world, id, epoch }
+    }
+
+    fn member<R>(
+        &self,
+        f: impl FnOnce(&mut crate::world::World) -> Result<R, StorageError<NodeId>>,
+    ) -> Result<R, StorageError<NodeId>> {
+        self.world.with(|w| {
+            if w.nodes.get(&self.id).map(|m| m.disk.epoch) != Some(self.epoch) {
+                return Err(stale());
+            }
+            f(w)
+        })
+    }
+}
+
+/// The first 64 bits of the SHA-256 of an entry's payload.
+fn digest(payload: &EntryPayload<TypeConfig>) -> u64 {
+    use sha2::{Digest, Sha256};
+    let bytes = serde_json::to_vec(payload).unwrap_or_default();
+    let hash = Sha256::digest(&bytes);
+    hash.iter()
+        .take(8)
+        .fold(0, |acc, b| (acc << 8) | u64::from(*b))
+}
+
+fn sm_error(e: impl std::fmt::Display) -> StorageError<NodeId> {
+    StorageIOError::write_state_machine(&io_error(&e.to_string())).into()
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for SimStateMachine {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
+        let id = self.id;
+        self.member(|w| {
+            let Some(m) = w.nodes.get_mut(&id) else {
+                return Err(stale());
+            };
+            let bytes = m.sm.state.to_snapshot().map_err(sm_error)?;
+            m.sm.snapshots += 1;
+            let meta = SnapshotMeta {
+                last_log_id: m.sm.last_applied,
+                last_membership: m.sm.membership.clone(),
+                snapshot_id: format!(
+                    "{}-{}-{}",
+                    m.sm.last_applied.map_or(0, |l| l.index),
+                    m.incarnation,
+                    m.sm.snapshots
+                ),
+            };
+            m.disk.snapshot = Some((meta.clone(), bytes.clone()));
+            Ok(Snapshot {
+                meta,
+                snapshot: Box::new(Cursor::new(bytes)),
+            })
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for SimStateMachine {
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, RaftMember>), StorageError<NodeId>>
+    {
+        let id = self.id;
+        self.member(|w| {
+            let m = w.nodes.get(&id).ok_or_else(stale)?;
+            Ok((m.sm.last_applied, m.sm.membership.clone()))
+        })
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Reply>, StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let id = self.id;
+        self.member(|w| {
+            let mut replies = Vec::new();
+            for entry in entries {
+                if let Some(v) = w.oracle.on_apply(id, entry.log_id, digest(&entry.payload)) {
+                    w.violation(v);
+                }
+                let m = w.nodes.get_mut(&id).ok_or_else(stale)?;
+                m.sm.last_applied = Some(entry.log_id);
+                replies.push(match entry.payload {
+                    EntryPayload::Blank => Reply::default(),
+                    EntryPayload::Membership(membership) => {
+                        m.sm.membership = StoredMembership::new(Some(entry.log_id), membership);
+                        Reply::default()
+                    }
+                    EntryPayload::Normal(Proposal(commands)) => {
+                        Reply(commands.iter().map(|c| m.sm.state.apply(c)).collect())
+                    }
+                });
+            }
+            let applied = w.nodes.get(&id).and_then(|m| m.sm.last_applied);
+            if let Some(applied) = applied {
+                w.applied(id, applied.index);
+            }
+            Ok(replies)
+        })
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(
+        &mut self,
+    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, RaftMember>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let id = self.id;
+        let bytes = snapshot.into_inner();
+        let state = StateMachine::from_snapshot(&bytes).map_err(sm_error)?;
+        self.member(|w| {
+            let m = w.nodes.get_mut(&id).ok_or_else(stale)?;
+            m.sm.state = state;
+            m.sm.last_applied = meta.last_log_id;
+            m.sm.membership = meta.last_membership.clone();
+            m.disk.snapshot = Some((meta.clone(), bytes));
+            if let Some(l) = meta.last_log_id {
+                w.applied(id, l.index);
+            }
+            Ok(())
+        })
+    }
+
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
+        let id = self.id;
+        self.member(|w| {
+            let m = w.nodes.get(&id).ok_or_else(stale)?;
+            Ok(m.disk.snapshot.as_ref().map(|(meta, bytes)| Snapshot {
+                meta: meta.clone(),
+                snapshot: Box::new(Cursor::new(bytes.clone())),
+            }))
+        })
+    }
+}

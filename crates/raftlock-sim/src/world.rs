@@ -1,0 +1,276 @@
+//! The state of one simulated run that every part reads: the seeded
+//! generator, the members' disks and Raft handles, the links, the history
+//! and the invariants watched while the run goes.
+//!
+//! One `std::sync::Mutex` over all of it: the run is single-threaded, so the
+//! lock is never contended, and it is never held across an `.await`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use raftlock_jepsen::{Event, History};
+use raftlock_node::{NodeId, Raft};
+use tokio::time::Instant;
+
+use crate::disk::Disk;
+use crate::net::Links;
+use crate::rng::SimRng;
+use crate::store::SmState;
+
+/// A handle to the world of a run; cheap to clone.
+#[derive(Clone)]
+pub struct WorldRef(Arc<Mutex<World>>);
+
+impl WorldRef {
+    /// Waits while any of `ids` is paused.
+    pub async fn wait_unpaused(&self, ids: &[NodeId]) {
+        loop {
+            let resumed = {
+                let mut w = self.lock();
+                if !ids.iter().any(|id| w.paused.contains(id)) {
+                    return;
+                }
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                w.resumed.push(tx);
+                rx
+            };
+            if resumed.await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// A world for `seed` and `members`, time starting now.
+    pub fn new(seed: u64, members: &[NodeId]) -> Self {
+        let nodes = members.iter().map(|&id| (id, Member::default())).collect();
+        WorldRef(Arc::new(Mutex::new(World {
+            rng: SimRng::new(seed),
+            start: Instant::now(),
+            nodes,
+            links: Links::default(),
+            history: History::new(),
+            oracle: Oracle::default(),
+            next_process: 0,
+            stopping: false,
+            faults: 0,
+            committed_synced: true,
+            paused: BTreeSet::new(),
+            resumed: Vec::new(),
+            applied_waiters: Vec::new(),
+        })))
+    }
+
+    /// The world, locked. Never hold the guard across an `.await`.
+    pub fn lock(&self) -> MutexGuard<'_, World> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the locked world.
+    pub fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+        f(&mut self.lock())
+    }
+}
+
+/// Everything a run shares.
+pub struct World {
+    /// The run's only source of randomness.
+    pub rng: SimRng,
+    /// Simulated time zero of the run.
+    pub start: Instant,
+    /// Each member's disk (kept across crashes) and running instance.
+    pub nodes: BTreeMap<NodeId, Member>,
+    /// Which directed links are cut, and the link fault rates.
+    pub links: Links,
+    /// Client operations and nemesis events, in simulated time.
+    pub history: History,
+    /// Invariants checked as the run goes.
+    pub oracle: Oracle,
+    /// Next client process id (a process whose op ended `info` continues
+    /// under a fresh one, as Jepsen's do).
+    pub next_process: u64,
+    /// Set when the clients are to stop.
+    pub stopping: bool,
+    /// Faults injected so far.
+    pub faults: u64,
+    /// Whether a saved committed log id is synced at once, or only with the
+    /// next log sync.
+    pub committed_synced: bool,
+    /// Members whose process is paused: what they send or are sent, and
+    /// their syncs, wait until they resume.
+    pub paused: BTreeSet<NodeId>,
+    /// Who waits for paused members to resume, woken in this order. Not a
+    /// `tokio::sync::watch`: its receivers wait on one of several queues
+    /// picked at random by tokio, outside the seed.
+    pub resumed: Vec<tokio::sync::oneshot::Sender<()>>,
+    /// Reads waiting for a member to apply up to an index, woken in the
+    /// order they came (openraft's own wait goes through a metrics
+    /// `watch`, for the same reason as above not deterministic).
+    pub applied_waiters: Vec<(NodeId, u64, tokio::sync::oneshot::Sender<()>)>,
+}
+
+impl World {
+    /// Wakes the reads waiting for member `id` to apply up to `index` or less.
+    pub fn applied(&mut self, id: NodeId, index: u64) {
+        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.applied_waiters)
+            .into_iter()
+            .partition(|(n, i, _)| *n == id && *i <= index);
+        self.applied_waiters = waiting;
+        for (_, _, waiter) in ready {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Every paused member resumes; their waiters wake in the order they
+    /// came.
+    pub fn resume_all(&mut self) {
+        self.paused.clear();
+        for waiter in self.resumed.drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Nanoseconds of simulated time since the run started.
+    pub fn now_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Appends `event` at the current simulated time.
+    pub fn record(&mut self, event: Event) -> u64 {
+        let now = self.now_ns();
+        self.history.push(event.at(now))
+    }
+
+    /// A fresh client process id.
+    pub fn new_process(&mut self) -> u64 {
+        self.next_process += 1;
+        self.next_process
+    }
+
+    /// The running Raft instance of `id`, if it is up.
+    pub fn raft(&self, id: NodeId) -> Option<Raft> {
+        self.nodes.get(&id).and_then(|m| m.raft.clone())
+    }
+
+    /// The ids of the members.
+    pub fn ids(&self) -> Vec<NodeId> {
+        self.nodes.keys().copied().collect()
+    }
+
+    /// Records a violated invariant (the run fails).
+    pub fn violation(&mut self, what: String) {
+        let at = self.now_ns();
+        self.oracle.violations.push(format!(
+            "at {}: {what}",
+            raftlock_jepsen::history::fmt_ns(at)
+        ));
+    }
+}
+
+/// One member: its disk, which outlives a crash, and what does not.
+#[derive(Default)]
+pub struct Member {
+    /// What the member's storage holds, durable or not yet.
+    pub disk: Disk,
+    /// The in-memory state machine; rebuilt from the disk on restart.
+    pub sm: SmState,
+    /// The running Raft instance; `None` while crashed.
+    pub raft: Option<Raft>,
+    /// Bumped on every start, so a crashed instance's stragglers (its
+    /// replication tasks, its sync worker) can tell they are stale.
+    pub incarnation: u64,
+    /// Extra latency of each log sync (slow-disk fault), milliseconds.
+    pub slow_sync_ms: u64,
+    /// Tasks to abort when the member crashes.
+    pub tasks: Vec<tokio::task::AbortHandle>,
+}
+
+/// Invariants the simulator checks while the run goes, besides the
+/// history checkers at the end.
+#[derive(Default)]
+pub struct Oracle {
+    /// The entry (log id and payload digest) first applied at each index,
+    /// by any member: another one applied at the same index means a
+    /// committed entry was lost. The digest matters: a leader restored
+    /// after a power loss reuses its term, so a lost entry's replacement
+    /// can carry the very same log id.
+    pub applied: BTreeMap<u64, (openraft::LogId<NodeId>, u64, NodeId)>,
+    /// The leader seen in each term: two means split brain.
+    pub leaders: BTreeMap<u64, NodeId>,
+    /// Members seen leading, for the run's summary.
+    pub leader_changes: BTreeSet<(u64, NodeId)>,
+    /// What went wrong, with the simulated time.
+    pub violations: Vec<String>,
+}
+
+impl Oracle {
+    /// Member `by` applies `log_id`: the same index must carry the same
+    /// entry everywhere (Raft's state machine safety).
+    pub fn on_apply(
+        &mut self,
+        by: NodeId,
+        log_id: openraft::LogId<NodeId>,
+        digest: u64,
+    ) -> Option<String> {
+        match self.applied.get(&log_id.index) {
+            Some((first, first_digest, first_by))
+                if (*first, *first_digest) != (log_id, digest) =>
+            {
+                Some(format!(
+                    "state machine safety: member {by} applied {log_id} (payload {digest:016x}) \
+                     at index {}, member {first_by} applied {first} (payload {first_digest:016x}) \
+                     there: a committed entry was lost",
+                    log_id.index
+                ))
+            }
+            Some(_) => None,
+            None => {
+                self.applied.insert(log_id.index, (log_id, digest, by));
+                None
+            }
+        }
+    }
+
+    /// Member `id` is leader in `term`: at most one per term.
+    pub fn on_leader(&mut self, term: u64, id: NodeId) -> Option<String> {
+        self.leader_changes.insert((term, id));
+        match self.leaders.get(&term) {
+            Some(&other) if other != id => Some(format!(
+                "election safety: members {other} and {id} both lead term {term}"
+            )),
+            Some(_) => None,
+            None => {
+                self.leaders.insert(term, id);
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{CommittedLeaderId, LogId};
+
+    fn log_id(term: u64, index: u64) -> LogId<NodeId> {
+        LogId::new(CommittedLeaderId::new(term, 1), index)
+    }
+
+    #[test]
+    fn a_different_entry_at_an_applied_index_is_a_violation() {
+        let mut o = Oracle::default();
+        assert!(o.on_apply(1, log_id(1, 5), 9).is_none());
+        assert!(o.on_apply(2, log_id(1, 5), 9).is_none());
+        assert!(o.on_apply(3, log_id(2, 5), 9).is_some());
+        // Same log id, another payload: lost and written again.
+        assert!(o.on_apply(3, log_id(1, 5), 8).is_some());
+    }
+
+    #[test]
+    fn two_leaders_in_one_term_is_a_violation() {
+        let mut o = Oracle::default();
+        assert!(o.on_leader(3, 1).is_none());
+        assert!(o.on_leader(3, 1).is_none());
+        assert!(o.on_leader(4, 2).is_none());
+        assert!(o.on_leader(3, 2).is_some());
+    }
+}
