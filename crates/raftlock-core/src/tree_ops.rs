@@ -332,13 +332,20 @@ mod tests {
         assert_eq!((index, error), (0, CoreError::NotFound("/a".into())));
         assert!(sm.node("/a").is_none(), "no ancestor was made");
         let results = run(&mut sm, vec![create("/a", false)]).expect("create");
-        let TreeOpResult::Created { path, stat: Some(stat) } = &results[0] else {
+        let TreeOpResult::Created {
+            path,
+            stat: Some(stat),
+        } = &results[0]
+        else {
             panic!("{results:?}");
         };
         assert_eq!((path.as_str(), stat.version, stat.data_len), ("/a", 1, 1));
         assert_eq!(stat.create_revision, sm.revision());
         let (_, error) = failed_at(run(&mut sm, vec![create("/a", false)]));
-        assert!(matches!(error, CoreError::VersionMismatch { expected: 0, .. }));
+        assert!(matches!(
+            error,
+            CoreError::VersionMismatch { expected: 0, .. }
+        ));
     }
 
     #[test]
@@ -353,7 +360,10 @@ mod tests {
             };
             names.push(path.clone());
         }
-        assert_eq!(names, ["/q/item-0000000000", "/q/x0000000001", "/q/0000000002"]);
+        assert_eq!(
+            names,
+            ["/q/item-0000000000", "/q/x0000000001", "/q/0000000002"]
+        );
     }
 
     #[test]
