@@ -5,6 +5,7 @@
 //! ZooKeeper session a raftlock session, reached only through the node's
 //! typed tree and session operations.
 //!
+//! - [`config`]: where each member's door listens (the cluster file);
 //! - [`session`]: ZooKeeper session ids and passwords from raftlock
 //!   sessions, and the connect handshake;
 //! - `conn`: one connection: requests answered in order, pings,
@@ -14,6 +15,7 @@
 //!   member's change history;
 //! - `errors`: raftlock errors as ZooKeeper error codes.
 
+pub mod config;
 mod conn;
 mod errors;
 mod ops;
