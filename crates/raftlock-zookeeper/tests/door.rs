@@ -229,6 +229,19 @@ async fn watch_events_come_before_the_answer_that_shows_the_change() {
                 (EventType::NodeChildrenChanged, "/w".to_string()),
             ]
         );
+        // The watcher's own write: the event precedes the write's answer,
+        // not only a later read's.
+        watcher.ok(OpRequest::GetData(pw("/w", true)));
+        let own = OpRequest::SetData(SetDataRequest {
+            path: "/w".into(),
+            data: Some(b"3".to_vec()),
+            version: -1,
+        });
+        watcher.ok(own);
+        assert_eq!(
+            watcher.take_events(),
+            [(EventType::NodeDataChanged, "/w".to_string())]
+        );
         // One-shot: the same change again fires nothing.
         writer.ok(set);
         watcher.ok(OpRequest::Sync(PathRequest { path: "/".into() }));
