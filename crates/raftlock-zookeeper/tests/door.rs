@@ -488,6 +488,22 @@ async fn a_bad_frame_closes_only_its_connection_and_connections_are_capped() {
             panic!("no answer");
         };
         assert_eq!((r.header.xid, r.header.err), (7, ErrorCode::Unimplemented));
+        // So is a create whose flags name no mode (ZooKeeper: BADARGUMENTS).
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&8i32.to_be_bytes()); // xid
+        frame.extend_from_slice(&1i32.to_be_bytes()); // create
+        frame.extend_from_slice(&2i32.to_be_bytes());
+        frame.extend_from_slice(b"/f");
+        frame.extend_from_slice(&(-1i32).to_be_bytes()); // no data
+        frame.extend_from_slice(&0i32.to_be_bytes()); // no ACL
+        frame.extend_from_slice(&99i32.to_be_bytes()); // flags
+        let len = i32::try_from(frame.len()).expect("small");
+        unknown.stream.write_all(&len.to_be_bytes()).expect("send");
+        unknown.stream.write_all(&frame).expect("send");
+        let Some(ServerPacket::Reply(r)) = unknown.read() else {
+            panic!("no answer");
+        };
+        assert_eq!((r.header.xid, r.header.err), (8, ErrorCode::BadArguments));
         good.ok(OpRequest::Exists(pw("/", false)));
         // The capped door: its one connection is served, a second closed.
         let mut first = Conn::connect(capped, 10_000);

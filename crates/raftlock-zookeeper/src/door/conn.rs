@@ -178,6 +178,11 @@ async fn run(conn: &mut Conn, wire: &mut Wire) -> String {
                             conn.fail(xid, ErrorCode::Unimplemented);
                             Step::Continue
                         }
+                        // And a create whose flags name no mode.
+                        (Some(xid), WireError::UnknownCreateMode(_)) => {
+                            conn.fail(xid, ErrorCode::BadArguments);
+                            Step::Continue
+                        }
                         _ => {
                             tracing::info!(session = %conn.session, error = %bad,
                                 "zookeeper door: undecodable request, closing the connection");
