@@ -182,10 +182,19 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_events_come_before_the_answer_that_shows_the_change() {
     let cluster = Cluster::start(door_config()).await;
-    let addrs = cluster.addrs();
+    // The watcher on a follower: its own writes are answered by the
+    // leader, possibly before the follower applied them, and their events
+    // must still come first.
+    let leader = cluster
+        .inner
+        .leader(Duration::from_secs(20))
+        .await
+        .expect("a leader");
+    let follower = if leader == 1 { 2 } else { 1 };
+    let (watcher_addr, writer_addr) = (cluster.addr(follower), cluster.addr(leader as usize));
     client(move || {
-        let mut watcher = Conn::connect(addrs[0], 10_000);
-        let mut writer = Conn::connect(addrs[2], 10_000);
+        let mut watcher = Conn::connect(watcher_addr, 10_000);
+        let mut writer = Conn::connect(writer_addr, 10_000);
         writer.ok(OpRequest::Create(create(
             "/w",
             b"1",

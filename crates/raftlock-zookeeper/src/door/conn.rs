@@ -223,6 +223,12 @@ impl Conn {
     /// Queues the answer `body` to `xid`, after the watch events of every
     /// change up to `revision`.
     pub async fn reply(&mut self, xid: i32, revision: u64, body: ReplyBody) {
+        // A write committed through the leader may not be applied here
+        // yet: catch up (a read index), so its events precede this answer.
+        let local = self.node.revision(Consistency::Stale).await.unwrap_or(0);
+        if local < revision {
+            let _ = self.node.revision(Consistency::Linearizable).await;
+        }
         self.advance(revision).await;
         let zxid = i64::try_from(revision).unwrap_or(i64::MAX);
         self.last_zxid = self.last_zxid.max(zxid);

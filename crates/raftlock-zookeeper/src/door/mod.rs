@@ -10,7 +10,9 @@
 //!   sessions, and the connect handshake;
 //! - `conn`: one connection: requests answered in order, pings,
 //!   watch events sent before the answer that shows their change;
-//! - `ops`: each opcode translated onto the node;
+//! - `ops`: each opcode dispatched, the writes translated onto the node's
+//!   strict tree operations; `reads`: the reads; `events`: watch events
+//!   and `setWatches`;
 //! - `watches`: one-shot data, exist and child watches fired from the
 //!   member's change history;
 //! - `errors`: raftlock errors as ZooKeeper error codes.
@@ -18,7 +20,9 @@
 pub mod config;
 mod conn;
 mod errors;
+mod events;
 mod ops;
+mod reads;
 pub mod session;
 mod watches;
 

@@ -1,29 +1,26 @@
-//! Each opcode translated onto the node's typed tree and session
-//! operations (docs/zookeeper.md has the table). Reads are linearizable
-//! (a read-index barrier on this member), which is stronger than
-//! ZooKeeper's own reads; writes are the core's strict tree operations
-//! (`TreeOps`), so a create needs its parent, a multi is all or nothing,
-//! and a failed multi names the operation that failed.
+//! Each opcode dispatched (docs/zookeeper.md has the table), the session
+//! opcodes (ping, closeSession), and the writes: the core's strict tree
+//! operations (`TreeOps`), so a create needs its parent, a multi is all or
+//! nothing, and a failed multi names the operation that failed. The reads
+//! are in `reads.rs`, watch events in `events.rs`; the helpers they share
+//! (ZooKeeper's subtree, stats from nodes) are here.
 
-use raftlock_core::path::validate_node_path;
 use raftlock_core::{CoreError, NodeStat, SessionId, TreeOp, TreeOpResult};
 use raftlock_node::{Consistency, NodeError, NodeView};
 
 use super::conn::{Conn, Step};
 use super::errors::{core_code, failure, Failure, OpKind};
 use super::session::zk_session_id;
-use super::watches::Kind;
 use crate::wire::{
-    xid, Acl, CreateRequest, ErrorCode, EventType, KeeperState, MultiOp, MultiRequest,
-    MultiResponse, OpRequest, OpResult, PathWatchRequest, ReplyBody, Request, SetWatches, Stat,
-    WatcherEvent,
+    xid, Acl, CreateRequest, ErrorCode, MultiOp, MultiRequest, MultiResponse, OpRequest, OpResult,
+    ReplyBody, Request, SetWatches, Stat,
 };
 
 /// ZooKeeper's own subtree, served read-only and empty (ZooKeeper's
 /// standalone answers): `/zookeeper`, its `config` and `quota`.
-const ZK_ROOT: &str = "/zookeeper";
+pub(super) const ZK_ROOT: &str = "/zookeeper";
 
-fn in_zk_subtree(path: &str) -> bool {
+pub(super) fn in_zk_subtree(path: &str) -> bool {
     path == ZK_ROOT
         || path
             .strip_prefix(ZK_ROOT)
@@ -31,10 +28,10 @@ fn in_zk_subtree(path: &str) -> bool {
 }
 
 /// A node as a ZooKeeper read sees it.
-struct Seen {
-    stat: Stat,
-    data: Vec<u8>,
-    children: Vec<String>,
+pub(super) struct Seen {
+    pub stat: Stat,
+    pub data: Vec<u8>,
+    pub children: Vec<String>,
 }
 
 fn zk_version(version: u64) -> i32 {
@@ -57,7 +54,7 @@ fn zxid(revision: u64) -> i64 {
 
 /// `Stat` from a node: ctime, mtime and cversion are not kept by the tree
 /// and read 0, pzxid is the node's mzxid (docs/zookeeper.md, gaps).
-fn stat_of(view: &NodeView) -> Stat {
+pub(super) fn stat_of(view: &NodeView) -> Stat {
     Stat {
         czxid: zxid(view.create_revision),
         mzxid: zxid(view.mod_revision),
@@ -275,7 +272,7 @@ impl Conn {
         Step::Continue
     }
 
-    fn push_ok(&mut self, xid: i32) {
+    pub(super) fn push_ok(&mut self, xid: i32) {
         self.fail(xid, ErrorCode::Ok);
     }
 
@@ -310,138 +307,6 @@ impl Conn {
             }
             Err(error) => Step::Close(format!("close failed: {error}")),
         }
-    }
-
-    /// The node at `path` as ZooKeeper shows it, and the revision read.
-    async fn seen(&mut self, path: &str) -> Result<(u64, Option<Seen>), Failure> {
-        if validate_node_path(path).is_err() {
-            return Err(Failure::Code(ErrorCode::BadArguments));
-        }
-        if in_zk_subtree(path) {
-            let revision = self
-                .node
-                .revision(Consistency::Linearizable)
-                .await
-                .map_err(|e| failure(&e, OpKind::Other))?;
-            let children: Vec<String> = match path {
-                ZK_ROOT => vec!["config".into(), "quota".into()],
-                "/zookeeper/config" | "/zookeeper/quota" => vec![],
-                _ => return Ok((revision, None)),
-            };
-            let stat = Stat {
-                num_children: children.len() as i32,
-                ..Stat::default()
-            };
-            return Ok((
-                revision,
-                Some(Seen {
-                    stat,
-                    data: Vec::new(),
-                    children,
-                }),
-            ));
-        }
-        let read = self
-            .node
-            .get_node_and_children(path, Consistency::Linearizable)
-            .await
-            .map_err(|e| failure(&e, OpKind::Other))?;
-        let (node, children) = (read.value.node, read.value.children);
-        let seen = match (node, children) {
-            (None, None) => None,
-            (node, children) => {
-                let mut children = children.unwrap_or_default();
-                let mut stat = node.as_ref().map(stat_of).unwrap_or_default();
-                if path == "/" {
-                    // ZooKeeper's own subtree hangs under the root.
-                    if let Err(at) = children.binary_search_by(|c| c.as_str().cmp("zookeeper")) {
-                        children.insert(at, "zookeeper".into());
-                    }
-                }
-                // A path that only holds queue nodes (`/locks`) has no node
-                // of its own; it shows as an empty persistent one.
-                stat.num_children = i32::try_from(children.len()).unwrap_or(i32::MAX);
-                Some(Seen {
-                    stat,
-                    data: node.map(|n| n.data).unwrap_or_default(),
-                    children,
-                })
-            }
-        };
-        Ok((read.revision, seen))
-    }
-
-    async fn exists(
-        &mut self,
-        r: PathWatchRequest,
-    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
-        let (revision, seen) = self.seen(&r.path).await?;
-        self.advance(revision).await;
-        Ok(match seen {
-            Some(s) => {
-                if r.watch {
-                    self.watches.add(Kind::Data, &r.path);
-                }
-                (revision, Ok(ReplyBody::Stat(s.stat)))
-            }
-            None => {
-                if r.watch {
-                    self.watches.add(Kind::Exist, &r.path);
-                }
-                (revision, Err(ErrorCode::NoNode))
-            }
-        })
-    }
-
-    async fn get_data(
-        &mut self,
-        r: PathWatchRequest,
-    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
-        let (revision, seen) = self.seen(&r.path).await?;
-        self.advance(revision).await;
-        Ok(match seen {
-            Some(s) => {
-                if r.watch {
-                    self.watches.add(Kind::Data, &r.path);
-                }
-                (
-                    revision,
-                    Ok(ReplyBody::GetData {
-                        data: Some(s.data),
-                        stat: s.stat,
-                    }),
-                )
-            }
-            None => (revision, Err(ErrorCode::NoNode)),
-        })
-    }
-
-    async fn get_children(
-        &mut self,
-        r: PathWatchRequest,
-        with_stat: bool,
-    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
-        let (revision, seen) = self.seen(&r.path).await?;
-        self.advance(revision).await;
-        Ok(match seen {
-            Some(s) => {
-                if r.watch {
-                    self.watches.add(Kind::Child, &r.path);
-                }
-                let body = if with_stat {
-                    ReplyBody::GetChildren2 {
-                        children: s.children,
-                        stat: s.stat,
-                    }
-                } else {
-                    ReplyBody::GetChildren {
-                        children: s.children,
-                    }
-                };
-                (revision, Ok(body))
-            }
-            None => (revision, Err(ErrorCode::NoNode)),
-        })
     }
 
     async fn create(
@@ -531,161 +396,6 @@ impl Conn {
             Err(NodeError::Core(error)) => Err(Failure::Code(core_code(&error, OpKind::Other))),
             Err(error) => Err(failure(&error, OpKind::Other)),
         }
-    }
-
-    async fn multi_read(
-        &mut self,
-        m: MultiRequest,
-    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
-        let mut results = Vec::with_capacity(m.ops.len());
-        let mut revision = self.cursor;
-        for op in m.ops {
-            let result = match op {
-                MultiOp::GetData(r) => {
-                    let (at, seen) = self.seen(&r.path).await?;
-                    revision = revision.max(at);
-                    self.advance(at).await;
-                    match seen {
-                        Some(s) => {
-                            if r.watch {
-                                self.watches.add(Kind::Data, &r.path);
-                            }
-                            OpResult::GetData {
-                                data: Some(s.data),
-                                stat: s.stat,
-                            }
-                        }
-                        None => OpResult::Error {
-                            err: ErrorCode::NoNode,
-                        },
-                    }
-                }
-                MultiOp::GetChildren(r) => {
-                    let (at, seen) = self.seen(&r.path).await?;
-                    revision = revision.max(at);
-                    self.advance(at).await;
-                    match seen {
-                        Some(s) => {
-                            if r.watch {
-                                self.watches.add(Kind::Child, &r.path);
-                            }
-                            OpResult::GetChildren {
-                                children: s.children,
-                            }
-                        }
-                        None => OpResult::Error {
-                            err: ErrorCode::NoNode,
-                        },
-                    }
-                }
-                _ => return Ok((revision, Err(ErrorCode::BadArguments))),
-            };
-            results.push(result);
-        }
-        Ok((revision, Ok(ReplyBody::Multi(MultiResponse { results }))))
-    }
-
-    /// Re-registers a reconnecting client's watches: those whose change
-    /// came after `relative_zxid` fire at once, as ZooKeeper does.
-    async fn set_watches(&mut self, xid: i32, w: SetWatches) -> Step {
-        let since = u64::try_from(w.relative_zxid).unwrap_or(0);
-        let mut revision = self.cursor;
-        let mut events = Vec::new();
-        for (kind, paths) in [
-            (Kind::Data, w.data_watches),
-            (Kind::Exist, w.exist_watches),
-            (Kind::Child, w.child_watches),
-        ] {
-            for path in paths {
-                let (at, seen) = match self.seen(&path).await {
-                    Ok(read) => read,
-                    Err(Failure::Code(_)) => continue,
-                    Err(Failure::Close(reason)) => return Step::Close(reason),
-                };
-                revision = revision.max(at);
-                let event = match (kind, &seen) {
-                    (Kind::Data, None) | (Kind::Child, None) => Some(EventType::NodeDeleted),
-                    (Kind::Exist, Some(_)) => Some(EventType::NodeCreated),
-                    (Kind::Exist, None) => None,
-                    (Kind::Data, Some(s)) => (u64::try_from(s.stat.mzxid).unwrap_or(0) > since)
-                        .then_some(EventType::NodeDataChanged),
-                    (Kind::Child, Some(_)) => {
-                        let parent = path.clone();
-                        let changed = self.node.node_changes_since(since, |p| {
-                            p != "/" && raftlock_core::path::parent_of(p) == parent
-                        });
-                        // Compacted: the changes are unknown, so fire.
-                        (changed.map_or(true, |c| c.iter().any(|c| c.revision <= at)))
-                            .then_some(EventType::NodeChildrenChanged)
-                    }
-                };
-                match event {
-                    Some(event) => events.push((event, path)),
-                    None => self.watches.add(kind, &path),
-                }
-            }
-        }
-        self.advance(revision).await;
-        for (event, path) in events {
-            self.notify(event, path);
-        }
-        self.push_ok(xid);
-        Step::Continue
-    }
-
-    /// Fires the watches of every change up to `revision` not yet seen.
-    pub async fn advance(&mut self, revision: u64) {
-        if revision <= self.cursor {
-            return;
-        }
-        let from = self.cursor;
-        self.cursor = revision;
-        if self.watches.is_empty() {
-            return;
-        }
-        let watches = &self.watches;
-        match self.node.node_changes_since(from, |p| watches.concerns(p)) {
-            Ok(changes) => {
-                let mut events = Vec::new();
-                for change in changes.iter().filter(|c| c.revision <= revision) {
-                    self.watches.fire(change, &mut events);
-                }
-                for (event, path) in events {
-                    self.notify(event, path);
-                }
-            }
-            Err(_) => {
-                // The history no longer holds them: decide from the state.
-                let mut present = std::collections::BTreeSet::new();
-                let paths: Vec<String> = self.watches.paths().collect();
-                for path in paths {
-                    if let Ok(read) = self.node.get_node(&path, Consistency::Stale).await {
-                        if read.value.is_some() {
-                            present.insert(path);
-                        }
-                    }
-                }
-                for (event, path) in self.watches.drain(|p| present.contains(p)) {
-                    self.notify(event, path);
-                }
-            }
-        }
-    }
-
-    fn notify(&mut self, event_type: EventType, path: String) {
-        self.out
-            .push(crate::wire::ServerPacket::Reply(crate::wire::Reply {
-                header: crate::wire::ReplyHeader {
-                    xid: xid::NOTIFICATION,
-                    zxid: -1,
-                    err: ErrorCode::Ok,
-                },
-                body: ReplyBody::Notification(WatcherEvent {
-                    event_type,
-                    state: KeeperState::SyncConnected,
-                    path,
-                }),
-            }));
     }
 }
 
