@@ -17,10 +17,10 @@ try:
 except (OSError, ValueError, IndexError):
     low = 32768
 for _ in range(200):
-    p = random.randrange(10000, max(10001, low - 110))
+    p = random.randrange(10000, max(10001, low - 210))
     socks = []
     try:
-        for o in (0, 1, 2, 100, 101, 102):
+        for o in (0, 1, 2, 100, 101, 102, 200, 201, 202):
             s = socket.socket(); s.bind(("127.0.0.1", p + o)); socks.append(s)
         print(p); break
     except OSError:

@@ -150,16 +150,18 @@ async fn help_explains_every_subcommand() {
     );
 }
 
-/// A base port P with P..P+2 and P+100..P+102 free (the layout `raftlock
-/// up --base-port P` uses).
+/// A base port P with P..P+2, P+100..P+102 and P+200..P+202 free (the
+/// layout `raftlock up --base-port P` uses: API, Raft, ZooKeeper).
 fn free_base_port() -> u16 {
     free_base_port_for(3)
 }
 
-/// A base port with `members` free API ports and their Raft ports (+100).
+/// A base port with `members` free API ports and their Raft (+100) and
+/// ZooKeeper (+200) ports.
 fn free_base_port_for(members: u16) -> u16 {
     for candidate in (20_000..60_000).step_by(997) {
-        let mut ports = (0..members).flat_map(|o| [candidate + o, candidate + 100 + o]);
+        let mut ports =
+            (0..members).flat_map(|o| [candidate + o, candidate + 100 + o, candidate + 200 + o]);
         if ports.all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
             return candidate;
         }
@@ -747,4 +749,114 @@ async fn lock_delay_holds_the_next_command_off_after_a_close() {
     // The holder's session is gone; end its command (the flag) and wait.
     std::fs::write(&stop, "").expect("stop");
     let _ = holder.wait();
+}
+
+/// `raftlock up` serves ZooKeeper clients on every member: the banner's
+/// connect string names three ports, and each answers a handshake with a
+/// session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raftlock_up_serves_zookeeper_on_every_member() {
+    use raftlock_zookeeper::wire::{from_bytes, to_bytes, ConnectRequest, ConnectResponse};
+    use std::io::{Read, Write};
+
+    let base = free_base_port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut up = Command::new(RAFTLOCK)
+        .args(["up", "--base-port", &base.to_string(), "--data-dir"])
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("raftlock up");
+    let stdout = up.stdout.take().expect("stdout");
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut tx = Some(tx);
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(rest) = line.split("ZooKeeper clients").nth(1) {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(rest.trim_start_matches(|c| c != ':').to_string());
+                }
+            }
+        }
+    });
+    let line = tokio::time::timeout(Duration::from_secs(60), rx)
+        .await
+        .expect("raftlock up became ready in time")
+        .expect("raftlock up printed a ZooKeeper connect string");
+    let connect: Vec<String> = line
+        .trim_start_matches(':')
+        .trim()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let expected: Vec<String> = (0..3)
+        .map(|i| format!("127.0.0.1:{}", base + 200 + i))
+        .collect();
+    assert_eq!(connect, expected);
+    let sessions = tokio::task::spawn_blocking(move || {
+        connect
+            .iter()
+            .map(|addr| {
+                let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(15)))
+                    .expect("timeout");
+                let hello = to_bytes(&ConnectRequest {
+                    time_out: 10_000,
+                    passwd: vec![0; 16],
+                    ..ConnectRequest::default()
+                });
+                let len = u32::try_from(hello.len()).expect("small");
+                stream.write_all(&len.to_be_bytes()).expect("send");
+                stream.write_all(&hello).expect("send");
+                let mut len = [0u8; 4];
+                stream.read_exact(&mut len).expect("an answer");
+                let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+                stream.read_exact(&mut frame).expect("an answer");
+                from_bytes::<ConnectResponse>(&frame)
+                    .expect("decode")
+                    .time_out
+            })
+            .collect::<Vec<i32>>()
+    })
+    .await
+    .expect("clients");
+    let _ = nix_kill(up.id(), "INT");
+    let stopped = up.wait().expect("up exits");
+    assert!(sessions.iter().all(|t| *t > 0), "{sessions:?}");
+    assert!(stopped.success(), "{stopped:?}");
+}
+
+/// The ZooKeeper door does not authenticate: a member whose cluster file
+/// gives it a door and sets bearer tokens refuses to start, saying why.
+#[test]
+fn serve_refuses_a_zookeeper_door_beside_tokens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = run(Command::new(RAFTLOCK)
+        .args(["token", "new", "ops", "--allow", "=admin", "--out"])
+        .arg(dir.path().join("ops.token")));
+    assert!(token.status.success(), "{token:?}");
+    let base = free_base_port();
+    let config = format!(
+        "[cluster]\ndata_dir = \".\"\n\n[[members]]\nid = 1\napi_addr = \"127.0.0.1:{}\"\n\
+         raft_addr = \"127.0.0.1:{}\"\nzookeeper = {{ client_addr = \"127.0.0.1:{}\" }}\n\n{}",
+        base,
+        base + 100,
+        base + 200,
+        String::from_utf8_lossy(&token.stdout)
+    );
+    let file = dir.path().join("cluster.toml");
+    std::fs::write(&file, config).expect("config");
+    let served = Command::new(RAFTLOCK)
+        .args(["serve", "--id", "1", "--config"])
+        .arg(&file)
+        .output()
+        .expect("raftlock serve");
+    let stderr = String::from_utf8_lossy(&served.stderr);
+    assert!(!served.status.success(), "{served:?}");
+    assert!(stderr.contains("does not authenticate"), "{stderr}");
 }

@@ -2,10 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
+use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use raftlock_node::{Node, NodeConfig, NodeId, TlsSettings};
 use raftlock_server::ApiConfig;
+use raftlock_zookeeper::door::config::ZooKeeperAddrs;
+use raftlock_zookeeper::door::{Door, DoorConfig};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -76,6 +78,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let raft = TcpListener::bind(&binds.raft)
         .await
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
+    let zookeeper = zookeeper_listener(&args.config, args.id, &api_config).await?;
     let data_dir = config.data_dir.clone();
     let tls = config.tls.clone();
     let node = if joining {
@@ -86,6 +89,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if joining {
         join(&node, &args.join, tls.as_ref(), &args.token).await?;
     }
+    let _door = match zookeeper {
+        Some((listener, addrs)) => {
+            let door = Door::spawn(node.clone(), listener, DoorConfig::default())?;
+            tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
+                "ZooKeeper door serving (docs/zookeeper.md)");
+            Some(door)
+        }
+        None => None,
+    };
     tracing::info!(
         id = args.id,
         api = %api_addr,
@@ -105,6 +117,35 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let served = raftlock_server::serve(node.clone(), api, api_config, shutdown).await;
     node.shutdown().await;
     served.map_err(|e| anyhow!("API server failed: {e}"))
+}
+
+/// This member's ZooKeeper door listener, if the cluster file gives it
+/// one (`zookeeper = { client_addr = ... }` in its `[[members]]` entry).
+/// The door has no authentication: with `[[auth.tokens]]` it would be a
+/// way around them, so the member refuses to start.
+async fn zookeeper_listener(
+    path: &Path,
+    id: NodeId,
+    api: &ApiConfig,
+) -> anyhow::Result<Option<(TcpListener, ZooKeeperAddrs)>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config {}", path.display()))?;
+    let Some(addrs) = raftlock_zookeeper::door::config::from_cluster_toml(&text, id)
+        .map_err(|e| anyhow!("config {}: {e}", path.display()))?
+    else {
+        return Ok(None);
+    };
+    if api.auth.enabled() {
+        bail!(
+            "config {}: member {id} has a ZooKeeper door, which does not authenticate, \
+             and [[auth.tokens]] are set: remove one of them (docs/zookeeper.md)",
+            path.display()
+        );
+    }
+    let listener = TcpListener::bind(addrs.bind_addr())
+        .await
+        .with_context(|| format!("cannot listen on zookeeper bind {}", addrs.bind_addr()))?;
+    Ok(Some((listener, addrs)))
 }
 
 /// The `[api]` table of the cluster file (every key optional).

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
 use crate::shared::{RwMode, SharedKind};
+use crate::tree_ops::{TreeOp, TreeOpResult};
 use crate::txn::{Compare, HolderGuard, TxnOp};
 use crate::types::{QueueKind, SessionId};
 
@@ -231,6 +232,12 @@ pub enum Command {
         /// Full paths of the held-off nodes.
         nodes: Vec<String>,
     },
+    /// Strict tree operations, all or nothing (`tree_ops.rs`): the
+    /// ZooKeeper door's writes. Appended last, so older logs still decode.
+    TreeOps {
+        /// The operations, applied in order.
+        ops: Vec<TreeOp>,
+    },
 }
 
 impl Command {
@@ -333,6 +340,11 @@ pub enum Response {
     LockDelaysEnded {
         /// The held-off nodes deleted (those still held off).
         nodes: Vec<String>,
+    },
+    /// Strict tree operations ran (`Command::TreeOps`).
+    TreeOps {
+        /// One answer per operation, in order.
+        results: Vec<TreeOpResult>,
     },
 }
 

@@ -50,6 +50,7 @@ mod shared;
 mod snapshot;
 mod state;
 mod tree;
+mod tree_ops;
 mod txn;
 mod types;
 
@@ -65,5 +66,6 @@ pub use query::{
 pub use shared::{RwMode, SharedKind, SharedSummary, SharedView};
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT};
 pub use state::StateMachine;
+pub use tree_ops::{NodeStat, TreeOp, TreeOpResult};
 pub use txn::{Compare, HolderGuard, TxnOp};
 pub use types::{Node, ParseSessionIdError, QueueKind, Session, SessionId};

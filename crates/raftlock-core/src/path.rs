@@ -35,6 +35,21 @@ fn component_is_valid(component: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
 }
 
+/// A tree path's component, as ZooKeeper accepts it: any Unicode but
+/// control characters (ZooKeeper's `\u0001`–`\u001f`, `\u007f`–`\u009f`),
+/// private-use and special code points (`\ue000`–`\uf8ff`,
+/// `\ufff0`–`\uffff`), and no `.`/`..` component. Lock and election names
+/// keep the narrower set above: they appear in URLs, metrics and logs.
+fn node_component_is_valid(component: &str) -> bool {
+    !component.is_empty()
+        && component != "."
+        && component != ".."
+        && component.chars().all(|c| {
+            !c.is_control() && !('\u{e000}'..='\u{f8ff}').contains(&c) && c < '\u{fff0}'
+                || c > '\u{ffff}'
+        })
+}
+
 fn check_components(text: &str, what: &str, original: &str) -> Result<(), CoreError> {
     match text.split('/').find(|c| !component_is_valid(c)) {
         None => Ok(()),
@@ -78,7 +93,16 @@ pub fn validate_node_path(path: &str) -> Result<(), CoreError> {
             reason: format!("must be at most {MAX_PATH_LEN} bytes long"),
         });
     }
-    check_components(rest, "path", path)
+    match rest.split('/').find(|c| !node_component_is_valid(c)) {
+        None => Ok(()),
+        Some(bad) => Err(CoreError::BadName {
+            name: path.to_string(),
+            reason: format!(
+                "path component {bad:?} is invalid: components are non-empty, not '.' or '..', \
+                 and contain no control or private-use characters"
+            ),
+        }),
+    }
 }
 
 /// True when `path` is a reserved queue prefix or lies below one.
@@ -176,10 +200,33 @@ mod tests {
 
     #[test]
     fn node_paths() {
-        for good in ["/", "/a", "/a/b-1", "/locks/x"] {
+        for good in [
+            "/",
+            "/a",
+            "/a/b-1",
+            "/locks/x",
+            "/a b",
+            "/_c_9f__lock__0000000001",
+            "/é/日本",
+            "/a/.b",
+            "/x\u{10000}",
+        ] {
             assert!(validate_node_path(good).is_ok(), "{good}");
         }
-        for bad in ["", "a", "/a/", "//a", "/a/..", "/a b"] {
+        for bad in [
+            "",
+            "a",
+            "/a/",
+            "//a",
+            "/a/..",
+            "/a/.",
+            "/a\u{0}",
+            "/a\nb",
+            "/a\u{7f}",
+            "/a\u{9f}",
+            "/a\u{e000}",
+            "/a\u{fff0}",
+        ] {
             assert!(validate_node_path(bad).is_err(), "{bad}");
         }
     }

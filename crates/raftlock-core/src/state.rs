@@ -230,6 +230,7 @@ impl StateMachine {
                 success,
                 failure,
             } => self.txn(compare, success, failure, next, &mut effects),
+            Command::TreeOps { ops } => self.tree_ops(ops, next, &mut effects),
         };
         match result {
             Ok(outcome) => {

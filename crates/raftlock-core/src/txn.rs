@@ -227,24 +227,24 @@ impl StateMachine {
 /// owning sessions' node sets (queues live under reserved prefixes they
 /// may not write), so restoring these undoes them.
 #[derive(Default)]
-struct Journal {
+pub(crate) struct Journal {
     before: BTreeMap<String, Option<Node>>,
 }
 
 impl Journal {
     /// Remembers `path`'s current value, unless already remembered.
-    fn save(&mut self, sm: &StateMachine, path: &str) {
+    pub(crate) fn save(&mut self, sm: &StateMachine, path: &str) {
         if !self.before.contains_key(path) {
             self.record(path, sm.nodes.get(path).cloned());
         }
     }
 
-    fn record(&mut self, path: &str, node: Option<Node>) {
+    pub(crate) fn record(&mut self, path: &str, node: Option<Node>) {
         self.before.entry(path.to_string()).or_insert(node);
     }
 
     /// Puts every remembered node back, with its owner's node set.
-    fn undo(self, sm: &mut StateMachine) {
+    pub(crate) fn undo(self, sm: &mut StateMachine) {
         for (path, before) in self.before {
             if let Some(now) = sm.nodes.remove(path.as_str()) {
                 if let Some(session) = now.ephemeral_owner.and_then(|o| sm.sessions.get_mut(&o)) {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 use raftlock_core::{
     Command, Compare, CoreError, HolderGuard, Position, QueueKind, Response, SessionId,
-    StateMachine, TxnOp,
+    StateMachine, TreeOp, TxnOp,
 };
 
 const SESSIONS: u128 = 5;
@@ -77,6 +77,24 @@ fn command() -> impl Strategy<Value = Command> {
             prop::collection::vec(txn_op(), 0..3),
         )
             .prop_map(|(compare, success, failure)| Command::Txn { compare, success, failure }),
+        3 => prop::collection::vec(tree_op(), 0..4).prop_map(|ops| Command::TreeOps { ops }),
+    ]
+}
+
+/// The ZooKeeper door's strict operations: a failing one must undo the
+/// list (checked for every failed command in `run`).
+fn tree_op() -> impl Strategy<Value = TreeOp> {
+    prop_oneof![
+        3 => (path(), 7..9u8, prop::option::of(session()), any::<bool>())
+            .prop_map(|(path, v, session, sequential)| TreeOp::Create {
+                path, data: vec![v], session, sequential,
+            }),
+        2 => (path(), 7..9u8, prop::option::of(1..3u64))
+            .prop_map(|(path, v, expected_version)| TreeOp::SetData { path, data: vec![v], expected_version }),
+        2 => (path(), prop::option::of(1..3u64))
+            .prop_map(|(path, expected_version)| TreeOp::Delete { path, expected_version }),
+        1 => (path(), prop::option::of(1..3u64))
+            .prop_map(|(path, expected_version)| TreeOp::Check { path, expected_version }),
     ]
 }
 

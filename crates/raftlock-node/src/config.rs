@@ -85,6 +85,11 @@ struct MemberEntry {
     api_bind: Option<String>,
     #[serde(default)]
     raft_bind: Option<String>,
+    /// The member's ZooKeeper door (`client_addr`, `bind`): the door's
+    /// crate reads it (raftlock-zookeeper's `door::config`); let through
+    /// here as `[api]` is.
+    #[serde(default, rename = "zookeeper")]
+    _zookeeper: Option<toml::Table>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -555,6 +560,10 @@ mod tests {
         // The server's [api] table passes the node's parser.
         let with_api = format!("{GOOD}\n[api]\nmax_sessions = 5\n");
         NodeConfig::from_cluster_toml(&with_api, 1, Path::new(".")).expect("[api] is let through");
+        // So does a member's ZooKeeper door table.
+        let with_zk = format!("{GOOD}zookeeper = {{ client_addr = \"127.0.0.1:2181\" }}\n");
+        NodeConfig::from_cluster_toml(&with_zk, 1, Path::new("."))
+            .expect("zookeeper is let through");
     }
 
     #[test]

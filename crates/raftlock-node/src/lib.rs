@@ -49,6 +49,7 @@ mod stats;
 mod status;
 mod storage_watch;
 mod tracker;
+mod tree_ops;
 mod typ;
 mod views;
 mod waiters;
@@ -75,5 +76,8 @@ pub use raftlock_tls::{ClientAuth, TlsSettings};
 pub use replica::membership::{MembershipMember, MembershipView};
 pub use snapshot_file::SnapshotFileError;
 pub use status::{ClusterStatus, MemberStatus};
+pub use tree_ops::{
+    AtRevision, NodeAndChildren, NodeView, PutNode, TxnAnswer, TxnOutcome, Written,
+};
 pub use typ::{Member, NodeId, Proposal, Raft, Reply, TypeConfig};
 pub use views::{SessionCounts, StateCounts};

@@ -15,8 +15,8 @@ use base64::Engine as _;
 use raftlock_core::path::{
     is_reserved, sequential_request_path, validate_lock_name, validate_node_path,
 };
-use raftlock_core::{Command, HolderGuard, Response as CoreResponse, SessionId, TxnOp};
-use raftlock_node::Consistency;
+use raftlock_core::{HolderGuard, SessionId};
+use raftlock_node::{AtRevision, Consistency};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
@@ -134,16 +134,11 @@ pub(crate) fn check_writable(path: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The ephemeral owner of the node at `path`, if `caller` may see its id.
-fn owner_as_seen(
-    s: &raftlock_core::StateMachine,
-    path: &str,
-    caller: &Caller,
-) -> Option<SessionId> {
-    let owner = s.node(path).and_then(|n| n.ephemeral_owner)?;
-    let principal = s.session_principal(owner).flatten();
+/// The node's ephemeral owner, if `caller` may see its id.
+fn owner_as_seen(node: &raftlock_node::NodeView, caller: &Caller) -> Option<SessionId> {
+    let owner = node.ephemeral_owner?;
     caller
-        .visibility(principal)
+        .visibility(node.owner_principal.as_deref())
         .session_id(owner)
         .map(|_| owner)
 }
@@ -208,40 +203,24 @@ async fn put_node(
     } else {
         path
     };
-    let (sequential, expected_version) = (body.sequential, body.expected_version);
-    let command = match guard {
-        Some(guard) => Command::GuardedWrite {
-            guard,
-            op: TxnOp::Put {
-                path,
-                data,
-                session,
-                sequential,
-                expected_version,
-            },
-        },
-        None => Command::Put {
-            path,
-            data,
-            session,
-            sequential,
-            expected_version,
-        },
-    };
-    let response = app.node.submit(command).await?;
-    let CoreResponse::Put {
+    let raftlock_node::Written {
         path,
         created,
         version,
         create_revision,
         mod_revision,
         ephemeral_owner,
-    } = response
-    else {
-        return Err(ApiError::from(raftlock_node::NodeError::Internal(format!(
-            "unexpected response to a put: {response:?}"
-        ))));
-    };
+    } = app
+        .node
+        .put_node(raftlock_node::PutNode {
+            path,
+            data,
+            session,
+            sequential: body.sequential,
+            expected_version: body.expected_version,
+            guard,
+        })
+        .await?;
     let ephemeral_owner = match ephemeral_owner {
         // An update of another session's node: show its id only to a caller allowed to see it.
         Some(owner) if !created && !caller.sees_every_session() => {
@@ -306,30 +285,27 @@ async fn read_node(
     let consistency = query.consistency.into();
     let not_found = || ApiError::not_found(format!("node {path} does not exist"));
     if query.children {
-        let (children, revision) = app
-            .node
-            .read(consistency, |s| (s.children(&path), s.revision()))
-            .await?;
+        let AtRevision {
+            value: children,
+            revision,
+        } = app.node.get_children(&path, consistency).await?;
         let children = children.ok_or_else(not_found)?;
         return Ok(with_revision(
             Json(Children { children }).into_response(),
             revision,
         ));
     }
-    let (node, owner, revision) = app
-        .node
-        .read(consistency, |s| {
-            let owner = owner_as_seen(s, &path, caller);
-            s.node(&path).cloned().map(|n| (n, owner, s.revision()))
-        })
-        .await?
-        .ok_or_else(not_found)?;
+    let AtRevision {
+        value: node,
+        revision,
+    } = app.node.get_node(&path, consistency).await?;
+    let node = node.ok_or_else(not_found)?;
     let body = Json(NodeBody {
         data: BASE64.encode(&node.data),
         version: node.version,
         create_revision: node.create_revision,
         mod_revision: node.mod_revision,
-        ephemeral_owner: owner.map(|s| s.to_string()),
+        ephemeral_owner: owner_as_seen(&node, caller).map(|s| s.to_string()),
         path,
     });
     Ok(with_revision(body.into_response(), revision))
@@ -357,11 +333,6 @@ async fn delete_node(
 ) -> Result<StatusCode, ApiError> {
     let path = tree_path(&rest);
     check_writable(&path)?;
-    app.node
-        .submit(Command::Delete {
-            path,
-            expected_version: query.expected_version,
-        })
-        .await?;
+    app.node.delete_node(&path, query.expected_version).await?;
     Ok(StatusCode::NO_CONTENT)
 }

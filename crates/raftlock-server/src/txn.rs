@@ -13,7 +13,8 @@ use axum::{Json, Router};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use raftlock_core::path::{sequential_request_path, validate_node_path};
-use raftlock_core::{Command, Compare, Response as CoreResponse, TxnOp};
+use raftlock_core::{Compare, TxnOp};
+use raftlock_node::TxnAnswer as NodeTxnAnswer;
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
@@ -236,50 +237,23 @@ async fn txn(
         .collect::<Result<Vec<_>, _>>()?;
     let success = ops(&app, body.success, &caller).await?;
     let failure = ops(&app, body.failure, &caller).await?;
-    let response = app
-        .node
-        .submit(Command::Txn {
-            compare,
-            success,
-            failure,
-        })
-        .await?;
-    let CoreResponse::Txn {
-        succeeded,
-        responses,
-    } = response
-    else {
-        return Err(unexpected(&response));
-    };
-    let responses = responses
+    let outcome = app.node.txn(compare, success, failure).await?;
+    let responses = outcome
+        .answers
         .into_iter()
-        .map(|r| match r {
-            CoreResponse::Put {
-                path,
-                created,
-                version,
-                create_revision,
-                mod_revision,
-                ..
-            } => Ok(OpAnswer::Put {
-                path,
-                created,
-                version,
-                create_revision,
-                mod_revision,
-            }),
-            CoreResponse::Deleted { path } => Ok(OpAnswer::Delete { path }),
-            other => Err(unexpected(&other)),
+        .map(|a| match a {
+            NodeTxnAnswer::Put(w) => OpAnswer::Put {
+                path: w.path,
+                created: w.created,
+                version: w.version,
+                create_revision: w.create_revision,
+                mod_revision: w.mod_revision,
+            },
+            NodeTxnAnswer::Deleted(path) => OpAnswer::Delete { path },
         })
-        .collect::<Result<_, _>>()?;
+        .collect();
     Ok(Json(TxnAnswer {
-        succeeded,
+        succeeded: outcome.succeeded,
         responses,
     }))
-}
-
-fn unexpected(response: &CoreResponse) -> ApiError {
-    ApiError::from(raftlock_node::NodeError::Internal(format!(
-        "unexpected response to a transaction: {response:?}"
-    )))
 }

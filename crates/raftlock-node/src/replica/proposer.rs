@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use raftlock_core::{Applied, Command, Compare, TxnOp};
+use raftlock_core::{Applied, Command, Compare, TreeOp, TxnOp};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::at_leader::{LeaderAnswer, LeaderRequest};
@@ -183,6 +183,13 @@ fn weight(command: &Command) -> usize {
             locks.iter().map(String::len).sum()
         }
         Command::GuardedWrite { op, .. } => op_weight(op),
+        Command::TreeOps { ops } => ops
+            .iter()
+            .map(|op| match op {
+                TreeOp::Create { data, .. } | TreeOp::SetData { data, .. } => data.len(),
+                TreeOp::Delete { .. } | TreeOp::Check { .. } => 0,
+            } + op.path().len() + 32)
+            .sum(),
         Command::Txn {
             compare,
             success,

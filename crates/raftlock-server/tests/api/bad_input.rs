@@ -94,7 +94,7 @@ expected version, missing node | PUT /v1/nodes/app/none | 404 not_found | {"data
 ephemeral, unknown session | PUT /v1/nodes/app/e | 404 session_not_found | {"data":"","session_id":"{U}"}
 unknown session beats reserved | PUT /v1/nodes/locks/x | 404 session_not_found | {"data":"","session_id":"{U}"}
 sequential with expected_version | PUT /v1/nodes/app/q | 400 bad_request | {"data":"","sequential":true,"expected_version":0}
-bad node path | PUT /v1/nodes/a%20b | 400 bad_request | {"data":""}
+bad node path (a control character) | PUT /v1/nodes/a%01b | 400 bad_request | {"data":""}
 trailing slash | PUT /v1/nodes/app/ | 400 bad_request | {"data":""}
 child of an ephemeral node | PUT /v1/nodes/eph/child | 409 ephemeral_parent | {"data":""}
 get missing node | GET /v1/nodes/app/none | 404 not_found | -

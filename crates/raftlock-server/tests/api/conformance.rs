@@ -313,6 +313,15 @@ async fn every_endpoint_through_every_node() {
         *children.expect(200, "children"),
         json!({"children": ["item-0000000000", "item-0000000001"]})
     );
+    // Tree paths take ZooKeeper's characters (docs/api.md, Nodes).
+    let odd = "/v1/nodes/app/_c_1%20lock-%C3%A9";
+    let made = c.call(f2, Method::PUT, odd, Some(put("z"))).await;
+    assert_eq!(
+        made.expect(201, "a ZooKeeper-style name")["path"],
+        "/app/_c_1 lock-é"
+    );
+    let read = c.get(l, odd).await;
+    assert_eq!(read.expect(200, "read it back")["data"], b64("z"));
     let top = c.get(f1, "/v1/nodes?children=true").await;
     for name in ["config", "elections", "locks", "members", "queue"] {
         assert!(

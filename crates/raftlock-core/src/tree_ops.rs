@@ -1,0 +1,477 @@
+//! Strict tree operations: ZooKeeper's create, setData, delete and check
+//! semantics, alone or as an all-or-nothing list (ZooKeeper's `multi`).
+//!
+//! They differ from the generic `Put`/`Delete` where ZooKeeper does: a
+//! create needs its parent to exist (no missing ancestors are made) and
+//! fails if the node exists; a sequential create appends the parent's
+//! counter as ten digits directly to the name (`/q/item-` names
+//! `/q/item-0000000003`, `/q/x` names `/q/x0000000003`); a set never
+//! creates. Each operation's answer carries the node's stat as it is
+//! after the whole list, as ZooKeeper answers. A failing operation rolls
+//! back the ones before it (the journal of `txn.rs`) and is reported with
+//! its index, as `TxnOpFailed`, so a client learns which one failed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{Effects, Response};
+use crate::error::CoreError;
+use crate::path::{parent_of, validate_node_path, SEQUENCE_DIGITS};
+use crate::state::{Outcome, StateMachine};
+use crate::tree::check_writable;
+use crate::txn::Journal;
+use crate::types::SessionId;
+
+/// One strict operation. Versions are raftlock's (1 on create).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TreeOp {
+    /// Creates a node whose parent exists and which does not.
+    Create {
+        /// Canonical path; for a sequential create, the prefix the
+        /// ten-digit counter is appended to.
+        path: String,
+        /// The node's data.
+        data: Vec<u8>,
+        /// Owner, making it ephemeral.
+        session: Option<SessionId>,
+        /// Append the parent's counter to the name.
+        sequential: bool,
+    },
+    /// Replaces an existing node's data.
+    SetData {
+        /// Canonical path.
+        path: String,
+        /// The new data.
+        data: Vec<u8>,
+        /// Only at this version.
+        expected_version: Option<u64>,
+    },
+    /// Deletes a node without children.
+    Delete {
+        /// Canonical path.
+        path: String,
+        /// Only at this version.
+        expected_version: Option<u64>,
+    },
+    /// Fails unless the node exists (at this version, if given).
+    Check {
+        /// Canonical path.
+        path: String,
+        /// The version it must have.
+        expected_version: Option<u64>,
+    },
+}
+
+impl TreeOp {
+    /// The path the operation names (the prefix, for a sequential create).
+    pub fn path(&self) -> &str {
+        match self {
+            TreeOp::Create { path, .. }
+            | TreeOp::SetData { path, .. }
+            | TreeOp::Delete { path, .. }
+            | TreeOp::Check { path, .. } => path,
+        }
+    }
+}
+
+/// A node's fields as a strict operation leaves it: what ZooKeeper's
+/// `Stat` is built from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStat {
+    /// The revision that created it.
+    pub create_revision: u64,
+    /// The revision that last changed it.
+    pub mod_revision: u64,
+    /// 1 on create, +1 per change.
+    pub version: u64,
+    /// Bytes of data.
+    pub data_len: u64,
+    /// Immediate children.
+    pub num_children: u64,
+    /// The owning session, if ephemeral.
+    pub ephemeral_owner: Option<SessionId>,
+}
+
+/// The answer to one strict operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TreeOpResult {
+    /// Created at `path` (with its counter, if sequential).
+    Created {
+        /// The node's full path.
+        path: String,
+        /// Its stat after the list (`None` if a later operation of the
+        /// list deleted it).
+        stat: Option<NodeStat>,
+    },
+    /// The data was replaced.
+    Set {
+        /// Its stat after the list (`None` if a later operation deleted it).
+        stat: Option<NodeStat>,
+    },
+    /// Deleted.
+    Deleted,
+    /// The check held.
+    Checked,
+}
+
+impl StateMachine {
+    pub(crate) fn tree_ops(
+        &mut self,
+        ops: &[TreeOp],
+        revision: u64,
+        effects: &mut Effects,
+    ) -> Result<Outcome, CoreError> {
+        let mut journal = Journal::default();
+        let mut done = Vec::with_capacity(ops.len());
+        let mut changed = false;
+        for (index, op) in ops.iter().enumerate() {
+            journal.save(self, op.path());
+            journal.save(self, parent_of(op.path()));
+            match self.tree_op(op, revision, effects) {
+                Ok(result) => {
+                    if let Some(path) = &result {
+                        // A sequential create's name is known only now.
+                        journal.record(path, None);
+                    }
+                    changed |= !matches!(op, TreeOp::Check { .. });
+                    done.push(result);
+                }
+                Err(error) => {
+                    journal.undo(self);
+                    return Err(CoreError::TxnOpFailed {
+                        index,
+                        error: Box::new(error),
+                    });
+                }
+            }
+        }
+        let results = ops
+            .iter()
+            .zip(done)
+            .map(|(op, created)| match (op, created) {
+                (_, Some(path)) => TreeOpResult::Created {
+                    stat: self.stat(&path),
+                    path,
+                },
+                (TreeOp::SetData { path, .. }, None) => TreeOpResult::Set {
+                    stat: self.stat(path),
+                },
+                (TreeOp::Delete { .. }, None) => TreeOpResult::Deleted,
+                _ => TreeOpResult::Checked,
+            })
+            .collect();
+        let response = Response::TreeOps { results };
+        Ok(if changed {
+            Outcome::changed(response)
+        } else {
+            Outcome::unchanged(response)
+        })
+    }
+
+    /// Applies one operation; the created path for a create.
+    fn tree_op(
+        &mut self,
+        op: &TreeOp,
+        revision: u64,
+        effects: &mut Effects,
+    ) -> Result<Option<String>, CoreError> {
+        match op {
+            TreeOp::Create {
+                path,
+                data,
+                session,
+                sequential,
+            } => {
+                if let Some(id) = session {
+                    self.require_session(*id)?;
+                }
+                let parent = parent_of(path);
+                let (path, next) = if *sequential {
+                    // The prefix may end in `/` (`/q/` names `/q/0000000000`).
+                    validate_node_path(parent)?;
+                    let (path, next) = self.next_strict_sequential(path)?;
+                    (path, Some(next))
+                } else {
+                    (path.clone(), None)
+                };
+                check_writable(&path)?;
+                if let Some(node) = self.nodes.get(path.as_str()) {
+                    return Err(CoreError::VersionMismatch {
+                        path,
+                        expected: 0,
+                        actual: node.version,
+                    });
+                }
+                let Some(parent_node) = self.nodes.get_mut(parent) else {
+                    return Err(CoreError::NotFound(parent.to_string()));
+                };
+                if parent_node.ephemeral_owner.is_some() {
+                    return Err(CoreError::EphemeralParent(parent.to_string()));
+                }
+                if let Some(next) = next {
+                    parent_node.next_child_sequence = next;
+                }
+                self.insert_node(path.clone(), data, *session, revision, effects);
+                Ok(Some(path))
+            }
+            TreeOp::SetData {
+                path,
+                data,
+                expected_version,
+            } => {
+                check_writable(path)?;
+                let node = self
+                    .nodes
+                    .get_mut(path.as_str())
+                    .ok_or_else(|| CoreError::NotFound(path.clone()))?;
+                check_version(path, *expected_version, node.version)?;
+                node.data = data.as_slice().into();
+                node.version += 1;
+                node.mod_revision = revision;
+                effects.written.push(path.clone());
+                Ok(None)
+            }
+            TreeOp::Delete {
+                path,
+                expected_version,
+            } => {
+                self.delete(path, *expected_version, revision, effects)?;
+                Ok(None)
+            }
+            TreeOp::Check {
+                path,
+                expected_version,
+            } => {
+                validate_node_path(path)?;
+                let node = self
+                    .nodes
+                    .get(path.as_str())
+                    .ok_or_else(|| CoreError::NotFound(path.clone()))?;
+                check_version(path, *expected_version, node.version)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// `prefix` and the parent's next free counter value, as ten digits,
+    /// and the counter value that follows it.
+    fn next_strict_sequential(&self, prefix: &str) -> Result<(String, u64), CoreError> {
+        let parent = parent_of(prefix);
+        let Some(mut seq) = self.nodes.get(parent).map(|p| p.next_child_sequence) else {
+            return Err(CoreError::NotFound(parent.to_string()));
+        };
+        loop {
+            let candidate = format!("{prefix}{seq:0width$}", width = SEQUENCE_DIGITS);
+            let next = seq
+                .checked_add(1)
+                .ok_or_else(|| CoreError::SequenceExhausted(parent.to_string()))?;
+            if !self.nodes.contains_key(candidate.as_str()) {
+                return Ok((candidate, next));
+            }
+            seq = next;
+        }
+    }
+
+    /// The stat of the node at `path`, if it exists.
+    pub fn stat(&self, path: &str) -> Option<NodeStat> {
+        let node = self.nodes.get(path)?;
+        let num_children = self.children(path).map_or(0, |c| c.len()) as u64;
+        Some(NodeStat {
+            create_revision: node.create_revision,
+            mod_revision: node.mod_revision,
+            version: node.version,
+            data_len: node.data.len() as u64,
+            num_children,
+            ephemeral_owner: node.ephemeral_owner,
+        })
+    }
+}
+
+fn check_version(path: &str, expected: Option<u64>, actual: u64) -> Result<(), CoreError> {
+    match expected {
+        Some(expected) if expected != actual => Err(CoreError::VersionMismatch {
+            path: path.to_string(),
+            expected,
+            actual,
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::Command;
+
+    fn create(path: &str, sequential: bool) -> TreeOp {
+        TreeOp::Create {
+            path: path.into(),
+            data: b"d".to_vec(),
+            session: None,
+            sequential,
+        }
+    }
+
+    fn run(sm: &mut StateMachine, ops: Vec<TreeOp>) -> Result<Vec<TreeOpResult>, CoreError> {
+        match sm.apply(&Command::TreeOps { ops }).result? {
+            Response::TreeOps { results } => Ok(results),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn failed_at(result: Result<Vec<TreeOpResult>, CoreError>) -> (usize, CoreError) {
+        match result {
+            Err(CoreError::TxnOpFailed { index, error }) => (index, *error),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_create_needs_its_parent_and_a_free_name() {
+        let mut sm = StateMachine::new();
+        let (index, error) = failed_at(run(&mut sm, vec![create("/a/b", false)]));
+        assert_eq!((index, error), (0, CoreError::NotFound("/a".into())));
+        assert!(sm.node("/a").is_none(), "no ancestor was made");
+        let results = run(&mut sm, vec![create("/a", false)]).expect("create");
+        let TreeOpResult::Created {
+            path,
+            stat: Some(stat),
+        } = &results[0]
+        else {
+            panic!("{results:?}");
+        };
+        assert_eq!((path.as_str(), stat.version, stat.data_len), ("/a", 1, 1));
+        assert_eq!(stat.create_revision, sm.revision());
+        let (_, error) = failed_at(run(&mut sm, vec![create("/a", false)]));
+        assert!(matches!(
+            error,
+            CoreError::VersionMismatch { expected: 0, .. }
+        ));
+    }
+
+    #[test]
+    fn sequential_names_append_ten_digits_of_the_parents_counter() {
+        let mut sm = StateMachine::new();
+        run(&mut sm, vec![create("/q", false)]).expect("parent");
+        let mut names = Vec::new();
+        for prefix in ["/q/item-", "/q/x", "/q/"] {
+            let results = run(&mut sm, vec![create(prefix, true)]).expect("create");
+            let TreeOpResult::Created { path, .. } = &results[0] else {
+                panic!("{results:?}");
+            };
+            names.push(path.clone());
+        }
+        assert_eq!(
+            names,
+            ["/q/item-0000000000", "/q/x0000000001", "/q/0000000002"]
+        );
+    }
+
+    #[test]
+    fn ephemeral_nodes_take_no_children() {
+        let mut sm = StateMachine::new();
+        let id = SessionId(7);
+        let open = Command::OpenSession {
+            id,
+            owner: "t".into(),
+            ttl_ms: 5_000,
+        };
+        assert!(sm.apply(&open).result.is_ok());
+        let ephemeral = TreeOp::Create {
+            path: "/e".into(),
+            data: vec![],
+            session: Some(id),
+            sequential: false,
+        };
+        let results = run(&mut sm, vec![ephemeral]).expect("create");
+        assert!(matches!(
+            &results[0],
+            TreeOpResult::Created { stat: Some(s), .. } if s.ephemeral_owner == Some(id)
+        ));
+        let (_, error) = failed_at(run(&mut sm, vec![create("/e/c", false)]));
+        assert_eq!(error, CoreError::EphemeralParent("/e".into()));
+        assert!(sm.apply(&Command::CloseSession { id }).result.is_ok());
+        assert!(sm.node("/e").is_none());
+    }
+
+    #[test]
+    fn a_failing_operation_undoes_the_list_and_names_its_index() {
+        let mut sm = StateMachine::new();
+        run(&mut sm, vec![create("/p", false), create("/p/c", false)]).expect("setup");
+        let before = sm.clone();
+        let ops = vec![
+            TreeOp::Check {
+                path: "/p/c".into(),
+                expected_version: Some(1),
+            },
+            create("/p/n", true),
+            create("/p/new", false),
+            TreeOp::Delete {
+                path: "/p/c".into(),
+                expected_version: None,
+            },
+            TreeOp::SetData {
+                path: "/p/c".into(),
+                data: vec![],
+                expected_version: None,
+            },
+        ];
+        let (index, error) = failed_at(run(&mut sm, ops));
+        assert_eq!((index, error), (4, CoreError::NotFound("/p/c".into())));
+        assert_eq!(sm, before);
+        assert_eq!(sm.check_invariants(), Ok(()));
+        let (index, error) = failed_at(run(
+            &mut sm,
+            vec![TreeOp::Check {
+                path: "/p/c".into(),
+                expected_version: Some(5),
+            }],
+        ));
+        assert!(index == 0 && matches!(error, CoreError::VersionMismatch { actual: 1, .. }));
+    }
+
+    #[test]
+    fn answers_carry_the_stat_after_the_list_and_checks_change_nothing() {
+        let mut sm = StateMachine::new();
+        let results = run(
+            &mut sm,
+            vec![
+                create("/p", false),
+                create("/p/c", false),
+                TreeOp::SetData {
+                    path: "/p".into(),
+                    data: b"xyz".to_vec(),
+                    expected_version: Some(1),
+                },
+            ],
+        )
+        .expect("list");
+        let revision = sm.revision();
+        let expected = NodeStat {
+            create_revision: revision,
+            mod_revision: revision,
+            version: 2,
+            data_len: 3,
+            num_children: 1,
+            ephemeral_owner: None,
+        };
+        assert_eq!(
+            results[2],
+            TreeOpResult::Set {
+                stat: Some(expected)
+            }
+        );
+        let check = TreeOp::Check {
+            path: "/p".into(),
+            expected_version: Some(2),
+        };
+        assert_eq!(run(&mut sm, vec![check]), Ok(vec![TreeOpResult::Checked]));
+        assert_eq!(sm.revision(), revision, "a check is a read");
+    }
+
+    #[test]
+    fn reserved_prefixes_stay_read_only() {
+        let mut sm = StateMachine::new();
+        let (_, error) = failed_at(run(&mut sm, vec![create("/locks", false)]));
+        assert!(matches!(error, CoreError::Invalid(_)), "{error:?}");
+    }
+}

@@ -1,0 +1,135 @@
+//! The ZooKeeper door: a TCP listener per member that serves ZooKeeper's
+//! client protocol over a [`raftlock_node::Node`] (docs/zookeeper.md,
+//! ADR 0018). The door owns framing, the connection's watches and the
+//! error mapping; every znode is a node of raftlock's tree and every
+//! ZooKeeper session a raftlock session, reached only through the node's
+//! typed tree and session operations.
+//!
+//! - [`config`]: where each member's door listens (the cluster file);
+//! - [`session`]: ZooKeeper session ids and passwords from raftlock
+//!   sessions, and the connect handshake;
+//! - `conn`: one connection: requests answered in order, pings,
+//!   watch events sent before the answer that shows their change;
+//! - `ops`: each opcode dispatched, the writes translated onto the node's
+//!   strict tree operations; `reads`: the reads; `events`: watch events
+//!   and `setWatches`;
+//! - `watches`: one-shot data, exist and child watches fired from the
+//!   member's change history;
+//! - `errors`: raftlock errors as ZooKeeper error codes.
+
+pub mod config;
+mod conn;
+mod errors;
+mod events;
+mod ops;
+mod reads;
+pub mod session;
+mod watches;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use raftlock_node::Node;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+/// How a door serves; defaults are ZooKeeper's where it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoorConfig {
+    /// Largest frame either way (ZooKeeper's `jute.maxbuffer`, 1 MiB): a
+    /// bigger one closes the connection.
+    pub max_frame: usize,
+    /// Connections served at once; more are closed on accept.
+    pub max_connections: usize,
+    /// Bounds of a negotiated session timeout, ms (ZooKeeper's 2 and 20
+    /// ticks of 2 s), further clamped to the cluster's session TTL bounds.
+    pub min_session_timeout_ms: u64,
+    /// See `min_session_timeout_ms`.
+    pub max_session_timeout_ms: u64,
+    /// How long a new connection may take to send its handshake.
+    pub handshake_timeout_ms: u64,
+}
+
+impl Default for DoorConfig {
+    fn default() -> Self {
+        DoorConfig {
+            max_frame: crate::wire::DEFAULT_MAX_FRAME,
+            max_connections: 1024,
+            min_session_timeout_ms: 4_000,
+            max_session_timeout_ms: 40_000,
+            handshake_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl DoorConfig {
+    /// The timeout granted for a requested one, within both the door's and
+    /// the cluster's bounds.
+    pub(crate) fn negotiate(&self, node: &Node, requested: i32) -> u64 {
+        let settings = &node.config().settings;
+        let lo = self.min_session_timeout_ms.max(settings.session_ttl_min_ms);
+        let hi = self
+            .max_session_timeout_ms
+            .min(settings.session_ttl_max_ms)
+            .max(lo);
+        u64::try_from(requested).unwrap_or(0).clamp(lo, hi)
+    }
+}
+
+/// A running door; dropping it leaves it running, [`Door::stop`] ends it.
+pub struct Door {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Door {
+    /// Serves ZooKeeper clients on `listener` over `node` until stopped or
+    /// the node shuts down.
+    pub fn spawn(node: Node, listener: TcpListener, config: DoorConfig) -> std::io::Result<Door> {
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(serve(node, listener, Arc::new(config)));
+        Ok(Door { addr, task })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting; open connections end with the node or their
+    /// client.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(node: Node, listener: TcpListener, config: Arc<DoorConfig>) {
+    let slots = Arc::new(Semaphore::new(config.max_connections));
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = node.stopped() => return,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::warn!(%error, "zookeeper door: accept failed");
+                // Out of descriptors, say: do not spin.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, max = config.max_connections,
+                "zookeeper door: connection limit reached, closing");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let (node, config) = (node.clone(), config.clone());
+        tokio::spawn(async move {
+            conn::serve(node, stream, peer, config).await;
+            drop(slot);
+        });
+    }
+}

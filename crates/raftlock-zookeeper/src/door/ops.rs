@@ -1,0 +1,453 @@
+//! Each opcode dispatched (docs/zookeeper.md has the table), the session
+//! opcodes (ping, closeSession), and the writes: the core's strict tree
+//! operations (`TreeOps`), so a create needs its parent, a multi is all or
+//! nothing, and a failed multi names the operation that failed. The reads
+//! are in `reads.rs`, watch events in `events.rs`; the helpers they share
+//! (ZooKeeper's subtree, stats from nodes) are here.
+
+use raftlock_core::{CoreError, NodeStat, SessionId, TreeOp, TreeOpResult};
+use raftlock_node::{Consistency, NodeError, NodeView};
+
+use super::conn::{Conn, Step};
+use super::errors::{core_code, failure, Failure, OpKind};
+use super::session::zk_session_id;
+use crate::wire::{
+    xid, Acl, CreateRequest, ErrorCode, MultiOp, MultiRequest, MultiResponse, OpRequest, OpResult,
+    ReplyBody, Request, SetWatches, Stat,
+};
+
+/// ZooKeeper's own subtree, served read-only and empty (ZooKeeper's
+/// standalone answers): `/zookeeper`, its `config` and `quota`.
+pub(super) const ZK_ROOT: &str = "/zookeeper";
+
+pub(super) fn in_zk_subtree(path: &str) -> bool {
+    path == ZK_ROOT
+        || path
+            .strip_prefix(ZK_ROOT)
+            .is_some_and(|r| r.starts_with('/'))
+}
+
+/// A node as a ZooKeeper read sees it.
+pub(super) struct Seen {
+    pub stat: Stat,
+    pub data: Vec<u8>,
+    pub children: Vec<String>,
+}
+
+fn zk_version(version: u64) -> i32 {
+    i32::try_from(version.saturating_sub(1)).unwrap_or(i32::MAX)
+}
+
+/// A ZooKeeper version condition (-1: any) as a raftlock one (1 higher;
+/// a negative one matches nothing).
+fn expected_version(version: i32) -> Option<u64> {
+    (version != -1).then(|| u64::try_from(version).map_or(u64::MAX, |v| v + 1))
+}
+
+fn owner_id(owner: Option<SessionId>) -> i64 {
+    owner.map_or(0, zk_session_id)
+}
+
+fn zxid(revision: u64) -> i64 {
+    i64::try_from(revision).unwrap_or(i64::MAX)
+}
+
+/// `Stat` from a node: ctime, mtime and cversion are not kept by the tree
+/// and read 0, pzxid is the node's mzxid (docs/zookeeper.md, gaps).
+pub(super) fn stat_of(view: &NodeView) -> Stat {
+    Stat {
+        czxid: zxid(view.create_revision),
+        mzxid: zxid(view.mod_revision),
+        version: zk_version(view.version),
+        ephemeral_owner: owner_id(view.ephemeral_owner),
+        data_length: i32::try_from(view.data.len()).unwrap_or(i32::MAX),
+        num_children: i32::try_from(view.num_children).unwrap_or(i32::MAX),
+        pzxid: zxid(view.mod_revision),
+        ..Stat::default()
+    }
+}
+
+fn stat_of_core(stat: &NodeStat) -> Stat {
+    Stat {
+        czxid: zxid(stat.create_revision),
+        mzxid: zxid(stat.mod_revision),
+        version: zk_version(stat.version),
+        ephemeral_owner: owner_id(stat.ephemeral_owner),
+        data_length: i32::try_from(stat.data_len).unwrap_or(i32::MAX),
+        num_children: i32::try_from(stat.num_children).unwrap_or(i32::MAX),
+        pzxid: zxid(stat.mod_revision),
+        ..Stat::default()
+    }
+}
+
+/// A create request as a strict create, or the code ZooKeeper answers
+/// before looking at the tree.
+fn create_op(request: &CreateRequest, session: SessionId) -> Result<TreeOp, ErrorCode> {
+    if request.mode.is_ttl() {
+        return Err(ErrorCode::Unimplemented);
+    }
+    if request.acl.is_empty() {
+        return Err(ErrorCode::InvalidAcl);
+    }
+    if in_zk_subtree(&request.path) {
+        return Err(if request.path == ZK_ROOT {
+            ErrorCode::NodeExists
+        } else {
+            ErrorCode::BadArguments
+        });
+    }
+    // A container is served as a persistent node (docs/zookeeper.md).
+    let ephemeral = request.mode.is_ephemeral();
+    Ok(TreeOp::Create {
+        path: request.path.clone(),
+        data: request.data.clone().unwrap_or_default(),
+        session: ephemeral.then_some(session),
+        sequential: request.mode.is_sequential(),
+    })
+}
+
+fn write_target(path: &str) -> Result<(), ErrorCode> {
+    if in_zk_subtree(path) {
+        return Err(ErrorCode::BadArguments);
+    }
+    Ok(())
+}
+
+/// A multi's operation as a strict one, with what kind of failure a
+/// version mismatch means for it.
+fn multi_op(op: &MultiOp, session: SessionId) -> Result<(TreeOp, OpKind), ErrorCode> {
+    Ok(match op {
+        MultiOp::Create(c) | MultiOp::Create2(c) | MultiOp::CreateContainer(c) => {
+            (create_op(c, session)?, OpKind::Create)
+        }
+        MultiOp::CreateTtl(_) => return Err(ErrorCode::Unimplemented),
+        MultiOp::Delete(d) => {
+            write_target(&d.path)?;
+            (
+                TreeOp::Delete {
+                    path: d.path.clone(),
+                    expected_version: expected_version(d.version),
+                },
+                OpKind::Other,
+            )
+        }
+        MultiOp::SetData(s) => {
+            write_target(&s.path)?;
+            (
+                TreeOp::SetData {
+                    path: s.path.clone(),
+                    data: s.data.clone().unwrap_or_default(),
+                    expected_version: expected_version(s.version),
+                },
+                OpKind::Other,
+            )
+        }
+        MultiOp::Check(c) => {
+            write_target(&c.path)?;
+            (
+                TreeOp::Check {
+                    path: c.path.clone(),
+                    expected_version: expected_version(c.version),
+                },
+                OpKind::Other,
+            )
+        }
+        MultiOp::GetChildren(_) | MultiOp::GetData(_) => return Err(ErrorCode::BadArguments),
+    })
+}
+
+/// ZooKeeper's answer to a multi whose operation `index` failed with
+/// `err`: those before it read 0, those after it RUNTIMEINCONSISTENCY.
+fn failed_multi(len: usize, index: usize, err: ErrorCode) -> ReplyBody {
+    let results = (0..len)
+        .map(|i| OpResult::Error {
+            err: match i.cmp(&index) {
+                std::cmp::Ordering::Less => ErrorCode::Ok,
+                std::cmp::Ordering::Equal => err,
+                std::cmp::Ordering::Greater => ErrorCode::RuntimeInconsistency,
+            },
+        })
+        .collect();
+    ReplyBody::Multi(MultiResponse { results })
+}
+
+impl Conn {
+    /// Answers one request; whether the connection goes on.
+    pub async fn handle(&mut self, request: Request) -> Step {
+        let xid = request.xid;
+        let outcome = match request.op {
+            OpRequest::Ping => return self.ping().await,
+            OpRequest::CloseSession => return self.close_session(xid).await,
+            // ACLs are not enforced (docs/zookeeper.md): credentials are
+            // accepted and unused.
+            OpRequest::Auth(_) => {
+                self.push_ok(xid);
+                return Step::Continue;
+            }
+            OpRequest::SetWatches(w) => return self.set_watches(xid, w).await,
+            OpRequest::SetWatches2(w) => {
+                let w = SetWatches {
+                    relative_zxid: w.relative_zxid,
+                    data_watches: w.data_watches,
+                    exist_watches: w.exist_watches,
+                    child_watches: w.child_watches,
+                };
+                return self.set_watches(xid, w).await;
+            }
+            OpRequest::Exists(r) => self.exists(r).await,
+            OpRequest::GetData(r) => self.get_data(r).await,
+            OpRequest::GetChildren(r) => self.get_children(r, false).await,
+            OpRequest::GetChildren2(r) => self.get_children(r, true).await,
+            OpRequest::GetAcl(r) => self.seen(&r.path).await.map(|(revision, seen)| {
+                (
+                    revision,
+                    seen.map(|s| ReplyBody::GetAcl {
+                        acl: vec![Acl::open_unsafe()],
+                        stat: s.stat,
+                    })
+                    .ok_or(ErrorCode::NoNode),
+                )
+            }),
+            OpRequest::SetAcl(r) => self.seen(&r.path).await.map(|(revision, seen)| {
+                let body = match seen {
+                    _ if r.acl.is_empty() => Err(ErrorCode::InvalidAcl),
+                    // The ACL version of every node is 0.
+                    Some(_) if r.version != -1 && r.version != 0 => Err(ErrorCode::BadVersion),
+                    Some(s) => Ok(ReplyBody::Stat(s.stat)),
+                    None => Err(ErrorCode::NoNode),
+                };
+                (revision, body)
+            }),
+            OpRequest::Sync(r) => match self.node.revision(Consistency::Linearizable).await {
+                Ok(revision) => Ok((revision, Ok(ReplyBody::Sync { path: r.path }))),
+                Err(e) => Err(failure(&e, OpKind::Other)),
+            },
+            OpRequest::Create(c) => self.create(c, false).await,
+            OpRequest::Create2(c) | OpRequest::CreateContainer(c) => self.create(c, true).await,
+            OpRequest::Delete(d) => {
+                let op = write_target(&d.path).map(|()| TreeOp::Delete {
+                    path: d.path.clone(),
+                    expected_version: expected_version(d.version),
+                });
+                self.write_one(op, OpKind::Other, |_| ReplyBody::Empty)
+                    .await
+            }
+            OpRequest::SetData(s) => {
+                let op = write_target(&s.path).map(|()| TreeOp::SetData {
+                    path: s.path.clone(),
+                    data: s.data.clone().unwrap_or_default(),
+                    expected_version: expected_version(s.version),
+                });
+                self.write_one(op, OpKind::Other, |r| match r {
+                    TreeOpResult::Set { stat: Some(stat) } => ReplyBody::Stat(stat_of_core(&stat)),
+                    _ => ReplyBody::Empty,
+                })
+                .await
+            }
+            OpRequest::Check(c) => {
+                let op = write_target(&c.path).map(|()| TreeOp::Check {
+                    path: c.path.clone(),
+                    expected_version: expected_version(c.version),
+                });
+                self.write_one(op, OpKind::Other, |_| ReplyBody::Empty)
+                    .await
+            }
+            OpRequest::Multi(m) => self.multi(m).await,
+            OpRequest::MultiRead(m) => self.multi_read(m).await,
+            _ => {
+                self.fail(xid, ErrorCode::Unimplemented);
+                return Step::Continue;
+            }
+        };
+        match outcome {
+            Ok((revision, Ok(body))) => self.reply(xid, revision, body).await,
+            Ok((_, Err(code))) => self.fail(xid, code),
+            Err(Failure::Code(code)) => self.fail(xid, code),
+            Err(Failure::Close(reason)) => {
+                tracing::info!(session = %self.session, %reason,
+                    "zookeeper door: this member cannot serve, closing the connection");
+                return Step::Close(reason);
+            }
+        }
+        Step::Continue
+    }
+
+    pub(super) fn push_ok(&mut self, xid: i32) {
+        self.fail(xid, ErrorCode::Ok);
+    }
+
+    async fn ping(&mut self) -> Step {
+        // Renewed through the leader, quorum-confirmed (docs/design.md).
+        match self.node.keepalive(self.session).await {
+            Ok(_) => {
+                self.push_ok(xid::PING);
+                Step::Continue
+            }
+            Err(NodeError::Core(CoreError::SessionNotFound(_))) => {
+                Step::Close("the session expired".into())
+            }
+            Err(error) => {
+                tracing::info!(session = %self.session, %error,
+                    "zookeeper door: keepalive failed, closing the connection");
+                Step::Close(format!("keepalive failed: {error}"))
+            }
+        }
+    }
+
+    async fn close_session(&mut self, xid: i32) -> Step {
+        match self.node.close_session(self.session).await {
+            Ok(()) | Err(NodeError::Core(CoreError::SessionNotFound(_))) => {
+                let revision = self
+                    .node
+                    .revision(Consistency::Stale)
+                    .await
+                    .unwrap_or(self.cursor);
+                self.reply(xid, revision, ReplyBody::Empty).await;
+                Step::Close("the client closed its session".into())
+            }
+            Err(error) => Step::Close(format!("close failed: {error}")),
+        }
+    }
+
+    async fn create(
+        &mut self,
+        c: CreateRequest,
+        with_stat: bool,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        let op = create_op(&c, self.session);
+        self.write_one(op, OpKind::Create, |r| match r {
+            TreeOpResult::Created { path, stat } if with_stat => ReplyBody::Create2 {
+                path,
+                stat: stat.as_ref().map(stat_of_core).unwrap_or_default(),
+            },
+            TreeOpResult::Created { path, .. } => ReplyBody::Create { path },
+            _ => ReplyBody::Empty,
+        })
+        .await
+    }
+
+    /// One strict write, answered by `answer` from its result.
+    async fn write_one(
+        &mut self,
+        op: Result<TreeOp, ErrorCode>,
+        kind: OpKind,
+        answer: impl FnOnce(TreeOpResult) -> ReplyBody,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        let op = match op {
+            Ok(op) => op,
+            Err(code) => return Ok((self.cursor, Err(code))),
+        };
+        match self.node.tree_ops(vec![op]).await {
+            Ok(done) => {
+                let body = done.value.into_iter().next().map(answer);
+                Ok((done.revision, Ok(body.unwrap_or(ReplyBody::Empty))))
+            }
+            Err(NodeError::Core(error)) => Err(Failure::Code(core_code(&error, kind))),
+            Err(error) => Err(failure(&error, kind)),
+        }
+    }
+
+    async fn multi(
+        &mut self,
+        m: MultiRequest,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        let len = m.ops.len();
+        let mut ops = Vec::with_capacity(len);
+        let mut kinds = Vec::with_capacity(len);
+        for (index, op) in m.ops.iter().enumerate() {
+            match multi_op(op, self.session) {
+                Ok((op, kind)) => {
+                    ops.push(op);
+                    kinds.push(kind);
+                }
+                // Refused before the tree is consulted: nothing runs.
+                Err(code) => return Ok((self.cursor, Ok(failed_multi(len, index, code)))),
+            }
+        }
+        if ops.is_empty() {
+            return Ok((self.cursor, Ok(ReplyBody::Multi(MultiResponse::default()))));
+        }
+        match self.node.tree_ops(ops).await {
+            Ok(done) => {
+                let results = done
+                    .value
+                    .into_iter()
+                    .map(|r| match r {
+                        // ZooKeeper 3.8 answers create2 inside a multi as
+                        // a plain create (the codec tests record it).
+                        TreeOpResult::Created { path, .. } => OpResult::Create { path },
+                        TreeOpResult::Set { stat } => OpResult::SetData {
+                            stat: stat.as_ref().map(stat_of_core).unwrap_or_default(),
+                        },
+                        TreeOpResult::Deleted => OpResult::Delete,
+                        TreeOpResult::Checked => OpResult::Check,
+                    })
+                    .collect();
+                Ok((
+                    done.revision,
+                    Ok(ReplyBody::Multi(MultiResponse { results })),
+                ))
+            }
+            Err(NodeError::Core(CoreError::TxnOpFailed { index, error })) => {
+                let kind = kinds.get(index).copied().unwrap_or(OpKind::Other);
+                let code = core_code(&error, kind);
+                Ok((self.cursor, Ok(failed_multi(len, index, code))))
+            }
+            Err(NodeError::Core(error)) => Err(Failure::Code(core_code(&error, OpKind::Other))),
+            Err(error) => Err(failure(&error, OpKind::Other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::CreateMode;
+
+    #[test]
+    fn versions_map_one_lower_and_minus_one_is_any() {
+        assert_eq!(zk_version(1), 0);
+        assert_eq!(expected_version(-1), None);
+        assert_eq!(expected_version(0), Some(1));
+        assert_eq!(expected_version(-5), Some(u64::MAX));
+    }
+
+    #[test]
+    fn a_failed_multi_reads_as_zookeepers() {
+        assert_eq!(
+            failed_multi(4, 2, ErrorCode::BadVersion),
+            ReplyBody::Multi(MultiResponse {
+                results: vec![
+                    OpResult::Error { err: ErrorCode::Ok },
+                    OpResult::Error { err: ErrorCode::Ok },
+                    OpResult::Error {
+                        err: ErrorCode::BadVersion
+                    },
+                    OpResult::Error {
+                        err: ErrorCode::RuntimeInconsistency
+                    },
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn zookeepers_subtree_is_recognised() {
+        assert!(in_zk_subtree("/zookeeper"));
+        assert!(in_zk_subtree("/zookeeper/config"));
+        assert!(!in_zk_subtree("/zookeeperx"));
+        let c = CreateRequest {
+            path: "/zookeeper".into(),
+            data: None,
+            acl: vec![Acl::open_unsafe()],
+            mode: CreateMode::Persistent,
+        };
+        assert_eq!(create_op(&c, SessionId(1)), Err(ErrorCode::NodeExists));
+        let no_acl = CreateRequest {
+            path: "/a".into(),
+            acl: vec![],
+            ..c
+        };
+        assert_eq!(create_op(&no_acl, SessionId(1)), Err(ErrorCode::InvalidAcl));
+    }
+}

@@ -1,0 +1,201 @@
+//! The read opcodes: exists, getData, getChildren(2) and multiRead, over
+//! a linearizable read of the member, with ZooKeeper's own read-only
+//! `/zookeeper` subtree. A read first fires the watches of every change up
+//! to the revision it saw, then leaves its own watch.
+
+use raftlock_core::path::validate_node_path;
+use raftlock_node::Consistency;
+
+use super::conn::Conn;
+use super::errors::{failure, Failure, OpKind};
+use super::ops::{in_zk_subtree, stat_of, Seen, ZK_ROOT};
+use super::watches::Kind;
+use crate::wire::{
+    ErrorCode, MultiOp, MultiRequest, MultiResponse, OpResult, PathWatchRequest, ReplyBody, Stat,
+};
+
+impl Conn {
+    /// The node at `path` as ZooKeeper shows it, and the revision read.
+    pub(super) async fn seen(&mut self, path: &str) -> Result<(u64, Option<Seen>), Failure> {
+        if validate_node_path(path).is_err() {
+            return Err(Failure::Code(ErrorCode::BadArguments));
+        }
+        if in_zk_subtree(path) {
+            let revision = self
+                .node
+                .revision(Consistency::Linearizable)
+                .await
+                .map_err(|e| failure(&e, OpKind::Other))?;
+            let children: Vec<String> = match path {
+                ZK_ROOT => vec!["config".into(), "quota".into()],
+                "/zookeeper/config" | "/zookeeper/quota" => vec![],
+                _ => return Ok((revision, None)),
+            };
+            let stat = Stat {
+                num_children: children.len() as i32,
+                ..Stat::default()
+            };
+            return Ok((
+                revision,
+                Some(Seen {
+                    stat,
+                    data: Vec::new(),
+                    children,
+                }),
+            ));
+        }
+        let read = self
+            .node
+            .get_node_and_children(path, Consistency::Linearizable)
+            .await
+            .map_err(|e| failure(&e, OpKind::Other))?;
+        let (node, children) = (read.value.node, read.value.children);
+        let seen = match (node, children) {
+            (None, None) => None,
+            (node, children) => {
+                let mut children = children.unwrap_or_default();
+                let mut stat = node.as_ref().map(stat_of).unwrap_or_default();
+                if path == "/" {
+                    // ZooKeeper's own subtree hangs under the root.
+                    if let Err(at) = children.binary_search_by(|c| c.as_str().cmp("zookeeper")) {
+                        children.insert(at, "zookeeper".into());
+                    }
+                }
+                // A path that only holds queue nodes (`/locks`) has no node
+                // of its own; it shows as an empty persistent one.
+                stat.num_children = i32::try_from(children.len()).unwrap_or(i32::MAX);
+                Some(Seen {
+                    stat,
+                    data: node.map(|n| n.data).unwrap_or_default(),
+                    children,
+                })
+            }
+        };
+        Ok((read.revision, seen))
+    }
+
+    pub(super) async fn exists(
+        &mut self,
+        r: PathWatchRequest,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        let (revision, seen) = self.seen(&r.path).await?;
+        self.advance(revision).await;
+        Ok(match seen {
+            Some(s) => {
+                if r.watch {
+                    self.watches.add(Kind::Data, &r.path);
+                }
+                (revision, Ok(ReplyBody::Stat(s.stat)))
+            }
+            None => {
+                if r.watch {
+                    self.watches.add(Kind::Exist, &r.path);
+                }
+                (revision, Err(ErrorCode::NoNode))
+            }
+        })
+    }
+
+    pub(super) async fn get_data(
+        &mut self,
+        r: PathWatchRequest,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        let (revision, seen) = self.seen(&r.path).await?;
+        self.advance(revision).await;
+        Ok(match seen {
+            Some(s) => {
+                if r.watch {
+                    self.watches.add(Kind::Data, &r.path);
+                }
+                (
+                    revision,
+                    Ok(ReplyBody::GetData {
+                        data: Some(s.data),
+                        stat: s.stat,
+                    }),
+                )
+            }
+            None => (revision, Err(ErrorCode::NoNode)),
+        })
+    }
+
+    pub(super) async fn get_children(
+        &mut self,
+        r: PathWatchRequest,
+        with_stat: bool,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        let (revision, seen) = self.seen(&r.path).await?;
+        self.advance(revision).await;
+        Ok(match seen {
+            Some(s) => {
+                if r.watch {
+                    self.watches.add(Kind::Child, &r.path);
+                }
+                let body = if with_stat {
+                    ReplyBody::GetChildren2 {
+                        children: s.children,
+                        stat: s.stat,
+                    }
+                } else {
+                    ReplyBody::GetChildren {
+                        children: s.children,
+                    }
+                };
+                (revision, Ok(body))
+            }
+            None => (revision, Err(ErrorCode::NoNode)),
+        })
+    }
+
+    pub(super) async fn multi_read(
+        &mut self,
+        m: MultiRequest,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        let mut results = Vec::with_capacity(m.ops.len());
+        let mut revision = self.cursor;
+        for op in m.ops {
+            let result = match op {
+                MultiOp::GetData(r) => {
+                    let (at, seen) = self.seen(&r.path).await?;
+                    revision = revision.max(at);
+                    self.advance(at).await;
+                    match seen {
+                        Some(s) => {
+                            if r.watch {
+                                self.watches.add(Kind::Data, &r.path);
+                            }
+                            OpResult::GetData {
+                                data: Some(s.data),
+                                stat: s.stat,
+                            }
+                        }
+                        None => OpResult::Error {
+                            err: ErrorCode::NoNode,
+                        },
+                    }
+                }
+                MultiOp::GetChildren(r) => {
+                    let (at, seen) = self.seen(&r.path).await?;
+                    revision = revision.max(at);
+                    self.advance(at).await;
+                    match seen {
+                        Some(s) => {
+                            if r.watch {
+                                self.watches.add(Kind::Child, &r.path);
+                            }
+                            OpResult::GetChildren {
+                                children: s.children,
+                            }
+                        }
+                        None => OpResult::Error {
+                            err: ErrorCode::NoNode,
+                        },
+                    }
+                }
+                _ => return Ok((revision, Err(ErrorCode::BadArguments))),
+            };
+            results.push(result);
+        }
+        Ok((revision, Ok(ReplyBody::Multi(MultiResponse { results }))))
+    }
+}

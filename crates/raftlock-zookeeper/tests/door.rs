@@ -1,0 +1,524 @@
+//! The ZooKeeper door over a real three-member in-process cluster, with
+//! the codec as the client: each test talks to more than one member, so
+//! what one member answers is what the replicated state says.
+
+mod common;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use common::*;
+use raftlock_zookeeper::door::DoorConfig;
+use raftlock_zookeeper::wire::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_and_stats_read_the_same_on_every_member() {
+    let cluster = Cluster::start(door_config()).await;
+    let addrs = cluster.addrs();
+    client(move || {
+        let mut a = Conn::connect(addrs[0], 10_000);
+        let mut b = Conn::connect(addrs[1], 10_000);
+        assert_eq!(
+            created(a.ok(OpRequest::Create(create(
+                "/app",
+                b"cfg",
+                CreateMode::Persistent
+            )))),
+            "/app"
+        );
+        // create2 answers the stat; the ephemeral owner is the session.
+        let body = a.ok(OpRequest::Create2(create(
+            "/app/e",
+            b"",
+            CreateMode::Ephemeral,
+        )));
+        let ReplyBody::Create2 { path, stat } = body else {
+            panic!("{body:?}");
+        };
+        assert_eq!(path, "/app/e");
+        assert_eq!(stat.ephemeral_owner, a.session_id);
+        assert_eq!((stat.version, stat.czxid), (0, stat.mzxid));
+        // Sequential names: ten digits of the parent's counter, appended.
+        for (prefix, name) in [
+            ("/app/q-", "/app/q-0000000000"),
+            ("/app/q-", "/app/q-0000000001"),
+            ("/app/x", "/app/x0000000002"),
+        ] {
+            let mode = CreateMode::EphemeralSequential;
+            assert_eq!(
+                created(b.ok(OpRequest::Create(create(prefix, b"", mode)))),
+                name
+            );
+        }
+        // Another member reads the same node and stat.
+        let body = b.ok(OpRequest::GetData(pw("/app/e", false)));
+        let ReplyBody::GetData { data, stat: seen } = body else {
+            panic!("{body:?}");
+        };
+        assert_eq!((data, seen), (Some(vec![]), stat));
+        // setData with a version; the wrong version is BADVERSION.
+        let set = |version| {
+            OpRequest::SetData(SetDataRequest {
+                path: "/app".into(),
+                data: Some(b"v2".to_vec()),
+                version,
+            })
+        };
+        let stat = stat_of(b.ok(set(0)));
+        assert_eq!(
+            (stat.version, stat.data_length, stat.num_children),
+            (1, 2, 4)
+        );
+        assert!(stat.mzxid > stat.czxid);
+        b.fails(set(0), ErrorCode::BadVersion);
+        let body = b.ok(OpRequest::GetChildren2(pw("/app", false)));
+        let ReplyBody::GetChildren2 {
+            children,
+            stat: parent,
+        } = body
+        else {
+            panic!("{body:?}");
+        };
+        assert_eq!(
+            children,
+            ["e", "q-0000000000", "q-0000000001", "x0000000002"]
+        );
+        assert_eq!(parent, stat);
+        // ZooKeeper's errors for the tree's refusals.
+        a.fails(
+            OpRequest::Create(create("/app", b"", CreateMode::Persistent)),
+            ErrorCode::NodeExists,
+        );
+        a.fails(
+            OpRequest::Create(create("/none/x", b"", CreateMode::Persistent)),
+            ErrorCode::NoNode,
+        );
+        a.fails(
+            OpRequest::Create(create("/app/e/c", b"", CreateMode::Persistent)),
+            ErrorCode::NoChildrenForEphemerals,
+        );
+        a.fails(
+            OpRequest::Create(create("/bad/", b"", CreateMode::Persistent)),
+            ErrorCode::BadArguments,
+        );
+        a.fails(
+            OpRequest::Create(create("/locks", b"", CreateMode::Persistent)),
+            ErrorCode::BadArguments,
+        );
+        let delete = |path: &str, version| {
+            OpRequest::Delete(DeleteRequest {
+                path: path.into(),
+                version,
+            })
+        };
+        a.fails(delete("/app", -1), ErrorCode::NotEmpty);
+        a.fails(delete("/app/q-0000000000", 3), ErrorCode::BadVersion);
+        a.ok(delete("/app/q-0000000000", 0));
+        a.fails(
+            OpRequest::Exists(pw("/app/q-0000000000", false)),
+            ErrorCode::NoNode,
+        );
+        // Names with `_` and Unicode, as lock recipes make them.
+        let lock = "/app/_c_4f2a-lock-é";
+        assert_eq!(
+            created(a.ok(OpRequest::Create(create(lock, b"", CreateMode::Persistent)))),
+            lock
+        );
+        // ZooKeeper's own subtree: under the root, read-only, config empty.
+        let body = b.ok(OpRequest::GetChildren(pw("/", false)));
+        assert_eq!(
+            body,
+            ReplyBody::GetChildren {
+                children: vec!["app".into(), "zookeeper".into()]
+            }
+        );
+        let body = b.ok(OpRequest::GetData(pw(CONFIG_NODE, false)));
+        assert!(matches!(body, ReplyBody::GetData { data: Some(d), .. } if d.is_empty()));
+        b.fails(
+            OpRequest::Create(create("/zookeeper/x", b"", CreateMode::Persistent)),
+            ErrorCode::BadArguments,
+        );
+        // The open ACL is what every node has; setACL is answered with the stat.
+        let body = b.ok(OpRequest::GetAcl(PathRequest {
+            path: "/app".into(),
+        }));
+        assert!(
+            matches!(body, ReplyBody::GetAcl { ref acl, .. } if acl == &[Acl::open_unsafe()]),
+            "{body:?}"
+        );
+        let set_acl = |version| {
+            OpRequest::SetAcl(SetAclRequest {
+                path: "/app".into(),
+                acl: vec![Acl::open_unsafe()],
+                version,
+            })
+        };
+        assert_eq!(stat_of(b.ok(set_acl(0))).version, 1);
+        b.fails(set_acl(3), ErrorCode::BadVersion);
+        // sync answers its path; what is not served says so.
+        assert_eq!(
+            b.ok(OpRequest::Sync(PathRequest {
+                path: "/app".into()
+            })),
+            ReplyBody::Sync {
+                path: "/app".into()
+            }
+        );
+        b.fails(
+            OpRequest::GetEphemerals(PathRequest { path: "/".into() }),
+            ErrorCode::Unimplemented,
+        );
+        b.fails(
+            OpRequest::Create(CreateRequest {
+                acl: vec![],
+                ..create("/noacl", b"", CreateMode::Persistent)
+            }),
+            ErrorCode::InvalidAcl,
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_events_come_before_the_answer_that_shows_the_change() {
+    let cluster = Cluster::start(door_config()).await;
+    // The watcher on a follower: its own writes are answered by the
+    // leader, possibly before the follower applied them, and their events
+    // must still come first.
+    let leader = cluster
+        .inner
+        .leader(Duration::from_secs(20))
+        .await
+        .expect("a leader");
+    let follower = if leader == 1 { 2 } else { 1 };
+    let (watcher_addr, writer_addr) = (cluster.addr(follower), cluster.addr(leader as usize));
+    client(move || {
+        let mut watcher = Conn::connect(watcher_addr, 10_000);
+        let mut writer = Conn::connect(writer_addr, 10_000);
+        writer.ok(OpRequest::Create(create(
+            "/w",
+            b"1",
+            CreateMode::Persistent,
+        )));
+        writer.ok(OpRequest::Create(create(
+            "/w/gone",
+            b"",
+            CreateMode::Persistent,
+        )));
+        watcher.ok(OpRequest::GetData(pw("/w", true)));
+        watcher.fails(OpRequest::Exists(pw("/later", true)), ErrorCode::NoNode);
+        watcher.ok(OpRequest::GetChildren(pw("/w", true)));
+        watcher.ok(OpRequest::Exists(pw("/w/gone", true)));
+        assert!(watcher.take_events().is_empty());
+        // Changes through another member.
+        let set = OpRequest::SetData(SetDataRequest {
+            path: "/w".into(),
+            data: Some(b"2".to_vec()),
+            version: -1,
+        });
+        writer.ok(set.clone());
+        writer.ok(OpRequest::Create(create(
+            "/later",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(OpRequest::Delete(DeleteRequest {
+            path: "/w/gone".into(),
+            version: -1,
+        }));
+        // The watcher's next answer shows every change: each event first.
+        let body = watcher.ok(OpRequest::GetData(pw("/w", false)));
+        assert!(matches!(body, ReplyBody::GetData { data: Some(ref d), .. } if d == b"2"));
+        assert_eq!(
+            watcher.take_events(),
+            [
+                (EventType::NodeDataChanged, "/w".to_string()),
+                (EventType::NodeCreated, "/later".to_string()),
+                (EventType::NodeDeleted, "/w/gone".to_string()),
+                (EventType::NodeChildrenChanged, "/w".to_string()),
+            ]
+        );
+        // The watcher's own write: the event precedes the write's answer,
+        // not only a later read's.
+        watcher.ok(OpRequest::GetData(pw("/w", true)));
+        let own = OpRequest::SetData(SetDataRequest {
+            path: "/w".into(),
+            data: Some(b"3".to_vec()),
+            version: -1,
+        });
+        watcher.ok(own);
+        assert_eq!(
+            watcher.take_events(),
+            [(EventType::NodeDataChanged, "/w".to_string())]
+        );
+        // One-shot: the same change again fires nothing.
+        writer.ok(set);
+        watcher.ok(OpRequest::Sync(PathRequest { path: "/".into() }));
+        watcher.ok(OpRequest::GetData(pw("/w", false)));
+        assert!(watcher.take_events().is_empty());
+        // A watch fires without a request from the watcher too.
+        watcher.ok(OpRequest::Exists(pw("/w", true)));
+        writer.ok(OpRequest::Delete(DeleteRequest {
+            path: "/later".into(),
+            version: -1,
+        }));
+        writer.ok(OpRequest::Delete(DeleteRequest {
+            path: "/w".into(),
+            version: -1,
+        }));
+        let event = match watcher.read() {
+            Some(ServerPacket::Reply(Reply {
+                body: ReplyBody::Notification(e),
+                ..
+            })) => e,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            (event.event_type, event.path.as_str()),
+            (EventType::NodeDeleted, "/w")
+        );
+        // setWatches from a reconnect: what changed since the zxid fires at once.
+        let zxid = writer.last_zxid;
+        writer.ok(OpRequest::Create(create("/w", b"", CreateMode::Persistent)));
+        let r = watcher.call_xid(
+            xid::SET_WATCHES,
+            OpRequest::SetWatches(SetWatches {
+                relative_zxid: zxid,
+                data_watches: vec![],
+                exist_watches: vec!["/w".into(), "/never".into()],
+                child_watches: vec![],
+            }),
+        );
+        assert_eq!(r.header.err, ErrorCode::Ok);
+        assert_eq!(
+            watcher.take_events(),
+            [(EventType::NodeCreated, "/w".to_string())]
+        );
+        writer.ok(OpRequest::Create(create(
+            "/never",
+            b"",
+            CreateMode::Persistent,
+        )));
+        watcher.ok(OpRequest::Sync(PathRequest { path: "/".into() }));
+        watcher.ok(OpRequest::Exists(pw("/never", false)));
+        assert_eq!(
+            watcher.take_events(),
+            [(EventType::NodeCreated, "/never".to_string())]
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_is_all_or_nothing_with_zookeepers_results() {
+    let cluster = Cluster::start(door_config()).await;
+    let addrs = cluster.addrs();
+    client(move || {
+        let mut c = Conn::connect(addrs[1], 10_000);
+        c.ok(OpRequest::Create(create("/m", b"", CreateMode::Persistent)));
+        c.ok(OpRequest::Create(create("/m/c2", b"x", CreateMode::Persistent)));
+        let set = |path: &str, version| MultiOp::SetData(SetDataRequest { path: path.into(), data: Some(b"1".to_vec()), version });
+        // The third operation fails: nothing applies, the results say which.
+        let r = c.call(OpRequest::Multi(MultiRequest {
+            ops: vec![
+                MultiOp::Check(CheckVersionRequest { path: "/m/c2".into(), version: 0 }),
+                MultiOp::Create(create("/m/m1", b"", CreateMode::Persistent)),
+                set("/m/c2", 99),
+                MultiOp::Delete(DeleteRequest { path: "/m/c2".into(), version: -1 }),
+            ],
+        }));
+        assert_eq!(r.header.err, ErrorCode::Ok);
+        let expected: Vec<OpResult> = [ErrorCode::Ok, ErrorCode::Ok, ErrorCode::BadVersion, ErrorCode::RuntimeInconsistency]
+            .into_iter()
+            .map(|err| OpResult::Error { err })
+            .collect();
+        assert_eq!(r.body, ReplyBody::Multi(MultiResponse { results: expected }));
+        c.fails(OpRequest::Exists(pw("/m/m1", false)), ErrorCode::NoNode);
+        // A multi that succeeds: a create, then a child of it, in one go.
+        let r = c.ok(OpRequest::Multi(MultiRequest {
+            ops: vec![
+                MultiOp::Create(create("/m/m1", b"", CreateMode::Persistent)),
+                MultiOp::Create2(create("/m/m1/k-", b"", CreateMode::PersistentSequential)),
+                MultiOp::Check(CheckVersionRequest { path: "/m/c2".into(), version: 0 }),
+                set("/m/m1", 0),
+                MultiOp::Delete(DeleteRequest { path: "/m/c2".into(), version: 0 }),
+            ],
+        }));
+        let ReplyBody::Multi(MultiResponse { results }) = r else {
+            panic!("{r:?}");
+        };
+        assert_eq!(results[0], OpResult::Create { path: "/m/m1".into() });
+        assert_eq!(results[1], OpResult::Create { path: "/m/m1/k-0000000000".into() });
+        assert_eq!(results[2], OpResult::Check);
+        assert!(matches!(&results[3], OpResult::SetData { stat } if stat.version == 1 && stat.num_children == 1));
+        assert_eq!(results[4], OpResult::Delete);
+        // Every operation of one multi commits at one zxid.
+        let stat = stat_of(c.ok(OpRequest::Exists(pw("/m/m1/k-0000000000", false))));
+        let parent = stat_of(c.ok(OpRequest::Exists(pw("/m/m1", false))));
+        assert_eq!((stat.czxid, parent.czxid, parent.mzxid), (stat.czxid, stat.czxid, stat.czxid));
+        // multiRead: per-read results, a missing node as its error.
+        let r = c.ok(OpRequest::MultiRead(MultiRequest {
+            ops: vec![MultiOp::GetChildren(pw("/m", false)), MultiOp::GetData(pw("/m/gone", false))],
+        }));
+        assert_eq!(
+            r,
+            ReplyBody::Multi(MultiResponse {
+                results: vec![
+                    OpResult::GetChildren { children: vec!["m1".into()] },
+                    OpResult::Error { err: ErrorCode::NoNode },
+                ]
+            })
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_move_between_members_and_end_with_their_ephemerals() {
+    let cluster = Cluster::start(door_config()).await;
+    let addrs = cluster.addrs();
+    client(move || {
+        let mut a = Conn::connect(addrs[0], 10_000);
+        let mut other = Conn::connect(addrs[1], 10_000);
+        a.ok(OpRequest::Create(create(
+            "/eph",
+            b"",
+            CreateMode::Ephemeral,
+        )));
+        let (id, passwd, zxid) = (a.session_id, a.passwd.clone(), a.last_zxid);
+        drop(a);
+        // The session resumes on another member with its id and password.
+        let (mut moved, rsp) = Conn::resume(addrs[2], id, passwd.clone(), zxid);
+        let rsp = rsp.expect("resumed");
+        assert_eq!(
+            (rsp.session_id, rsp.time_out > 0, rsp.read_only),
+            (id, true, None)
+        );
+        let stat = stat_of(moved.ok(OpRequest::Exists(pw("/eph", false))));
+        assert_eq!(stat.ephemeral_owner, id);
+        // A wrong password names no session: timeout 0, then closed.
+        let mut wrong = passwd.clone();
+        wrong[15] ^= 1;
+        let (mut refused, rsp) = Conn::resume(addrs[1], id, wrong, 0);
+        assert_eq!(rsp.expect("an answer").time_out, 0);
+        assert!(refused.is_closed());
+        // A client that saw a later zxid than the member is refused.
+        let (_, rsp) = Conn::resume(addrs[1], id, passwd.clone(), i64::MAX);
+        assert!(rsp.is_none(), "{rsp:?}");
+        // closeSession removes the ephemerals at once.
+        let r = moved.call(OpRequest::CloseSession);
+        assert_eq!(r.header.err, ErrorCode::Ok);
+        assert!(moved.is_closed());
+        other.fails(OpRequest::Exists(pw("/eph", false)), ErrorCode::NoNode);
+        let (_, rsp) = Conn::resume(addrs[0], id, passwd, 0);
+        assert_eq!(
+            rsp.expect("an answer").time_out,
+            0,
+            "a closed session is expired"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pings_keep_a_session_and_silence_expires_it() {
+    let cluster = Cluster::start(door_config()).await;
+    let addrs = cluster.addrs();
+    client(move || {
+        let mut observer = Conn::connect(addrs[1], 10_000);
+        let mut c = Conn::connect(addrs[0], 400);
+        c.ok(OpRequest::Create(create(
+            "/short",
+            b"",
+            CreateMode::Ephemeral,
+        )));
+        // Pings for several TTLs keep it.
+        let until = Instant::now() + Duration::from_millis(1_500);
+        while Instant::now() < until {
+            c.ping();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        observer.ok(OpRequest::Exists(pw("/short", false)));
+        // Silent: the door closes the connection, the leader expires the
+        // session and its node goes.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = observer.call(OpRequest::Exists(pw("/short", false)));
+            if r.header.err == ErrorCode::NoNode {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the session never expired");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(c.is_closed());
+        let (_, rsp) = Conn::resume(addrs[2], c.session_id, c.passwd.clone(), 0);
+        assert_eq!(rsp.expect("an answer").time_out, 0);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_frame_closes_only_its_connection_and_connections_are_capped() {
+    let cluster = Cluster::start(door_config()).await;
+    let addr = cluster.addr(1);
+    // A second door on member 1 that serves one connection at a time.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let one = DoorConfig {
+        max_connections: 1,
+        ..door_config()
+    };
+    let capped =
+        raftlock_zookeeper::door::Door::spawn(cluster.inner.node(1).clone(), listener, one)
+            .expect("door");
+    let capped = capped.local_addr();
+    client(move || {
+        let mut good = Conn::connect(addr, 10_000);
+        // A frame over 1 MiB.
+        let mut big = Conn::connect(addr, 10_000);
+        big.stream
+            .write_all(&(2 * 1024 * 1024i32).to_be_bytes())
+            .expect("send");
+        assert!(big.is_closed());
+        // A frame whose request does not decode (a truncated create).
+        let mut bad = Conn::connect(addr, 10_000);
+        bad.stream
+            .write_all(&[0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 1, 0])
+            .expect("send");
+        assert!(bad.is_closed());
+        // An opcode nobody knows is answered, and the connection goes on.
+        let mut unknown = Conn::connect(addr, 10_000);
+        unknown
+            .stream
+            .write_all(&[0, 0, 0, 8, 0, 0, 0, 7, 0, 0, 0, 77])
+            .expect("send");
+        let Some(ServerPacket::Reply(r)) = unknown.read() else {
+            panic!("no answer");
+        };
+        assert_eq!((r.header.xid, r.header.err), (7, ErrorCode::Unimplemented));
+        // So is a create whose flags name no mode (ZooKeeper: BADARGUMENTS).
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&8i32.to_be_bytes()); // xid
+        frame.extend_from_slice(&1i32.to_be_bytes()); // create
+        frame.extend_from_slice(&2i32.to_be_bytes());
+        frame.extend_from_slice(b"/f");
+        frame.extend_from_slice(&(-1i32).to_be_bytes()); // no data
+        frame.extend_from_slice(&0i32.to_be_bytes()); // no ACL
+        frame.extend_from_slice(&99i32.to_be_bytes()); // flags
+        let len = i32::try_from(frame.len()).expect("small");
+        unknown.stream.write_all(&len.to_be_bytes()).expect("send");
+        unknown.stream.write_all(&frame).expect("send");
+        let Some(ServerPacket::Reply(r)) = unknown.read() else {
+            panic!("no answer");
+        };
+        assert_eq!((r.header.xid, r.header.err), (8, ErrorCode::BadArguments));
+        good.ok(OpRequest::Exists(pw("/", false)));
+        // The capped door: its one connection is served, a second closed.
+        let mut first = Conn::connect(capped, 10_000);
+        let (mut second, rsp) = Conn::resume(capped, 0, vec![0; 16], 0);
+        assert!(rsp.is_none() && second.is_closed());
+        first.ok(OpRequest::Exists(pw("/", false)));
+    })
+    .await;
+}

@@ -1,0 +1,120 @@
+//! The real kazoo 2.11 client (PyPI) against the door on a three-member
+//! in-process cluster: `tests/kazoo/scenario.py` runs kazoo's znode calls,
+//! watches and its `Lock` recipe with several clients. The virtualenv is
+//! made once under the target directory. Without `python3` the test says
+//! so loudly and passes; with it, a failed install fails the test.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{door_config, Cluster};
+
+const KAZOO: &str = "kazoo==2.11.0";
+
+fn python3() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("python3"))
+            .find(|p| p.is_file())
+    })
+}
+
+fn run(cmd: &mut std::process::Command) -> bool {
+    match cmd.status() {
+        Ok(status) => status.success(),
+        Err(e) => panic!("{cmd:?}: {e}"),
+    }
+}
+
+/// A virtualenv with kazoo, made on first use; its python.
+fn venv(python3: &Path) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kazoo-2.11.0-venv");
+    let python = dir.join("bin").join("python");
+    let marker = dir.join(".installed");
+    if marker.is_file() {
+        return python;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if !run(std::process::Command::new(python3)
+        .args(["-m", "venv"])
+        .arg(&dir))
+    {
+        // Debian's python3 without python3-venv: virtualenv from PyPI.
+        let _ = std::fs::remove_dir_all(&dir);
+        let tool = dir.with_extension("virtualenv");
+        assert!(
+            run(std::process::Command::new(python3)
+                .args(["-m", "pip", "install", "--quiet", "--target"])
+                .arg(&tool)
+                .arg("virtualenv")),
+            "installing virtualenv failed"
+        );
+        assert!(
+            run(std::process::Command::new(python3)
+                .env("PYTHONPATH", &tool)
+                .args(["-m", "virtualenv", "--quiet"])
+                .arg(&dir)),
+            "virtualenv failed"
+        );
+    }
+    assert!(
+        run(std::process::Command::new(&python).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            KAZOO
+        ])),
+        "pip install {KAZOO} failed"
+    );
+    std::fs::write(&marker, KAZOO).expect("marker");
+    python
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_locks_watches_and_znodes() {
+    let Some(python3) = python3() else {
+        eprintln!("==========================================================");
+        eprintln!("SKIP kazoo_locks_watches_and_znodes: no python3 on PATH");
+        eprintln!("==========================================================");
+        return;
+    };
+    let python = tokio::task::spawn_blocking(move || venv(&python3))
+        .await
+        .expect("venv");
+    let cluster = Cluster::start(door_config()).await;
+    let hosts = cluster
+        .addrs()
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/scenario.py");
+    let child = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(&hosts)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the kazoo scenario");
+    let out = tokio::time::timeout(Duration::from_secs(240), child.wait_with_output())
+        .await
+        .expect("the kazoo scenario finished in time")
+        .expect("the kazoo scenario ran");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "kazoo scenario failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("kazoo scenario: ok"), "{stdout}\n{stderr}");
+}
