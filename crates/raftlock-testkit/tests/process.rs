@@ -43,9 +43,23 @@ fn status(pid: u32, key: &str) -> String {
 async fn start_pause_resume_kill() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = script(dir.path(), "member", "echo \"$@\"\nexec sleep 60");
+    let config = dir.path().join("cluster.toml");
+    let args = format!(
+        "serve --config {} --id 1 --peer 2=127.0.0.1:1",
+        config.display()
+    );
+    let log = dir.path().join("node-1.log");
+    let logged = |n: usize| {
+        let (log, args) = (log.clone(), args.clone());
+        async move {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            text.lines().filter(|l| *l == args).count() == n
+        }
+    };
     let mut member = NodeProcess::new(spec(dir.path(), bin, None));
     member.start().expect("start");
     assert!(member.is_running());
+    eventually("the first incarnation logged", WAIT, || logged(1)).await;
     let pid = member.pid().expect("pid");
     member.pause().expect("pause");
     eventually("stopped", WAIT, || async {
@@ -63,17 +77,7 @@ async fn start_pause_resume_kill() {
     member.start().expect("second incarnation");
     assert_eq!(member.starts, 2);
     // Both incarnations wrote their arguments to the one log, appended.
-    let config = dir.path().join("cluster.toml");
-    let args = format!(
-        "serve --config {} --id 1 --peer 2=127.0.0.1:1",
-        config.display()
-    );
-    let log = dir.path().join("node-1.log");
-    eventually("both incarnations logged", WAIT, || async {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        text.lines().filter(|l| *l == args).count() == 2
-    })
-    .await;
+    eventually("both incarnations logged", WAIT, || logged(2)).await;
     member.stop(Duration::from_secs(5)).await;
     assert!(!member.is_running());
 }
