@@ -9,6 +9,8 @@
 //!   and the bench.
 //! - [`http`]: JSON replies and raw requests for API tests.
 
+#![warn(missing_docs)]
+
 #[cfg(feature = "in-process")]
 pub mod cluster;
 #[cfg(feature = "in-process")]

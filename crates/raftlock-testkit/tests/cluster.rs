@@ -1,6 +1,8 @@
 //! The in-process cluster: members serve the API on the addresses the
 //! membership names, and a stopped member comes back with its API.
 
+#![cfg(feature = "in-process")]
+
 use raftlock_testkit::{eventually, Options, TestCluster, WAIT};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
