@@ -1,5 +1,6 @@
 //! Runs real `raftlock serve` processes on free loopback ports, each with
-//! its own sled directory, and talks to them over HTTP.
+//! its own sled directory, and talks to them over HTTP. The command line
+//! of a member is the shared launcher's (`raftlock_testkit::process`).
 
 #![allow(dead_code)]
 
@@ -8,9 +9,10 @@ pub mod pin;
 pub mod tls;
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
+use raftlock_testkit::process::{spawn_pinned, NodeSpec};
 use serde_json::{json, Value};
 
 pub const RAFTLOCK: &str = env!("CARGO_BIN_EXE_raftlock");
@@ -176,31 +178,24 @@ impl ProcessCluster {
     }
 
     fn spawn_with(&mut self, id: u64, config: PathBuf, extra: &[String]) {
-        // Appends: a restarted member's earlier log stays readable.
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join(format!("node-{id}.log")))
-            .expect("log file");
         // Another build of `raftlock` for a before/after measurement
         // (tests/overload.rs, docs/overload.md); this build's by default.
         let binary =
             std::env::var("RAFTLOCK_SERVE_BINARY").unwrap_or_else(|_| RAFTLOCK.to_string());
-        let mut command = Command::new(binary);
-        command
-            .args(["serve", "--config"])
-            .arg(&config)
-            .args(["--id", &id.to_string()])
-            .args(extra)
-            .env("RUST_LOG", "info,openraft=warn")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("dup"))
-            .stderr(log);
-        let child = match self.member_cpu {
-            Some(cpu) => pin::on_cpu(cpu, || command.spawn()),
-            None => command.spawn(),
-        }
-        .expect("spawn raftlock serve");
+        let spec = NodeSpec {
+            id,
+            bin: binary.into(),
+            control: None,
+            config,
+            peers: Vec::new(),
+            extra: extra.to_vec(),
+            log: self.dir.path().join(format!("node-{id}.log")),
+            cpu: self.member_cpu,
+        };
+        let child = spec
+            .command()
+            .and_then(|mut command| spawn_pinned(spec.cpu, || command.spawn()))
+            .expect("spawn raftlock serve");
         self.processes[(id - 1) as usize] = Some(child);
     }
 

@@ -6,9 +6,8 @@
 //! pinned, the members' waits are each other's only (and the niced builds
 //! of whatever else runs on the machine).
 //!
-//! A child process inherits the affinity of the thread that starts it:
-//! [`on_cpu`] sets it on the calling thread for the spawn only, so no
-//! `unsafe` pre-exec hook is needed.
+//! A member's own core is set at its spawn by the shared launcher
+//! (`raftlock_testkit::process::spawn_pinned`).
 
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
@@ -59,18 +58,6 @@ pub fn pin_process(cpu: usize) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Runs `spawn` with the calling thread confined to `cpu` (so the process
-/// it starts inherits that), then gives the thread its set back.
-pub fn on_cpu<T>(cpu: usize, spawn: impl FnOnce() -> T) -> T {
-    let before = sched_getaffinity(Pid::from_raw(0)).ok();
-    let pinned = only(cpu).is_some_and(|set| sched_setaffinity(Pid::from_raw(0), &set).is_ok());
-    let out = spawn();
-    if let (true, Some(before)) = (pinned, before) {
-        let _ = sched_setaffinity(Pid::from_raw(0), &before);
-    }
-    out
 }
 
 /// Busy and niced time of each CPU so far, in seconds (`/proc/stat`):

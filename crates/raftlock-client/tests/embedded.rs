@@ -16,49 +16,49 @@ fn client(cluster: &Cluster, id: u64) -> Arc<dyn LockClient> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reentrant_mutex_counts_holds() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     scenarios::reentrant_hold_count(client(&cluster, 2), client(&cluster, 3)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guarded_writes_and_transactions() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     scenarios::guarded_writes(client(&cluster, 1), client(&cluster, 2)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_delay_holds_off_after_a_close() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     scenarios::lock_delay(client(&cluster, 1), client(&cluster, 2)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutex_excludes_and_tokens_increase() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     scenarios::mutual_exclusion(client(&cluster, 1), client(&cluster, 2)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_guard_releases() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     scenarios::guard_drop_releases(client(&cluster, 2), client(&cluster, 3)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn election_campaign_proclaim_resign_observe() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     scenarios::election(client(&cluster, 1), client(&cluster, 3)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_not_found_fires_lost_at_once() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     scenarios::session_not_found_fires_lost(client(&cluster, 2)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_fires_when_the_cluster_stops() {
-    let mut cluster = Cluster::start(false).await;
+    let mut cluster = common::start(false).await;
     // Through a follower: a `Node` handle of the old leader keeps
     // acknowledging keepalives from its in-memory tracker after
     // `shutdown()` (a raftlock-node issue, reported), which would keep
@@ -77,13 +77,13 @@ async fn lost_fires_when_the_cluster_stops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rwlock_semaphore_and_multilock() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     scenarios::primitives(client(&cluster, 1), client(&cluster, 2)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_from_a_read_misses_nothing_and_reports_compaction() {
-    let cluster = Cluster::start(false).await;
+    let cluster = common::start(false).await;
     // The watcher on a follower-or-leader other than the writer's node.
     scenarios::watch_after_read(client(&cluster, 3), client(&cluster, 1)).await;
 }
@@ -91,7 +91,7 @@ async fn watch_from_a_read_misses_nothing_and_reports_compaction() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_ends_when_its_node_stops() {
     use futures::StreamExt;
-    let mut cluster = Cluster::start(false).await;
+    let mut cluster = common::start(false).await;
     let watcher = client(&cluster, 2);
     let (_, revision) = watcher.read_node("/").await.expect("read the root");
     let mut watch = watcher.watch("/svc", Some(revision));

@@ -23,7 +23,7 @@ async fn client(cluster: &Cluster, rotate: usize) -> Arc<dyn LockClient> {
 async fn watch_streams_changes_after_a_read() {
     use futures::StreamExt;
     use raftlock_client::WatchEvent;
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let endpoints = cluster.endpoints();
     let http = HttpClient::new(endpoints).expect("client");
     let client: Arc<dyn LockClient> = Arc::new(http.clone());
@@ -62,62 +62,62 @@ async fn watch_streams_changes_after_a_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_from_a_read_misses_nothing_and_reports_compaction() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let (a, b) = (client(&cluster, 2).await, client(&cluster, 0).await);
     scenarios::watch_after_read(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reentrant_mutex_counts_holds() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let (a, b) = (client(&cluster, 1).await, client(&cluster, 2).await);
     scenarios::reentrant_hold_count(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guarded_writes_and_transactions() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let (a, b) = (client(&cluster, 0).await, client(&cluster, 2).await);
     scenarios::guarded_writes(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_delay_holds_off_after_a_close() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);
     scenarios::lock_delay(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutex_excludes_and_tokens_increase() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);
     scenarios::mutual_exclusion(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_guard_releases() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let (a, b) = (client(&cluster, 1).await, client(&cluster, 2).await);
     scenarios::guard_drop_releases(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn election_over_sse() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let (a, b) = (client(&cluster, 2).await, client(&cluster, 0).await);
     scenarios::election(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_not_found_fires_lost_at_once() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     scenarios::session_not_found_fires_lost(client(&cluster, 0).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_fires_when_the_cluster_stops() {
-    let mut cluster = Cluster::start(true).await;
+    let mut cluster = common::start(true).await;
     let ttl = Duration::from_millis(1500);
     let session = Session::open(client(&cluster, 0).await, "doomed", ttl)
         .await
@@ -133,7 +133,7 @@ async fn lost_fires_when_the_cluster_stops() {
 /// through the other endpoints.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fails_over_when_its_node_stops() {
-    let mut cluster = Cluster::start(true).await;
+    let mut cluster = common::start(true).await;
     let client = HttpClient::new(cluster.endpoints()).expect("client");
     let session = Session::open(Arc::new(client.clone()), "survivor", Duration::from_secs(5))
         .await
@@ -157,7 +157,7 @@ async fn fails_over_when_its_node_stops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_errors_and_no_endpoint() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let client = client(&cluster, 0).await;
     let bad = client.acquire(
         "../etc",
@@ -182,7 +182,7 @@ async fn typed_errors_and_no_endpoint() {
 /// endpoint.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_and_lock_listing_are_typed() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let mut endpoints = cluster.endpoints();
     endpoints.insert(0, dead_endpoint().await);
     let client = HttpClient::new(endpoints).expect("client");
@@ -215,7 +215,7 @@ async fn cluster_and_lock_listing_are_typed() {
 /// nothing: the client moves on to another endpoint by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fails_over_from_a_member_whose_disk_is_full() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let full = cluster
         .running()
         .find(|n| n.status().leader_id.is_some_and(|l| l != n.id()))
@@ -253,7 +253,7 @@ async fn observe_moves_to_another_member_when_its_member_stops() {
     use futures::StreamExt;
     use raftlock_client::Election;
 
-    let mut cluster = Cluster::start(true).await;
+    let mut cluster = common::start(true).await;
     let leader = cluster
         .node(1)
         .wait_for_leader(common::PATIENCE)
@@ -289,7 +289,7 @@ async fn observe_moves_to_another_member_when_its_member_stops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rwlock_semaphore_and_multilock() {
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let (a, b) = (client(&cluster, 0).await, client(&cluster, 1).await);
     scenarios::primitives(a, b).await;
 }
@@ -297,7 +297,7 @@ async fn rwlock_semaphore_and_multilock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rwlocks_and_semaphores_are_listed() {
     use raftlock_client::{Mode, RwLock, Semaphore};
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let http = HttpClient::new(cluster.endpoints()).expect("client");
     let client: Arc<dyn LockClient> = Arc::new(http.clone());
     let session = Session::open(client, "lister", Duration::from_secs(5))
@@ -338,7 +338,7 @@ async fn rwlocks_and_semaphores_are_listed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_reads_are_typed_and_keep_the_body_as_sent() {
     use raftlock_client::NodeWrite;
-    let cluster = Cluster::start(true).await;
+    let cluster = common::start(true).await;
     let mut endpoints = cluster.endpoints();
     endpoints.insert(0, dead_endpoint().await);
     let http = HttpClient::new(endpoints).expect("client");

@@ -25,16 +25,27 @@ impl LocalCluster {
         size: u64,
         settings: ClusterSettings,
     ) -> Result<LocalCluster, StartError> {
+        let placeholders = (0..size).map(|_| "127.0.0.1:0".to_string()).collect();
+        Self::start_with_api_addrs(dir, placeholders, settings).await
+    }
+
+    /// As [`start`](Self::start), with member `i + 1`'s `api_addr` set to
+    /// `api_addrs[i]`: the address an API the caller serves listens on, so
+    /// the membership (and the API's `/v1/cluster`) names it.
+    pub async fn start_with_api_addrs(
+        dir: &Path,
+        api_addrs: Vec<String>,
+        settings: ClusterSettings,
+    ) -> Result<LocalCluster, StartError> {
         let mut listeners = Vec::new();
         let mut members = BTreeMap::new();
-        for id in 1..=size {
+        for (id, api_addr) in (1..).zip(api_addrs) {
             let bind = |source| StartError::Listen {
                 addr: "127.0.0.1:0".into(),
                 source,
             };
             let listener = TcpListener::bind("127.0.0.1:0").await.map_err(bind)?;
             let raft_addr = listener.local_addr().map_err(bind)?.to_string();
-            let api_addr = "127.0.0.1:0".to_string();
             members.insert(
                 id,
                 Member {
@@ -45,8 +56,9 @@ impl LocalCluster {
             );
             listeners.push(listener);
         }
-        let configs: Vec<NodeConfig> = (1..=size)
-            .map(|id| NodeConfig {
+        let configs: Vec<NodeConfig> = members
+            .keys()
+            .map(|&id| NodeConfig {
                 id,
                 members: members.clone(),
                 data_dir: PathBuf::from(dir).join(format!("node-{id}")),

@@ -12,7 +12,7 @@
 
 pub mod disk;
 pub mod net;
-pub mod process;
+pub use raftlock_testkit::process;
 pub mod roster;
 pub mod setup;
 
@@ -176,6 +176,7 @@ impl Cluster {
                 peers,
                 extra: Vec::new(),
                 log: opts.log_dir.join(format!("node-{id}.log")),
+                cpu: None,
             };
             let mut node = NodeProcess::new(spec);
             if id <= opts.nodes as u64 {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use raftlock_testkit::process::NodeSpec;
 use serde_json::Value;
 
 use super::{absolute, free_ports, Member, Spawn, Tools};
@@ -33,17 +34,28 @@ pub fn specs(tools: &Tools, dir: &Path) -> anyhow::Result<Vec<(u32, u16, Spawn)>
     std::fs::write(&config, toml).with_context(|| format!("cannot write {}", config.display()))?;
     Ok((0..3u32)
         .map(|i| {
-            let spawn = Spawn {
-                program: tools.raftlock.clone(),
-                args: vec![
-                    "serve".into(),
-                    "--config".into(),
-                    config.display().to_string(),
-                    "--id".into(),
-                    (i + 1).to_string(),
-                ],
-                cwd: dir.clone(),
+            // The command line every launcher of a member uses; this
+            // bench's own `Cluster` runs it (CPU sets, pid file) as it runs
+            // etcd and ZooKeeper.
+            let member = NodeSpec {
+                id: u64::from(i + 1),
+                bin: tools.raftlock.clone(),
+                control: None,
+                config: config.clone(),
+                peers: Vec::new(),
+                extra: Vec::new(),
                 log: dir.join(format!("member-{}.log", i + 1)),
+                cpu: None,
+            };
+            let spawn = Spawn {
+                program: member.bin.clone(),
+                args: member
+                    .args()
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+                cwd: dir.clone(),
+                log: member.log.clone(),
             };
             (i + 1, ports[i as usize], spawn)
         })

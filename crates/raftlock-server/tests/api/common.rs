@@ -1,88 +1,58 @@
-//! A real three-node cluster in this process, each node serving the API
-//! with `raftlock_server::serve` on its own port-0 listener, driven with
-//! reqwest (and, where reqwest would normalize a URL, a raw socket).
+//! The shared in-process test cluster (`raftlock_testkit::TestCluster`:
+//! three members in this process, each serving the API with
+//! `raftlock_server::serve` on its own port-0 listener) as these tests
+//! address it: members by 0-based index, and data on tmpfs for the
+//! full-disk tests.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
-use raftlock_core::{QueueKind, SessionId, StateMachine};
-use raftlock_node::{ClusterSettings, Consistency, Member, Node, NodeConfig};
-use raftlock_server::{serve, ApiConfig};
-use reqwest::{Method, StatusCode};
+use raftlock_core::{QueueKind, SessionId};
+use raftlock_node::{ClusterSettings, Node};
+use raftlock_server::ApiConfig;
+use raftlock_testkit::cluster::fast_settings;
+use raftlock_testkit::Options;
+use reqwest::Method;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use crate::tmpfs::{MountError, Tmpfs};
 
-/// Upper bound for anything that should happen "soon".
-pub const WAIT: Duration = Duration::from_secs(10);
+pub use raftlock_testkit::http::{raw_http, Reply};
+pub use raftlock_testkit::WAIT;
 
-/// Clusters in this binary run one at a time: several three-node clusters
-/// on a 2-core machine starve each other's elections.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-struct Server {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<std::io::Result<()>>,
-}
-
+/// The cluster; `c.urls[i]`, `c.http` and `c.state()` come from the
+/// shared cluster through `Deref`.
 pub struct TestCluster {
-    _serial: tokio::sync::MutexGuard<'static, ()>,
-    pub nodes: Vec<Option<Node>>,
-    /// `http://127.0.0.1:port` of each node's API.
-    pub urls: Vec<String>,
-    servers: Vec<Option<Server>>,
-    pub http: reqwest::Client,
+    // Field order is drop order: the members, then the mounts, then the
+    // directory they are mounted in.
+    inner: raftlock_testkit::TestCluster,
     /// Each member's data directory on its own tmpfs (`start_on_tmpfs`);
-    /// empty otherwise. Unmounted before `_dir` is removed (field order).
+    /// empty otherwise.
     pub tmpfs: Vec<Tmpfs>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 fn settings() -> ClusterSettings {
     ClusterSettings {
-        heartbeat_interval_ms: 50,
-        election_timeout_min_ms: 300,
-        election_timeout_max_ms: 600,
-        session_ttl_min_ms: 200,
-        fsync: false,
         leader_wait_ms: 1_500,
-        ..ClusterSettings::default()
+        ..fast_settings()
     }
 }
 
-/// A JSON reply: status, and the body parsed (Null when empty).
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: reqwest::header::HeaderMap,
-    pub body: Value,
+fn id(i: usize) -> u64 {
+    i as u64 + 1
 }
 
-impl Reply {
-    /// Asserts an API error: status, code, JSON content type and shape.
-    #[track_caller]
-    pub fn expect_error(&self, status: u16, code: &str, what: &str) {
-        assert_eq!(self.status.as_u16(), status, "{what}: {}", self.body);
-        assert_eq!(self.body["error"], code, "{what}: {}", self.body);
-        assert!(
-            self.body["message"].as_str().is_some_and(|m| !m.is_empty()),
-            "{what}: message missing in {}",
-            self.body
-        );
-        let content_type = self.headers.get("content-type").map(|v| v.as_bytes());
-        assert_eq!(content_type, Some(&b"application/json"[..]), "{what}");
+impl Deref for TestCluster {
+    type Target = raftlock_testkit::TestCluster;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
     }
+}
 
-    /// Asserts a success status and returns the body.
-    #[track_caller]
-    pub fn expect(&self, status: u16, what: &str) -> &Value {
-        assert_eq!(self.status.as_u16(), status, "{what}: {}", self.body);
-        &self.body
+impl DerefMut for TestCluster {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
     }
 }
 
@@ -93,9 +63,16 @@ impl TestCluster {
 
     /// A cluster whose API servers all use `api`.
     pub async fn start_with(api: ApiConfig) -> TestCluster {
-        let serial = SERIAL.lock().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        Self::start_in(serial, dir, Vec::new(), api, settings()).await
+        let options = Options {
+            settings: settings(),
+            api: Some(api),
+            ..Options::default()
+        };
+        TestCluster {
+            inner: raftlock_testkit::TestCluster::start(options).await,
+            tmpfs: Vec::new(),
+            _dir: None,
+        }
     }
 
     /// A cluster whose members' data directories each sit on a tmpfs of
@@ -116,7 +93,6 @@ impl TestCluster {
         size_mb: u64,
         snapshot_every_entries: u64,
     ) -> Option<TestCluster> {
-        let serial = SERIAL.lock().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let mut mounts = Vec::new();
         for id in 1..=3u64 {
@@ -132,119 +108,28 @@ impl TestCluster {
                 Err(MountError::Failed(e)) => panic!("running as root, yet: {e}"),
             }
         }
-        let settings = ClusterSettings {
-            fsync: true,
-            snapshot_every_entries,
-            ..settings()
+        let options = Options {
+            settings: ClusterSettings {
+                fsync: true,
+                snapshot_every_entries,
+                ..settings()
+            },
+            ..Options::default()
         };
-        Some(Self::start_in(serial, dir, mounts, ApiConfig::default(), settings).await)
-    }
-
-    async fn start_in(
-        serial: tokio::sync::MutexGuard<'static, ()>,
-        dir: tempfile::TempDir,
-        tmpfs: Vec<Tmpfs>,
-        api: ApiConfig,
-        settings: ClusterSettings,
-    ) -> TestCluster {
-        let mut raft_listeners = Vec::new();
-        let mut api_listeners = Vec::new();
-        let mut members = BTreeMap::new();
-        for id in 1..=3u64 {
-            let raft = TcpListener::bind("127.0.0.1:0").await.expect("bind raft");
-            let api = TcpListener::bind("127.0.0.1:0").await.expect("bind api");
-            members.insert(
-                id,
-                Member {
-                    api_addr: api.local_addr().expect("addr").to_string(),
-                    raft_addr: raft.local_addr().expect("addr").to_string(),
-                    incarnation: 0,
-                },
-            );
-            raft_listeners.push(raft);
-            api_listeners.push(api);
-        }
-        let starts: Vec<_> = raft_listeners
-            .into_iter()
-            .enumerate()
-            .map(|(i, listener)| {
-                let id = i as u64 + 1;
-                let config = NodeConfig {
-                    id,
-                    members: members.clone(),
-                    data_dir: PathBuf::from(dir.path()).join(format!("node-{id}")),
-                    settings: settings.clone(),
-                    peer_overrides: BTreeMap::new(),
-                    tls: None,
-                };
-                tokio::spawn(Node::start_with_listener(config, listener))
-            })
-            .collect();
-        let mut nodes = Vec::new();
-        for start in starts {
-            nodes.push(start.await.expect("join").expect("node starts"));
-        }
-        let mut urls = Vec::new();
-        let mut servers = Vec::new();
-        for (node, listener) in nodes.iter().zip(api_listeners) {
-            urls.push(format!("http://{}", listener.local_addr().expect("addr")));
-            let (stop, stopped) = oneshot::channel::<()>();
-            let task = tokio::spawn(serve(node.clone(), listener, api.clone(), async move {
-                let _ = stopped.await;
-            }));
-            servers.push(Some(Server { stop, task }));
-        }
-        // reqwest is built without a default TLS provider (crates/raftlock-tls).
-        raftlock_tls::install_default_provider();
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("http client");
-        let cluster = TestCluster {
-            _serial: serial,
-            nodes: nodes.into_iter().map(Some).collect(),
-            urls,
-            servers,
-            http,
-            tmpfs,
-            _dir: dir,
-        };
-        cluster.leader().await;
-        cluster
+        Some(TestCluster {
+            inner: raftlock_testkit::TestCluster::start_in(dir.path(), options).await,
+            tmpfs: mounts,
+            _dir: Some(dir),
+        })
     }
 
     pub fn node(&self, i: usize) -> &Node {
-        self.nodes[i].as_ref().expect("node is running")
+        self.inner.node(id(i))
     }
 
     /// Index (0-based) of the leader once every running node agrees.
     pub async fn leader(&self) -> usize {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let seen: Vec<_> = self
-                .nodes
-                .iter()
-                .flatten()
-                .map(|n| n.status().leader_id)
-                .collect();
-            if let Some(Some(leader)) = seen.first() {
-                let running = self.nodes.iter().flatten().any(|n| n.id() == *leader);
-                if running && seen.iter().all(|l| *l == Some(*leader)) {
-                    return (*leader - 1) as usize;
-                }
-            }
-            assert!(Instant::now() < deadline, "no agreed leader");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// The whole replicated state, read linearizably through a running node.
-    pub async fn state(&self) -> StateMachine {
-        let node = self.nodes.iter().flatten().next().expect("a running node");
-        node.read(Consistency::Linearizable, |s| s.clone())
-            .await
-            .expect("linearizable read")
+        (self.inner.leader().await - 1) as usize
     }
 
     /// A request with an optional raw body and content type.
@@ -256,52 +141,22 @@ impl TestCluster {
         content_type: Option<&str>,
         body: Option<Vec<u8>>,
     ) -> Reply {
-        let mut request = self.http.request(method, format!("{}{path}", self.urls[i]));
-        if let Some(ct) = content_type {
-            request = request.header("content-type", ct);
-        }
-        if let Some(body) = body {
-            request = request.body(body);
-        }
-        let response = request.send().await.expect("request sent");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response.bytes().await.expect("body");
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-                panic!(
-                    "{path}: body is not JSON ({e}): {}",
-                    String::from_utf8_lossy(&bytes)
-                )
-            })
-        };
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        self.inner
+            .raw_call(id(i), method, path, content_type, body)
+            .await
     }
 
     /// A JSON request (or none when `body` is `None`).
     pub async fn call(&self, i: usize, method: Method, path: &str, body: Option<Value>) -> Reply {
-        match body {
-            Some(body) => {
-                let bytes = serde_json::to_vec(&body).expect("json");
-                self.raw_call(i, method, path, Some("application/json"), Some(bytes))
-                    .await
-            }
-            None => self.raw_call(i, method, path, None, None).await,
-        }
+        self.inner.call(id(i), method, path, body).await
     }
 
     pub async fn get(&self, i: usize, path: &str) -> Reply {
-        self.call(i, Method::GET, path, None).await
+        self.inner.get(id(i), path).await
     }
 
     pub async fn post(&self, i: usize, path: &str, body: Value) -> Reply {
-        self.call(i, Method::POST, path, Some(body)).await
+        self.inner.post(id(i), path, body).await
     }
 
     /// Opens a session through node `i`; returns its id.
@@ -315,7 +170,6 @@ impl TestCluster {
             .to_string()
     }
 
-    /// Acquires `lock` for `session` through node `i`; returns the body.
     /// Two sessions opened through member `i`'s node itself (no pooled
     /// HTTP connection takes a slot), TTL 60 s: one holding the lock
     /// `held`, one owning nothing.
@@ -330,6 +184,7 @@ impl TestCluster {
         (holder, idle)
     }
 
+    /// Acquires `lock` for `session` through node `i`; returns the reply.
     pub async fn acquire(&self, i: usize, lock: &str, session: &str, wait_ms: u64) -> Reply {
         self.post(
             i,
@@ -341,61 +196,23 @@ impl TestCluster {
 
     /// Stops node `i`'s API server gracefully; it must finish promptly.
     pub async fn stop_api(&mut self, i: usize) {
-        if let Some(server) = self.servers[i].take() {
-            let _ = server.stop.send(());
-            let result = tokio::time::timeout(WAIT, server.task)
-                .await
-                .expect("graceful shutdown finishes promptly")
-                .expect("join");
-            result.expect("serve returns Ok");
-        }
+        self.inner.stop_api(id(i)).await;
     }
 
     pub async fn stop_node(&mut self, i: usize) {
-        self.stop_api(i).await;
-        if let Some(node) = self.nodes[i].take() {
-            node.shutdown().await;
-        }
+        self.inner.stop(id(i)).await;
     }
 
-    pub async fn shutdown(mut self) {
-        for i in 0..3 {
-            self.stop_node(i).await;
-        }
+    pub async fn shutdown(self) {
+        self.inner.shutdown().await;
     }
-}
-
-/// Sends `request` verbatim (reqwest would normalize `..` and `%2e%2e`)
-/// and returns (status, parsed JSON body).
-pub async fn raw_http(url: &str, request: &str) -> (u16, Value) {
-    let addr = url.trim_start_matches("http://");
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut response = Vec::new();
-    tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
-        .await
-        .expect("response in time")
-        .expect("read");
-    let text = String::from_utf8_lossy(&response);
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    let body = serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
-    (status, body)
 }
 
 /// Polls `condition` until it holds or `WAIT` passes.
-pub async fn eventually<F, Fut>(what: &str, mut condition: F)
+pub async fn eventually<F, Fut>(what: &str, condition: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + WAIT;
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    raftlock_testkit::eventually(what, WAIT, condition).await;
 }

@@ -1,6 +1,6 @@
 //! The API against a real three-node cluster in this process. One binary
 //! (one link) for all of it; the clusters run one at a time (see
-//! `common::SERIAL`).
+//! `raftlock_testkit::TestCluster`).
 
 mod admission;
 mod auth;

@@ -1,11 +1,14 @@
 //! One member process (`raftlock serve`, or `raftlock-jepsen member` with
-//! embedded clients): start, kill -9, pause, resume, stop.
+//! embedded clients): start, kill -9, pause, resume, stop; optionally
+//! confined to one CPU.
 
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
@@ -30,6 +33,9 @@ pub struct NodeSpec {
     pub extra: Vec<String>,
     /// stdout and stderr of every incarnation are appended here.
     pub log: PathBuf,
+    /// `Some(cpu)`: every incarnation runs on that CPU only (measurements
+    /// that keep the members off the load generator's core).
+    pub cpu: Option<usize>,
 }
 
 /// A member and its current incarnation, if it runs.
@@ -45,6 +51,48 @@ pub struct NodeProcess {
     pub starts: u32,
     /// Exits the harness did not cause (a crash is a finding).
     pub crashes: Vec<String>,
+}
+
+impl NodeSpec {
+    /// The arguments after the binary: `serve` (or `member --control
+    /// ADDR`), `--config`, `--id`, the `--peer` overrides, then `extra`.
+    pub fn args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = match self.control {
+            None => vec!["serve".into()],
+            Some(addr) => vec!["member".into(), "--control".into(), addr.to_string().into()],
+        };
+        args.extend([
+            "--config".into(),
+            self.config.clone().into_os_string(),
+            "--id".into(),
+            self.id.to_string().into(),
+        ]);
+        for (peer, addr) in &self.peers {
+            args.push("--peer".into());
+            args.push(format!("{peer}={addr}").into());
+        }
+        args.extend(self.extra.iter().map(OsString::from));
+        args
+    }
+
+    /// The command of one incarnation: [`args`](Self::args), `RUST_LOG`
+    /// from `RAFTLOCK_LOG` (default `info,openraft=warn`), no stdin, and
+    /// stdout and stderr appended to `log` (a restarted member's earlier
+    /// output stays readable). A `std` command, for callers without a
+    /// runtime; [`NodeProcess`] runs it under tokio.
+    pub fn command(&self) -> std::io::Result<std::process::Command> {
+        let log = open_append(&self.log)?;
+        let mut cmd = std::process::Command::new(&self.bin);
+        cmd.args(self.args())
+            .env(
+                "RUST_LOG",
+                std::env::var("RAFTLOCK_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        Ok(cmd)
+    }
 }
 
 impl NodeProcess {
@@ -65,35 +113,19 @@ impl NodeProcess {
         if self.child.is_some() {
             return Ok(());
         }
-        let log = open_append(&self.spec.log)?;
-        let mut cmd = Command::new(&self.spec.bin);
-        match self.spec.control {
-            None => cmd.arg("serve"),
-            Some(addr) => cmd.arg("member").arg("--control").arg(addr.to_string()),
-        };
-        cmd.arg("--config")
-            .arg(&self.spec.config)
-            .arg("--id")
-            .arg(self.spec.id.to_string());
-        for (peer, addr) in &self.spec.peers {
-            cmd.arg("--peer").arg(format!("{peer}={addr}"));
-        }
-        cmd.args(&self.spec.extra);
-        let child = cmd
-            .env(
-                "RUST_LOG",
-                std::env::var("RAFTLOCK_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
-            )
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            // A harness that panics must not leave nodes behind.
-            .kill_on_drop(true)
-            .spawn()?;
+        let mut cmd = Command::from(self.spec.command()?);
+        // A harness that panics must not leave nodes behind.
+        cmd.kill_on_drop(true);
+        let child = spawn_pinned(self.spec.cpu, || cmd.spawn())?;
         self.child = Some(child);
         self.paused = false;
         self.starts += 1;
         Ok(())
+    }
+
+    /// The process id of the running incarnation.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
     }
 
     /// True while an incarnation runs (paused or not).
@@ -178,4 +210,24 @@ fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
         .create(true)
         .append(true)
         .open(path)
+}
+
+/// Runs `spawn`; with `Some(cpu)`, with the calling thread confined to
+/// `cpu`, so the process it starts inherits that set (no `unsafe`
+/// pre-exec hook), then gives the thread its set back. Fails if `cpu` is
+/// not one this process may use.
+pub fn spawn_pinned<T>(
+    cpu: Option<usize>,
+    spawn: impl FnOnce() -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let Some(cpu) = cpu else {
+        return spawn();
+    };
+    let mut set = CpuSet::new();
+    set.set(cpu).map_err(std::io::Error::from)?;
+    let before = sched_getaffinity(Pid::from_raw(0)).map_err(std::io::Error::from)?;
+    sched_setaffinity(Pid::from_raw(0), &set).map_err(std::io::Error::from)?;
+    let out = spawn();
+    sched_setaffinity(Pid::from_raw(0), &before).map_err(std::io::Error::from)?;
+    out
 }
