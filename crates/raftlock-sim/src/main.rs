@@ -43,6 +43,11 @@ enum Cmd {
         /// as raftlock-storage does (docs/testing.md).
         #[arg(long)]
         committed_with_next_sync: bool,
+        /// Read a restarted member's vote back committed, so openraft
+        /// restores a leader in its own term at once (raftlock-storage reads
+        /// it uncommitted; docs/adr/0022-restart-without-restored-leadership.md).
+        #[arg(long)]
+        restore_leadership: bool,
         /// The faults to draw from, comma-separated: all, partition,
         /// one-way, isolate-leader, flaky, crash, power-loss, slow-disk,
         /// membership, pause; empty for none.
@@ -60,6 +65,7 @@ fn main() -> ExitCode {
         members,
         history,
         committed_with_next_sync,
+        restore_leadership,
         faults,
     } = Cli::parse().command;
     let faults = match Fault::parse_list(&faults) {
@@ -80,6 +86,7 @@ fn main() -> ExitCode {
             duration: Duration::from_secs(seconds),
             members,
             committed_synced: !committed_with_next_sync,
+            restore_leadership,
             faults: faults.clone(),
             ..RunConfig::new(*s)
         };
@@ -100,6 +107,9 @@ fn main() -> ExitCode {
             let mut extra = String::new();
             if committed_with_next_sync {
                 extra.push_str(" --committed-with-next-sync");
+            }
+            if restore_leadership {
+                extra.push_str(" --restore-leadership");
             }
             if faults != Fault::ALL {
                 let names: Vec<_> = faults.iter().map(|f| f.name()).collect();

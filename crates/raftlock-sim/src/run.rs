@@ -30,6 +30,11 @@ pub struct RunConfig {
     /// Sync the committed log id openraft saves at once (true), or only
     /// with the next log sync, as `raftlock-storage` does (false).
     pub committed_synced: bool,
+    /// Read a restarted member's vote back as saved, committed (true), or
+    /// uncommitted, as `raftlock-storage` does (false): a committed vote
+    /// naming the member itself makes openraft restore it as leader of
+    /// the same term at once.
+    pub restore_leadership: bool,
 }
 
 impl RunConfig {
@@ -43,6 +48,7 @@ impl RunConfig {
             duration: Duration::from_secs(10),
             faults: Fault::ALL.to_vec(),
             committed_synced: true,
+            restore_leadership: false,
         }
     }
 }
@@ -183,7 +189,10 @@ async fn simulate(config: &RunConfig) -> anyhow::Result<(WorldRef, Duration)> {
     let start = tokio::time::Instant::now();
     let ids: Vec<u64> = (1..=config.members).collect();
     let world = WorldRef::new(config.seed, &ids);
-    world.with(|w| w.committed_synced = config.committed_synced);
+    world.with(|w| {
+        w.committed_synced = config.committed_synced;
+        w.restore_leadership = config.restore_leadership;
+    });
     for &id in &ids {
         start_member(&world, id)
             .await

@@ -194,7 +194,20 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
-        self.disk(|d| d.vote)
+        // openraft reads the vote only at start-up: this is the vote found
+        // at open, which raftlock-storage reads back uncommitted.
+        let restore = self.world.with(|w| w.restore_leadership);
+        let vote = self.disk(|d| d.vote)?;
+        Ok(vote.map(|vote| {
+            if restore {
+                vote
+            } else {
+                Vote {
+                    committed: false,
+                    ..vote
+                }
+            }
+        }))
     }
 
     async fn save_committed(

@@ -54,6 +54,7 @@ impl WorldRef {
             stopping: false,
             faults: 0,
             committed_synced: true,
+            restore_leadership: false,
             paused: BTreeSet::new(),
             resumed: Vec::new(),
             applied_waiters: Vec::new(),
@@ -95,6 +96,10 @@ pub struct World {
     /// Whether a saved committed log id is synced at once, or only with the
     /// next log sync.
     pub committed_synced: bool,
+    /// Whether a restarted member reads its vote back committed (openraft
+    /// then restores it as leader of the same term at once), or, as
+    /// raftlock-storage reads it, uncommitted.
+    pub restore_leadership: bool,
     /// Members whose process is paused: what they send or are sent, and
     /// their syncs, wait until they resume.
     pub paused: BTreeSet<NodeId>,

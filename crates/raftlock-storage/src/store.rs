@@ -126,11 +126,20 @@ fn mark_source<C: RaftTypeConfig>(
 /// * `save_committed` is written without waiting: it is written with the
 ///   next append (or at close) and durable with the barrier after that
 ///   (openraft treats a committed id as an optional hint; losing the latest
-///   one only means replaying a little more at start-up).
+///   one only means replaying a little more at start-up);
+/// * the vote found at open is read back *uncommitted* (until the next
+///   `save_vote`): openraft restores a member whose committed vote names
+///   itself as leader of the same term at once, and such a leader's read
+///   index is its restored committed id, which can lag writes it
+///   acknowledged before a crash. Uncommitted, every member starts as a
+///   follower, and the next leader commits an entry of its own term
+///   before it serves a read (docs/adr/0022-restart-without-restored-leadership.md).
 pub struct SledLogStore<C: RaftTypeConfig> {
     reader: SledLogReader<C>,
     log: SegmentLog<C::NodeId>,
     vote: Cell<Vote<C::NodeId>>,
+    /// The vote is the one found at open: read it back uncommitted.
+    vote_restored: bool,
     committed: Option<LogId<C::NodeId>>,
     /// The purge pointer (greatest log id removed from the head of the log,
     /// kept even when the log is empty: it is then also the last log id)
@@ -324,6 +333,7 @@ impl<C: RaftTypeConfig> SledLogStore<C> {
             reader: SledLogReader::new(log.clone()),
             log,
             vote,
+            vote_restored: true,
             committed,
             head,
             meta: MetaStore::new(meta_tree, Arc::clone(&sync), dirty),
@@ -441,13 +451,26 @@ impl<C: RaftTypeConfig> RaftLogStorage<C> for SledLogStore<C> {
         self.vote
             .set(vote)
             .map_err(|e| self.write_failed(e, ErrorSubject::Vote))?;
+        self.vote_restored = false;
         self.barrier(ErrorSubject::Vote).await
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<C::NodeId>>, StorageError<C::NodeId>> {
-        self.vote
+        let vote = self
+            .vote
             .get()
-            .map_err(sto(ErrorSubject::Vote, ErrorVerb::Read))
+            .map_err(sto(ErrorSubject::Vote, ErrorVerb::Read))?;
+        // See the type docs: no leadership is restored across a restart.
+        Ok(vote.map(|vote| {
+            if self.vote_restored {
+                Vote {
+                    committed: false,
+                    ..vote
+                }
+            } else {
+                vote
+            }
+        }))
     }
 
     async fn save_committed(

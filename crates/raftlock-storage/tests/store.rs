@@ -26,7 +26,9 @@ async fn reopen_returns_same_entries_vote_committed_and_purged() -> anyhow::Resu
     }
 
     let mut store = open(dir.path(), Durability::Fsync);
-    assert_eq!(store.read_vote().await?, Some(Vote::new_committed(2, 1)));
+    // The same term and candidate, but not restored as committed: the
+    // member must not lead again without an election (store.rs, type docs).
+    assert_eq!(store.read_vote().await?, Some(Vote::new(2, 1)));
     assert_eq!(store.read_committed().await?, Some(log_id(2, 7)));
     assert_eq!(
         store.get_log_state().await?,
@@ -41,6 +43,24 @@ async fn reopen_returns_same_entries_vote_committed_and_purged() -> anyhow::Resu
         .try_get_log_entries(0..100)
         .await?;
     assert_eq!(got, entries[3..8].to_vec());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_restored_vote_is_uncommitted_until_the_next_save() -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    {
+        let mut store = open(dir.path(), Durability::Fsync);
+        store.save_vote(&Vote::new_committed(3, 2)).await?;
+        // Within one run the vote reads back as saved.
+        assert_eq!(store.read_vote().await?, Some(Vote::new_committed(3, 2)));
+    }
+    let mut store = open(dir.path(), Durability::Fsync);
+    let restored = store.read_vote().await?.expect("a vote");
+    assert!(!restored.committed, "{restored:?}");
+    assert_eq!(restored.leader_id, Vote::<u64>::new(3, 2).leader_id);
+    store.save_vote(&Vote::new_committed(4, 1)).await?;
+    assert_eq!(store.read_vote().await?, Some(Vote::new_committed(4, 1)));
     Ok(())
 }
 
