@@ -92,12 +92,14 @@ func nodeOpts(call string, opts []NodeOption, put, del, get bool) (nodeOptions, 
 	return o, nil
 }
 
-// apiNodePath is the API path of tree path p (/v1/nodes/a/b for /a/b).
+// apiNodePath is the API path of tree path p (/v1/nodes/a/b for /a/b),
+// percent-encoded: tree paths take ZooKeeper's characters, and `?`, `#`,
+// `%` or a space must not cut the URL.
 func apiNodePath(p string) string {
 	if p == "/" {
 		return "/v1/nodes"
 	}
-	return "/v1/nodes" + p
+	return "/v1/nodes" + (&url.URL{Path: p}).EscapedPath()
 }
 
 // GetNode reads the node at path (e.g. /config/db).

@@ -165,20 +165,7 @@ impl HttpClient {
         route: &str,
         prefix: &str,
     ) -> Result<Answered<T>> {
-        let path = format!("/v1/{route}?prefix={}", query_value(prefix));
+        let path = format!("/v1/{route}?prefix={}", wire::percent_encode(prefix));
         self.answered(Call::new(Method::GET, path)).await
     }
-}
-
-/// Percent-encodes a query value (lock names use only safe characters and
-/// '/', but a caller may pass anything).
-fn query_value(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b':' | b'/' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -20,6 +20,15 @@ pub(crate) fn checked_path(path: &str) -> Result<&str> {
         .map_err(|e| ClientError::BadRequest(e.to_string()))
 }
 
+/// The URL path of tree node `path`, checked and percent-encoded:
+/// `/a/b` → `/v1/nodes/a/b`, the root → `/v1/nodes`.
+pub(crate) fn node_url(path: &str) -> Result<String> {
+    Ok(match checked_path(path)? {
+        "/" => "/v1/nodes".to_string(),
+        path => format!("/v1/nodes{}", super::wire::percent_encode(path)),
+    })
+}
+
 #[derive(Serialize)]
 struct IfHolder<'a> {
     lock: &'a str,
@@ -187,7 +196,7 @@ impl HttpClient {
         data: &[u8],
         guard: Option<&HolderGuard>,
     ) -> Result<NodeWritten> {
-        let path = checked_path(path)?;
+        let url = node_url(path)?;
         let body = PutBody {
             data: BASE64.encode(data),
             session_id: None,
@@ -195,9 +204,7 @@ impl HttpClient {
             expected_version: None,
             if_holder: guard.map(IfHolder::from),
         };
-        let call = Call::new(Method::PUT, format!("/v1/nodes{path}"))
-            .json(&body)
-            .once();
+        let call = Call::new(Method::PUT, url).json(&body).once();
         let mut written: Written = parse(&self.call(call).await?)?;
         // `PUT` answers 201 for a create; the body has no `created` field.
         written.created = written.version == 1;

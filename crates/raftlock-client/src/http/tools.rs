@@ -16,7 +16,7 @@ use raftlock_api::node::{Children, NodeView};
 use raftlock_api::session::{SessionList, SessionView};
 use raftlock_api::shared::{RwLockView, SemaphoreView};
 
-use super::nodes::{checked_path, PutBody};
+use super::nodes::{node_url, PutBody};
 use super::wire::parse;
 use super::{Call, HttpClient};
 use crate::error::Result;
@@ -53,10 +53,7 @@ pub struct NodeWrite {
 
 /// `/a/b` → `/v1/nodes/a/b`; the root → `/v1/nodes`.
 fn node_route(path: &str) -> Result<String> {
-    Ok(match checked_path(path)? {
-        "/" => "/v1/nodes".to_string(),
-        path => format!("/v1/nodes{path}"),
-    })
+    node_url(path)
 }
 
 impl HttpClient {
@@ -156,6 +153,14 @@ mod tests {
         assert_eq!(node_route("/a/b").expect("path"), "/v1/nodes/a/b");
         assert!(node_route("a/b").is_err());
         assert!(node_route("/a/../b").is_err());
-        assert!(node_route("/a?children=true").is_err());
+        // Characters a URL gives meaning to are escaped, not refused.
+        assert_eq!(
+            node_route("/a?children=true").expect("path"),
+            "/v1/nodes/a%3Fchildren%3Dtrue"
+        );
+        assert_eq!(
+            node_route("/app/my lock_é").expect("path"),
+            "/v1/nodes/app/my%20lock_%C3%A9"
+        );
     }
 }

@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use eventsource_stream::{EventStream, EventStreamError, Eventsource};
 
+use super::nodes::node_url;
 use super::sse::{chunks, Chunks};
 use super::wire::parse;
 use super::{Call, HttpClient};
@@ -52,15 +53,10 @@ struct CompactedBody {
     floor: u64,
 }
 
-fn checked_path(path: &str) -> Result<&str> {
-    raftlock_core::path::validate_node_path(path)
-        .map(|()| path)
-        .map_err(|e| ClientError::BadRequest(e.to_string()))
-}
-
 struct State {
     client: HttpClient,
-    path: String,
+    /// The watched node's URL path (`/v1/nodes/…`, percent-encoded).
+    url: String,
     /// The current connection's events (parsed by eventsource-stream).
     events: Option<EventStream<Chunks>>,
     /// The newest revision yielded, and the paths yielded at it: a
@@ -75,12 +71,7 @@ impl HttpClient {
     /// The node at tree path `path` and the revision the read saw (pass
     /// it to [`watch`](Self::watch) to miss no later change).
     pub async fn read_node(&self, path: &str) -> Result<(NodeData, u64)> {
-        let path = checked_path(path)?;
-        let url = if path == "/" {
-            "/v1/nodes".to_string()
-        } else {
-            format!("/v1/nodes{path}")
-        };
+        let url = node_url(path)?;
         let (body, revision) = self.call_with_revision(Call::new(Method::GET, url)).await?;
         Ok((parse::<NodeBody>(&body)?.into_data()?, revision))
     }
@@ -92,8 +83,8 @@ impl HttpClient {
     /// it ends after [`WatchEvent::Compacted`] or an error it could not
     /// recover from (the last item).
     pub fn watch(&self, path: &str, since_revision: Option<u64>) -> NodeWatch {
-        let path = match checked_path(path) {
-            Ok(p) => p.to_string(),
+        let url = match node_url(path) {
+            Ok(url) => url,
             Err(e) => return Box::pin(stream::once(async move { Err(e) })),
         };
         let client = self.clone();
@@ -104,7 +95,7 @@ impl HttpClient {
             };
             Ok(State {
                 client,
-                path,
+                url,
                 events: None,
                 revision,
                 at_revision: BTreeSet::new(),
@@ -144,8 +135,7 @@ async fn next(st: &mut State) -> Result<WatchEvent> {
             } else {
                 st.revision.saturating_sub(1)
             };
-            let url = format!("/v1/nodes{}?watch=true&since_revision={since}", st.path);
-            let url = url.replacen("/v1/nodes/?", "/v1/nodes?", 1);
+            let url = format!("{}?watch=true&since_revision={since}", st.url);
             let response = st.client.open_stream(&url).await?;
             st.events = Some(chunks(response, config.observe_idle_timeout).eventsource());
             continue;
@@ -191,7 +181,7 @@ async fn next(st: &mut State) -> Result<WatchEvent> {
             Some(Err(e)) => e.to_string(),
             None => "the server closed the stream".to_string(),
         };
-        tracing::debug!(path = st.path, "watch reconnects: {why}");
+        tracing::debug!(url = st.url, "watch reconnects: {why}");
         st.events = None;
         st.drops += 1;
         if st.drops >= config.retry.attempts() {

@@ -166,6 +166,21 @@ pub(crate) struct Proclaim<'a> {
     pub value: &'a str,
 }
 
+/// Percent-encodes `text` for a URL's path or query, keeping `/` and the
+/// characters that need no escape: tree paths may hold any Unicode but
+/// control characters (ZooKeeper's rules), `?`, `#`, `%` and spaces
+/// included.
+pub(crate) fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b':' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// An election of the contract's views (`GET /v1/elections/{name}`, each
 /// observe event, or the embedded node's typed read) as the client shows
 /// its leader.
