@@ -1,15 +1,40 @@
 //! Watch events: firing the connection's watches from the member's change
-//! history up to a revision (before any answer at that revision), and
-//! re-registering a reconnecting client's watches (`setWatches`).
+//! history up to a revision (before any answer at that revision),
+//! re-registering a reconnecting client's watches (`setWatches`,
+//! `setWatches2`), and the watch opcodes (`addWatch`, `checkWatches`,
+//! `removeWatches`).
 
 use raftlock_node::Consistency;
 
 use super::conn::{Conn, Step};
 use super::errors::Failure;
 use super::watches::Kind;
-use crate::wire::{xid, ErrorCode, EventType, KeeperState, ReplyBody, SetWatches, WatcherEvent};
+use crate::wire::{
+    xid, AddWatchMode, AddWatchRequest, ErrorCode, EventType, KeeperState, ReplyBody, SetWatches,
+    SetWatches2, WatcherEvent, WatchesRequest,
+};
 
 impl Conn {
+    /// setWatches2: the one-shot watches as [`Conn::set_watches`], the
+    /// persistent ones registered again without firing (ZooKeeper's
+    /// server does the same: what changed while the client was away is
+    /// for it to read).
+    pub(super) async fn set_watches2(&mut self, xid: i32, w: SetWatches2) -> Step {
+        for path in &w.persistent_watches {
+            self.watches.add(Kind::Persistent, path);
+        }
+        for path in &w.persistent_recursive_watches {
+            self.watches.add(Kind::PersistentRecursive, path);
+        }
+        let w = SetWatches {
+            relative_zxid: w.relative_zxid,
+            data_watches: w.data_watches,
+            exist_watches: w.exist_watches,
+            child_watches: w.child_watches,
+        };
+        self.set_watches(xid, w).await
+    }
+
     /// Re-registers a reconnecting client's watches: those whose change
     /// came after `relative_zxid` fire at once, as ZooKeeper does.
     pub(super) async fn set_watches(&mut self, xid: i32, w: SetWatches) -> Step {
@@ -34,6 +59,7 @@ impl Conn {
                     (Kind::Exist, None) => None,
                     (Kind::Data, Some(s)) => (u64::try_from(s.stat.mzxid).unwrap_or(0) > since)
                         .then_some(EventType::NodeDataChanged),
+                    (Kind::Persistent | Kind::PersistentRecursive, _) => None,
                     (Kind::Child, Some(_)) => {
                         let parent = path.clone();
                         let changed = self.node.node_changes_since(since, |p| {
@@ -56,6 +82,51 @@ impl Conn {
         }
         self.push_ok(xid);
         Step::Continue
+    }
+
+    /// addWatch: a persistent (or persistent recursive) watch from the
+    /// revision the member has now, the node there or not.
+    pub(super) async fn add_watch(&mut self, xid: i32, r: AddWatchRequest) -> Step {
+        if raftlock_core::path::validate_node_path(&r.path).is_err() {
+            self.fail(xid, ErrorCode::BadArguments);
+            return Step::Continue;
+        }
+        let revision = match self.node.revision(Consistency::Linearizable).await {
+            Ok(revision) => revision,
+            Err(error) => match super::errors::failure(&error, super::errors::OpKind::Other) {
+                Failure::Code(code) => {
+                    self.fail(xid, code);
+                    return Step::Continue;
+                }
+                Failure::Close(reason) => return Step::Close(reason),
+            },
+        };
+        // Changes up to here fire the watches set before; the new one
+        // sees only what comes after.
+        self.advance(revision).await;
+        let kind = match r.mode {
+            AddWatchMode::Persistent => Kind::Persistent,
+            AddWatchMode::PersistentRecursive => Kind::PersistentRecursive,
+        };
+        self.watches.add(kind, &r.path);
+        self.reply(xid, revision, ReplyBody::AddWatch { err: ErrorCode::Ok })
+            .await;
+        Step::Continue
+    }
+
+    /// checkWatches (`remove` false) and removeWatches: `NOWATCHER` when
+    /// the connection has no watch of that type on the path.
+    pub(super) fn check_or_remove_watches(&mut self, xid: i32, r: WatchesRequest, remove: bool) {
+        let found = if remove {
+            self.watches.remove(r.watcher_type, &r.path)
+        } else {
+            self.watches.has(r.watcher_type, &r.path)
+        };
+        if found {
+            self.push_ok(xid);
+        } else {
+            self.fail(xid, ErrorCode::NoWatcher);
+        }
     }
 
     /// Fires the watches of every change up to `revision` not yet seen.
@@ -93,7 +164,11 @@ impl Conn {
             Err(_) => {
                 // The history no longer holds them: decide from the state.
                 let mut present = std::collections::BTreeSet::new();
-                let paths: Vec<String> = self.watches.paths().collect();
+                let paths: Vec<String> = self
+                    .watches
+                    .paths()
+                    .chain(self.watches.persistent_paths())
+                    .collect();
                 for path in paths {
                     if let Ok(read) = self.node.get_node(&path, Consistency::Stale).await {
                         if read.value.is_some() {

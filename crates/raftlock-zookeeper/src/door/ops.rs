@@ -13,7 +13,7 @@ use super::errors::{core_code, failure, Failure, OpKind};
 use super::session::zk_session_id;
 use crate::wire::{
     xid, Acl, CreateRequest, ErrorCode, MultiOp, MultiRequest, MultiResponse, OpRequest, OpResult,
-    ReplyBody, Request, SetWatches, Stat,
+    ReplyBody, Request, Stat,
 };
 
 /// ZooKeeper's own subtree, served read-only and empty (ZooKeeper's
@@ -185,15 +185,17 @@ impl Conn {
                 return Step::Continue;
             }
             OpRequest::SetWatches(w) => return self.set_watches(xid, w).await,
-            OpRequest::SetWatches2(w) => {
-                let w = SetWatches {
-                    relative_zxid: w.relative_zxid,
-                    data_watches: w.data_watches,
-                    exist_watches: w.exist_watches,
-                    child_watches: w.child_watches,
-                };
-                return self.set_watches(xid, w).await;
+            OpRequest::SetWatches2(w) => return self.set_watches2(xid, w).await,
+            OpRequest::AddWatch(r) => return self.add_watch(xid, r).await,
+            OpRequest::CheckWatches(r) => {
+                self.check_or_remove_watches(xid, r, false);
+                return Step::Continue;
             }
+            OpRequest::RemoveWatches(r) => {
+                self.check_or_remove_watches(xid, r, true);
+                return Step::Continue;
+            }
+            OpRequest::GetEphemerals(r) => self.ephemerals(r.path).await,
             OpRequest::Exists(r) => self.exists(r).await,
             OpRequest::GetData(r) => self.get_data(r).await,
             OpRequest::GetChildren(r) => self.get_children(r, false).await,
@@ -324,6 +326,37 @@ impl Conn {
             _ => ReplyBody::Empty,
         })
         .await
+    }
+
+    /// getEphemerals: the session's ephemeral nodes whose path starts
+    /// with `prefix` (a plain string prefix, as ZooKeeper matches it).
+    async fn ephemerals(
+        &mut self,
+        prefix: String,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        if raftlock_core::path::validate_node_path(&prefix).is_err() {
+            return Ok((self.cursor, Err(ErrorCode::BadArguments)));
+        }
+        let revision = self
+            .node
+            .revision(Consistency::Linearizable)
+            .await
+            .map_err(|e| failure(&e, OpKind::Other))?;
+        // At or after the revision just confirmed: this member has
+        // applied it, so the stale read sees at least that much.
+        let session = self
+            .node
+            .session(self.session, Consistency::Stale)
+            .await
+            .map_err(|e| failure(&e, OpKind::Other))?;
+        let mut ephemerals: Vec<String> = session
+            .map(|s| s.nodes)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|path| path.starts_with(&prefix))
+            .collect();
+        ephemerals.sort();
+        Ok((revision, Ok(ReplyBody::Ephemerals { ephemerals })))
     }
 
     /// One strict write, answered by `answer` from its result.
