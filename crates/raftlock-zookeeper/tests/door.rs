@@ -522,3 +522,262 @@ async fn a_bad_frame_closes_only_its_connection_and_connections_are_capped() {
     })
     .await;
 }
+
+fn add_watch(conn: &mut Conn, path: &str, mode: AddWatchMode) {
+    let body = conn.ok(OpRequest::AddWatch(AddWatchRequest {
+        path: path.into(),
+        mode,
+    }));
+    assert_eq!(body, ReplyBody::AddWatch { err: ErrorCode::Ok });
+}
+
+fn watches(path: &str, watcher_type: WatcherType) -> WatchesRequest {
+    WatchesRequest {
+        path: path.into(),
+        watcher_type,
+    }
+}
+
+fn set(path: &str, data: &[u8]) -> OpRequest {
+    OpRequest::SetData(SetDataRequest {
+        path: path.into(),
+        data: Some(data.to_vec()),
+        version: -1,
+    })
+}
+
+fn delete(path: &str) -> OpRequest {
+    OpRequest::Delete(DeleteRequest {
+        path: path.into(),
+        version: -1,
+    })
+}
+
+fn events(list: &[(EventType, &str)]) -> Vec<(EventType, String)> {
+    list.iter().map(|(e, p)| (*e, p.to_string())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_watches_fire_every_time_until_removed() {
+    let cluster = Cluster::start(door_config()).await;
+    let (watcher_addr, writer_addr) = (cluster.addr(2), cluster.addr(3));
+    client(move || {
+        use EventType::*;
+        let mut watcher = Conn::connect(watcher_addr, 10_000);
+        let mut writer = Conn::connect(writer_addr, 10_000);
+        // Set on paths that do not exist yet, as ZooKeeper allows.
+        add_watch(&mut watcher, "/pw", AddWatchMode::Persistent);
+        add_watch(&mut watcher, "/rw", AddWatchMode::PersistentRecursive);
+        writer.ok(OpRequest::Create(create(
+            "/pw",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(set("/pw", b"1"));
+        writer.ok(set("/pw", b"2"));
+        writer.ok(OpRequest::Create(create(
+            "/pw/c",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(OpRequest::Create(create(
+            "/pw/c/g",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(set("/pw/c", b"x"));
+        writer.ok(delete("/pw/c/g"));
+        writer.ok(delete("/pw/c"));
+        writer.ok(OpRequest::Create(create(
+            "/rw",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(OpRequest::Create(create(
+            "/rw/a",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(OpRequest::Create(create(
+            "/rw/a/b",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(set("/rw/a/b", b"1"));
+        writer.ok(delete("/rw/a/b"));
+        writer.ok(OpRequest::Create(create(
+            "/rwx",
+            b"",
+            CreateMode::Persistent,
+        )));
+        watcher.ok(OpRequest::Sync(PathRequest { path: "/".into() }));
+        watcher.ok(OpRequest::Exists(pw("/", false)));
+        // A persistent watch: the node's own events and its children's
+        // list, every time, not grandchildren. A recursive one: every
+        // node below, never NodeChildrenChanged.
+        assert_eq!(
+            watcher.take_events(),
+            events(&[
+                (NodeCreated, "/pw"),
+                (NodeDataChanged, "/pw"),
+                (NodeDataChanged, "/pw"),
+                (NodeChildrenChanged, "/pw"),
+                (NodeChildrenChanged, "/pw"),
+                (NodeCreated, "/rw"),
+                (NodeCreated, "/rw/a"),
+                (NodeCreated, "/rw/a/b"),
+                (NodeDataChanged, "/rw/a/b"),
+                (NodeDeleted, "/rw/a/b"),
+            ])
+        );
+        // A one-shot watch beside a persistent one: one event.
+        watcher.ok(OpRequest::GetData(pw("/rw/a", true)));
+        writer.ok(set("/rw/a", b"1"));
+        watcher.ok(OpRequest::Exists(pw("/rw/a", false)));
+        assert_eq!(watcher.take_events(), events(&[(NodeDataChanged, "/rw/a")]));
+        // checkWatches and removeWatches address ZooKeeper's two lists:
+        // data (with the persistent and recursive watches) and child
+        // (with the persistent one).
+        watcher.ok(OpRequest::CheckWatches(watches("/rw", WatcherType::Data)));
+        watcher.fails(
+            OpRequest::CheckWatches(watches("/rw", WatcherType::Children)),
+            ErrorCode::NoWatcher,
+        );
+        watcher.ok(OpRequest::CheckWatches(watches(
+            "/pw",
+            WatcherType::Children,
+        )));
+        watcher.fails(
+            OpRequest::CheckWatches(watches("/nowhere", WatcherType::Any)),
+            ErrorCode::NoWatcher,
+        );
+        watcher.ok(OpRequest::RemoveWatches(watches("/pw", WatcherType::Any)));
+        watcher.fails(
+            OpRequest::RemoveWatches(watches("/pw", WatcherType::Any)),
+            ErrorCode::NoWatcher,
+        );
+        watcher.ok(OpRequest::RemoveWatches(watches("/rw", WatcherType::Data)));
+        writer.ok(set("/pw", b"3"));
+        writer.ok(OpRequest::Create(create(
+            "/rw/a/c",
+            b"",
+            CreateMode::Persistent,
+        )));
+        watcher.ok(OpRequest::Sync(PathRequest { path: "/".into() }));
+        watcher.ok(OpRequest::Exists(pw("/", false)));
+        assert!(watcher.take_events().is_empty());
+        // A bad path is refused.
+        watcher.fails(
+            OpRequest::AddWatch(AddWatchRequest {
+                path: "no-slash".into(),
+                mode: AddWatchMode::Persistent,
+            }),
+            ErrorCode::BadArguments,
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_watches2_brings_persistent_watches_to_another_member() {
+    let cluster = Cluster::start(door_config()).await;
+    let (first, second, writer_addr) = (cluster.addr(1), cluster.addr(2), cluster.addr(3));
+    client(move || {
+        use EventType::*;
+        let mut writer = Conn::connect(writer_addr, 10_000);
+        writer.ok(OpRequest::Create(create(
+            "/s2",
+            b"",
+            CreateMode::Persistent,
+        )));
+        let old = Conn::connect(first, 10_000);
+        let (id, passwd, zxid) = (old.session_id, old.passwd.clone(), writer.last_zxid);
+        drop(old);
+        // The client reconnects elsewhere and re-registers its watches.
+        let (mut moved, rsp) = Conn::resume(second, id, passwd, zxid);
+        assert!(rsp.is_some_and(|r| r.time_out > 0));
+        let r = moved.call_xid(
+            xid::SET_WATCHES,
+            OpRequest::SetWatches2(SetWatches2 {
+                relative_zxid: zxid,
+                data_watches: vec![],
+                exist_watches: vec![],
+                child_watches: vec![],
+                persistent_watches: vec!["/s2".into()],
+                persistent_recursive_watches: vec!["/s2r".into()],
+            }),
+        );
+        assert_eq!(r.header.err, ErrorCode::Ok);
+        // Persistent watches are registered again without firing.
+        assert!(moved.take_events().is_empty());
+        writer.ok(OpRequest::Create(create(
+            "/s2/k",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(OpRequest::Create(create(
+            "/s2r",
+            b"",
+            CreateMode::Persistent,
+        )));
+        writer.ok(OpRequest::Create(create(
+            "/s2r/k",
+            b"",
+            CreateMode::Persistent,
+        )));
+        moved.ok(OpRequest::Sync(PathRequest { path: "/".into() }));
+        moved.ok(OpRequest::Exists(pw("/", false)));
+        assert_eq!(
+            moved.take_events(),
+            events(&[
+                (NodeChildrenChanged, "/s2"),
+                (NodeCreated, "/s2r"),
+                (NodeCreated, "/s2r/k"),
+            ])
+        );
+        moved.ok(OpRequest::CheckWatches(watches("/s2r", WatcherType::Data)));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_ephemerals_lists_the_sessions_own_ephemerals() {
+    let cluster = Cluster::start(door_config()).await;
+    let (a_addr, b_addr) = (cluster.addr(1), cluster.addr(2));
+    client(move || {
+        let mut a = Conn::connect(a_addr, 10_000);
+        let mut b = Conn::connect(b_addr, 10_000);
+        a.ok(OpRequest::Create(create(
+            "/eph",
+            b"",
+            CreateMode::Persistent,
+        )));
+        a.ok(OpRequest::Create(create(
+            "/eph/x",
+            b"",
+            CreateMode::Ephemeral,
+        )));
+        a.ok(OpRequest::Create(create("/e1", b"", CreateMode::Ephemeral)));
+        b.ok(OpRequest::Create(create(
+            "/eph/y",
+            b"",
+            CreateMode::Ephemeral,
+        )));
+        let list =
+            |conn: &mut Conn, prefix: &str| match conn.ok(OpRequest::GetEphemerals(PathRequest {
+                path: prefix.into(),
+            })) {
+                ReplyBody::Ephemerals { ephemerals } => ephemerals,
+                other => panic!("{other:?}"),
+            };
+        assert_eq!(list(&mut a, "/"), ["/e1", "/eph/x"]);
+        assert_eq!(list(&mut a, "/eph"), ["/eph/x"]);
+        assert_eq!(list(&mut b, "/"), ["/eph/y"]);
+        assert!(list(&mut b, "/e1").is_empty());
+        a.fails(
+            OpRequest::GetEphemerals(PathRequest { path: "bad".into() }),
+            ErrorCode::BadArguments,
+        );
+    })
+    .await;
+}
