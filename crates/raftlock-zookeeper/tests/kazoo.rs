@@ -1,7 +1,9 @@
 //! The real kazoo 2.11 client (PyPI) against the door on a three-member
 //! in-process cluster: `tests/kazoo/scenario.py` runs kazoo's znode calls,
-//! watches and its `Lock` recipe with several clients. The virtualenv is
-//! made once under the target directory. Without `python3` the test says
+//! watches and its recipes (Lock, Election, Semaphore, Barrier,
+//! DoubleBarrier, Counter, Queue, LockingQueue) with several clients
+//! spread over the members. The virtualenv is made once under the target
+//! directory. Without `python3` the test says
 //! so loudly and passes; with it, a failed install fails the test.
 
 mod common;
@@ -117,4 +119,5 @@ async fn kazoo_locks_watches_and_znodes() {
         out.status
     );
     assert!(stdout.contains("kazoo scenario: ok"), "{stdout}\n{stderr}");
+    eprintln!("{stdout}");
 }

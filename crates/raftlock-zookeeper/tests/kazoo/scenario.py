@@ -2,8 +2,12 @@
 
 Run by tests/kazoo.rs with the connect string of a three-member cluster:
 basic znode operations, a transaction, DataWatch and ChildrenWatch,
-closeSession removing ephemerals, and kazoo's Lock recipe with several
-clients, each checking that nobody else is inside the critical section.
+closeSession removing ephemerals, and kazoo's recipes with several clients
+spread over the members, each checking the recipe's promise: Lock (nobody
+else inside the critical section), Election (one leader at a time, every
+contender leads), Semaphore (never more holders than leases), Barrier and
+DoubleBarrier (nobody passes early), Counter (no lost increment), Queue and
+LockingQueue (every item taken exactly once).
 Exits non-zero (an assertion) on the first thing that is not as
 ZooKeeper would answer.
 """
@@ -14,16 +18,56 @@ import time
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError, NotEmptyError
-from kazoo.recipe.lock import Lock
+from kazoo.recipe.barrier import Barrier, DoubleBarrier
+from kazoo.recipe.counter import Counter
+from kazoo.recipe.election import Election
+from kazoo.recipe.lock import Lock, Semaphore
+from kazoo.recipe.queue import LockingQueue, Queue
 
 HOSTS = sys.argv[1]
+MEMBERS = HOSTS.split(",")
 WAIT = 20.0
 
 
-def client():
-    c = KazooClient(hosts=HOSTS, timeout=10.0)
+def client(home=None):
+    """A started client; with `home`, it tries member `home` first (kazoo
+    otherwise shuffles them), so a recipe's clients can be spread out."""
+    if home is None:
+        c = KazooClient(hosts=HOSTS, timeout=10.0)
+    else:
+        k = home % len(MEMBERS)
+        c = KazooClient(hosts=",".join(MEMBERS[k:] + MEMBERS[:k]), timeout=10.0, randomize_hosts=False)
     c.start(timeout=WAIT)
     return c
+
+
+def spread(n):
+    return [client(i) for i in range(n)]
+
+
+def stop_all(clients):
+    for c in clients:
+        c.stop()
+        c.close()
+
+
+def run_threads(targets):
+    """Runs each callable on a thread; the errors they raised."""
+    errors = []
+
+    def guarded(f):
+        try:
+            f()
+        except Exception as e:  # reported by the caller, not swallowed
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=guarded, args=(f,)) for f in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+        assert not t.is_alive(), "a recipe worker hung"
+    return errors
 
 
 def eventually(what, check):
@@ -126,7 +170,7 @@ def ephemerals_go_with_their_session(zk):
 
 
 def locks(n_clients=4, rounds=5):
-    clients = [client() for _ in range(n_clients)]
+    clients = spread(n_clients)
     clients[0].ensure_path("/kz/counter")
     inside = [0]
     guard = threading.Lock()
@@ -170,6 +214,187 @@ def locks(n_clients=4, rounds=5):
         c.close()
 
 
+def election(n_clients=3, terms=2):
+    clients = spread(n_clients)
+    leading = [0]
+    led = {}
+    guard = threading.Lock()
+    errors = []
+
+    def lead(name):
+        with guard:
+            leading[0] += 1
+            if leading[0] != 1:
+                errors.append("two leaders at once")
+            led[name] = led.get(name, 0) + 1
+        # A round trip while leading, so that an overlap would show.
+        clients[0].exists("/kz/election")
+        with guard:
+            leading[0] -= 1
+
+    def contend(c, name):
+        e = Election(c, "/kz/election", name)
+        for _ in range(terms):
+            e.run(lead, name)
+
+    errors += run_threads([lambda c=c, i=i: contend(c, "c%d" % i) for i, c in enumerate(clients)])
+    assert not errors, errors
+    assert led == {"c%d" % i: terms for i in range(n_clients)}, led
+    stop_all(clients)
+
+
+def semaphore(n_clients=5, leases=2, rounds=4):
+    clients = spread(n_clients)
+    holders = [0]
+    most = [0]
+    guard = threading.Lock()
+
+    def work(c, name):
+        sem = Semaphore(c, "/kz/semaphore", name, max_leases=leases)
+        for _ in range(rounds):
+            with sem:
+                with guard:
+                    holders[0] += 1
+                    most[0] = max(most[0], holders[0])
+                c.exists("/kz/semaphore")
+                with guard:
+                    holders[0] -= 1
+
+    errors = run_threads([lambda c=c, i=i: work(c, "s%d" % i) for i, c in enumerate(clients)])
+    assert not errors, errors
+    assert 1 <= most[0] <= leases, most
+    stop_all(clients)
+
+
+def barriers(n_clients=3):
+    clients = spread(n_clients)
+    Barrier(clients[0], "/kz/barrier").create()
+    # Waiters stay blocked while the barrier stands.
+    assert Barrier(clients[1], "/kz/barrier").wait(timeout=0.2) is False
+    passed = []
+
+    def wait(c):
+        assert Barrier(c, "/kz/barrier").wait(timeout=WAIT), "released"
+        passed.append(c)
+
+    threads = [threading.Thread(target=wait, args=(c,)) for c in clients[1:]]
+    for t in threads:
+        t.start()
+    assert not passed, "a waiter passed a standing barrier"
+    Barrier(clients[0], "/kz/barrier").remove()
+    for t in threads:
+        t.join(WAIT)
+    assert len(passed) == n_clients - 1, passed
+
+    # DoubleBarrier: nobody enters before all have arrived, nobody leaves
+    # before all are done.
+    arrived = [0]
+    left = [0]
+    guard = threading.Lock()
+    errors = []
+
+    def both_ways(c, i):
+        b = DoubleBarrier(c, "/kz/double", n_clients, identifier="d%d" % i)
+        with guard:
+            arrived[0] += 1
+        b.enter()
+        with guard:
+            if arrived[0] != n_clients:
+                errors.append("entered with %d of %d arrived" % (arrived[0], n_clients))
+            if left[0] != 0:
+                errors.append("entered after someone left")
+        b.leave()
+        with guard:
+            left[0] += 1
+
+    errors += run_threads([lambda c=c, i=i: both_ways(c, i) for i, c in enumerate(clients)])
+    assert not errors, errors
+    assert left[0] == n_clients
+    stop_all(clients)
+
+
+def counter(n_clients=4, each=10):
+    clients = spread(n_clients)
+
+    def work(c):
+        n = Counter(c, "/kz/counter-recipe")
+        for _ in range(each):
+            n += 1
+
+    errors = run_threads([lambda c=c: work(c) for c in clients])
+    assert not errors, errors
+    assert Counter(clients[1], "/kz/counter-recipe").value == n_clients * each
+    stop_all(clients)
+
+
+def queues(n_producers=3, n_consumers=3, each=8):
+    clients = spread(n_producers + n_consumers)
+    producers, consumers = clients[:n_producers], clients[n_producers:]
+    total = n_producers * each
+
+    # Queue: several producers and consumers, each item out exactly once.
+    taken = []
+    guard = threading.Lock()
+
+    def produce(c, p):
+        q = Queue(c, "/kz/queue")
+        for k in range(each):
+            q.put(("%d-%d" % (p, k)).encode())
+
+    def consume(c):
+        q = Queue(c, "/kz/queue")
+        deadline = time.monotonic() + WAIT
+        while True:
+            with guard:
+                if len(taken) >= total:
+                    return
+            item = q.get()
+            if item is None:
+                assert time.monotonic() < deadline, "the queue ran dry early"
+                time.sleep(0.01)
+                continue
+            with guard:
+                taken.append(item)
+
+    errors = run_threads(
+        [lambda c=c, p=p: produce(c, p) for p, c in enumerate(producers)]
+        + [lambda c=c: consume(c) for c in consumers]
+    )
+    assert not errors, errors
+    expected = sorted(("%d-%d" % (p, k)).encode() for p in range(n_producers) for k in range(each))
+    assert sorted(taken) == expected, taken
+    assert len(Queue(producers[0], "/kz/queue")) == 0
+    # One producer's items come out in the order it put them.
+    q = Queue(producers[0], "/kz/fifo")
+    for k in range(5):
+        q.put(b"%d" % k)
+    assert [Queue(consumers[0], "/kz/fifo").get() for _ in range(5)] == [b"%d" % k for k in range(5)]
+
+    # LockingQueue: an item is held while processed, removed by consume().
+    lq = LockingQueue(producers[0], "/kz/lqueue")
+    lq.put_all([b"job-%d" % k for k in range(total)])
+    done = []
+
+    def work(c):
+        q = LockingQueue(c, "/kz/lqueue")
+        while True:
+            with guard:
+                if len(done) >= total:
+                    return
+            item = q.get(timeout=0.5)
+            if item is None:
+                continue
+            with guard:
+                done.append(item)
+            assert q.consume(), "consumed"
+
+    errors = run_threads([lambda c=c: work(c) for c in consumers])
+    assert not errors, errors
+    assert sorted(done) == sorted(b"job-%d" % k for k in range(total)), done
+    assert len(LockingQueue(producers[0], "/kz/lqueue")) == 0
+    stop_all(clients)
+
+
 def main():
     zk = client()
     other = client()
@@ -177,6 +402,16 @@ def main():
     watches(zk, other)
     ephemerals_go_with_their_session(zk)
     locks()
+    for name, recipe in [
+        ("election", election),
+        ("semaphore", semaphore),
+        ("barriers", barriers),
+        ("counter", counter),
+        ("queues", queues),
+    ]:
+        start = time.monotonic()
+        recipe()
+        print("kazoo %s: ok (%.1f s)" % (name, time.monotonic() - start))
     other.stop()
     zk.stop()
     print("kazoo scenario: ok")
