@@ -3,8 +3,8 @@
 //! watches and its recipes (Lock, Election, Semaphore, Barrier,
 //! DoubleBarrier, Counter, Queue, LockingQueue) with several clients
 //! spread over the members. The virtualenv is made once under the target
-//! directory. Without `python3` the test says
-//! so loudly and passes; with it, a failed install fails the test.
+//! directory. Without `python3` the test says so loudly and passes; with
+//! it, a failed install fails the test.
 
 mod common;
 

@@ -11,10 +11,11 @@
 //! - `conn`: one connection: requests answered in order, pings,
 //!   watch events sent before the answer that shows their change;
 //! - `ops`: each opcode dispatched, the writes translated onto the node's
-//!   strict tree operations; `reads`: the reads; `events`: watch events
-//!   and `setWatches`;
-//! - `watches`: one-shot data, exist and child watches fired from the
-//!   member's change history;
+//!   strict tree operations; `reads`: the reads; `events`: watch events,
+//!   `setWatches(2)` and the watch opcodes (`addWatch`, `checkWatches`,
+//!   `removeWatches`);
+//! - `watches`: one-shot data, exist and child watches and persistent
+//!   (recursive) ones, fired from the member's change history;
 //! - `errors`: raftlock errors as ZooKeeper error codes.
 
 pub mod config;
