@@ -165,7 +165,7 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
             }
         );
         b.fails(
-            OpRequest::GetEphemerals(PathRequest { path: "/".into() }),
+            OpRequest::GetAllChildrenNumber(PathRequest { path: "/".into() }),
             ErrorCode::Unimplemented,
         );
         b.fails(
