@@ -9,7 +9,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::{door_config, Cluster};
@@ -96,28 +95,30 @@ async fn kazoo_locks_watches_and_znodes() {
         .collect::<Vec<_>>()
         .join(",");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/scenario.py");
-    let child = tokio::process::Command::new(python)
+    // Its output goes to a file, so a scenario that hangs still shows how
+    // far it got.
+    let log_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kazoo-scenario.log");
+    let log = std::fs::File::create(&log_path).expect("scenario log");
+    let mut child = tokio::process::Command::new(python)
+        .arg("-u")
         .arg(script)
         .arg(&hosts)
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(log.try_clone().expect("scenario log"))
+        .stderr(log)
         .kill_on_drop(true)
         .spawn()
         .expect("start the kazoo scenario");
-    let out = tokio::time::timeout(Duration::from_secs(240), child.wait_with_output())
-        .await
-        .expect("the kazoo scenario finished in time")
-        .expect("the kazoo scenario ran");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let status = tokio::time::timeout(Duration::from_secs(240), child.wait()).await;
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let status = match status {
+        Ok(status) => status.expect("the kazoo scenario ran"),
+        Err(_) => panic!("the kazoo scenario did not finish in time:\n{output}"),
+    };
     assert!(
-        out.status.success(),
-        "kazoo scenario failed ({}):\n{stdout}\n{stderr}",
-        out.status
+        status.success(),
+        "kazoo scenario failed ({status}):\n{output}"
     );
-    assert!(stdout.contains("kazoo scenario: ok"), "{stdout}\n{stderr}");
-    eprintln!("{stdout}");
+    assert!(output.contains("kazoo scenario: ok"), "{output}");
+    eprintln!("{output}");
 }

@@ -411,7 +411,7 @@ def main():
     ]:
         start = time.monotonic()
         recipe()
-        print("kazoo %s: ok (%.1f s)" % (name, time.monotonic() - start))
+        print("kazoo %s: ok (%.1f s)" % (name, time.monotonic() - start), flush=True)
     other.stop()
     zk.stop()
     print("kazoo scenario: ok")
