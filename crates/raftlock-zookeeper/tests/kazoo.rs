@@ -118,3 +118,85 @@ async fn kazoo_locks_watches_and_znodes() {
     );
     assert!(stdout.contains("kazoo scenario: ok"), "{stdout}\n{stderr}");
 }
+
+/// The same kazoo over TLS, authenticating with a bearer token as its
+/// `digest` (`tests/kazoo/secure.py`): doors started as `raftlock serve`
+/// starts them for a cluster with `[tls]` and `[[auth.tokens]]`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_over_tls_with_a_token() {
+    let Some(python3) = python3() else {
+        eprintln!("==========================================================");
+        eprintln!("SKIP kazoo_over_tls_with_a_token: no python3 on PATH");
+        eprintln!("==========================================================");
+        return;
+    };
+    let python = tokio::task::spawn_blocking(move || venv(&python3))
+        .await
+        .expect("venv");
+    raftlock_tls::install_default_provider();
+    let certs = tempfile::tempdir().expect("tempdir");
+    let ca = raftlock_tls::generate::Ca::create(certs.path(), "kazoo test CA").expect("a CA");
+    let member = ca
+        .issue_member(certs.path(), "member", &["127.0.0.1", "localhost"])
+        .expect("a member certificate");
+    let tls = raftlock_tls::api_server_config(&raftlock_tls::TlsSettings {
+        ca: ca.cert_path.clone(),
+        cert: member.cert,
+        key: member.key,
+        client_auth: raftlock_tls::ClientAuth::None,
+    })
+    .expect("a server config");
+    let token = "kazoo-jobs-token";
+    use raftlock_api::auth::{hash_token, AuthConfig, Grant, Permission, Token};
+    let config = raftlock_zookeeper::door::DoorConfig {
+        auth: AuthConfig {
+            tokens: vec![Token {
+                name: "jobs".into(),
+                sha256: hash_token(token),
+                // `jobs`, not `jobs/`: kazoo's recipes create `/jobs`
+                // itself (docs/zookeeper.md, tokens).
+                grants: vec![Grant {
+                    prefix: "jobs".into(),
+                    allow: vec![Permission::Read, Permission::Write],
+                }],
+            }],
+        },
+        ..door_config()
+    };
+    let cluster = Cluster::start_tls(config, tls).await;
+    let hosts = cluster
+        .addrs()
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/secure.py");
+    let child = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(&hosts)
+        .arg(&ca.cert_path)
+        .arg(token)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the kazoo secure scenario");
+    let out = tokio::time::timeout(Duration::from_secs(240), child.wait_with_output())
+        .await
+        .expect("the kazoo secure scenario finished in time")
+        .expect("the kazoo secure scenario ran");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "kazoo secure scenario failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("kazoo secure scenario: ok"),
+        "{stdout}\n{stderr}"
+    );
+}
