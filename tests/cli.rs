@@ -831,32 +831,102 @@ async fn raftlock_up_serves_zookeeper_on_every_member() {
     assert!(stopped.success(), "{stopped:?}");
 }
 
-/// The ZooKeeper door does not authenticate: a member whose cluster file
-/// gives it a door and sets bearer tokens refuses to start, saying why.
+/// Speaks ZooKeeper's protocol over TLS to `argv[1]` (host:port) trusting
+/// the CA file `argv[2]`, with Python's own `ssl`: connects (retrying
+/// until the member serves), reads a node unauthenticated (NOAUTH,
+/// -102), authenticates with `digest` `argv[3]` (0), reads again (NONODE,
+/// -101). Prints the three error codes.
+const ZK_TLS_PROBE: &str = r#"
+import socket, ssl, struct, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+deadline = time.monotonic() + 60
+def frame(body):
+    return struct.pack(">i", len(body)) + body
+def exactly(s, n):
+    got = b""
+    while len(got) < n:
+        chunk = s.recv(n - len(got))
+        assert chunk, "the door closed the connection"
+        got += chunk
+    return got
+def read(s):
+    return exactly(s, struct.unpack(">i", exactly(s, 4))[0])
+def ustring(b):
+    return struct.pack(">i", len(b)) + b
+while True:
+    try:
+        s = ctx.wrap_socket(socket.create_connection((host, int(port)), 5), server_hostname=host)
+        s.sendall(frame(struct.pack(">iqiq", 0, 0, 10000, 0) + ustring(b"\0" * 16)))
+        if struct.unpack(">iiq", read(s)[:16])[1] > 0:
+            break
+    except OSError:
+        pass
+    assert time.monotonic() < deadline, "the door never served a session"
+    time.sleep(0.1)
+codes = []
+def call(xid, op, body):
+    s.sendall(frame(struct.pack(">ii", xid, op) + body))
+    codes.append(struct.unpack(">iqi", read(s)[:16])[2])
+get_data = ustring(b"/jobs") + b"\0"
+call(1, 4, get_data)
+call(-4, 100, struct.pack(">i", 0) + ustring(b"digest") + ustring(sys.argv[3].encode()))
+call(2, 4, get_data)
+print(" ".join(map(str, codes)))
+"#;
+
+/// A member whose cluster file has `[tls]`, `[[auth.tokens]]` and a
+/// ZooKeeper door serves the door over TLS with the API's certificate,
+/// and answers NOAUTH until a client shows a token as its `digest`.
 #[test]
-fn serve_refuses_a_zookeeper_door_beside_tokens() {
+fn serve_opens_a_zookeeper_door_with_the_apis_tls_and_tokens() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let token_file = dir.path().join("ops.token");
     let token = run(Command::new(RAFTLOCK)
         .args(["token", "new", "ops", "--allow", "=admin", "--out"])
-        .arg(dir.path().join("ops.token")));
+        .arg(&token_file));
     assert!(token.status.success(), "{token:?}");
-    let base = free_base_port();
+    let secret = std::fs::read_to_string(&token_file).expect("token file");
+    let tls = support::tls::TestCa::create(&dir.path().join("tls"), "door test CA");
+    // Random free ports: tests run in parallel, and `free_base_port`
+    // gives two of them the same range.
+    let ports = support::free_ports(3);
+    let door = format!("127.0.0.1:{}", ports[2]);
     let config = format!(
         "[cluster]\ndata_dir = \".\"\n\n[[members]]\nid = 1\napi_addr = \"127.0.0.1:{}\"\n\
-         raft_addr = \"127.0.0.1:{}\"\nzookeeper = {{ client_addr = \"127.0.0.1:{}\" }}\n\n{}",
-        base,
-        base + 100,
-        base + 200,
+         raft_addr = \"127.0.0.1:{}\"\nzookeeper = {{ client_addr = \"{door}\" }}\n{}\n{}",
+        ports[0],
+        ports[1],
+        tls.table("none"),
         String::from_utf8_lossy(&token.stdout)
     );
     let file = dir.path().join("cluster.toml");
     std::fs::write(&file, config).expect("config");
-    let served = Command::new(RAFTLOCK)
+    let log = std::fs::File::create(dir.path().join("member.log")).expect("log");
+    let mut member = Command::new(RAFTLOCK)
         .args(["serve", "--id", "1", "--config"])
         .arg(&file)
-        .output()
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
         .expect("raftlock serve");
-    let stderr = String::from_utf8_lossy(&served.stderr);
-    assert!(!served.status.success(), "{served:?}");
-    assert!(stderr.contains("does not authenticate"), "{stderr}");
+    let probe = Command::new("python3")
+        .args(["-c", ZK_TLS_PROBE, &door])
+        .arg(tls.ca_path())
+        .arg(format!("ops:{}", secret.trim()))
+        .output();
+    let _ = member.kill();
+    let _ = member.wait();
+    let probe = probe.expect("python3 runs the probe");
+    let out = String::from_utf8_lossy(&probe.stdout);
+    assert!(
+        probe.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    assert_eq!(
+        out.trim(),
+        "-102 0 -101",
+        "NOAUTH, then authenticated, then NONODE"
+    );
 }

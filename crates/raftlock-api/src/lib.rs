@@ -8,6 +8,8 @@
 //! OpenAPI schemas.
 //!
 //! Modules:
+//! - [`auth`]: bearer tokens, their grants and [`Permission`]s, shared by
+//!   every front door that authenticates;
 //! - [`error`]: [`ErrorCode`], each code's HTTP status and `Retry-After`,
 //!   and the retry classification every caller uses
 //!   ([`ErrorCode::not_applied`], [`ErrorCode::outcome_unknown`],
@@ -29,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod cluster;
 pub mod election;
 pub mod error;
@@ -39,5 +42,6 @@ pub mod session;
 pub mod shared;
 pub mod tables;
 
+pub use auth::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};
 pub use error::{ErrorBody, ErrorCode, ErrorReply, UnknownCode};
 pub use queue::{Mode, QueueKind};

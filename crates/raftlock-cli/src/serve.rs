@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, Context};
 use clap::Args;
 use raftlock_node::{Node, NodeConfig, NodeId, TlsSettings};
 use raftlock_server::ApiConfig;
@@ -78,7 +78,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let raft = TcpListener::bind(&binds.raft)
         .await
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
-    let zookeeper = zookeeper_listener(&args.config, args.id, &api_config).await?;
+    let zookeeper = zookeeper_listener(&args.config, args.id).await?;
     let data_dir = config.data_dir.clone();
     let tls = config.tls.clone();
     let node = if joining {
@@ -91,8 +91,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let _door = match zookeeper {
         Some((listener, addrs)) => {
-            let door = Door::spawn(node.clone(), listener, DoorConfig::default())?;
+            let door = zookeeper_door(&node, listener, &api_config, tls.as_ref())?;
             tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
+                tls = tls.is_some(), tokens = api_config.auth.enabled(),
                 "ZooKeeper door serving (docs/zookeeper.md)");
             Some(door)
         }
@@ -121,12 +122,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// This member's ZooKeeper door listener, if the cluster file gives it
 /// one (`zookeeper = { client_addr = ... }` in its `[[members]]` entry).
-/// The door has no authentication: with `[[auth.tokens]]` it would be a
-/// way around them, so the member refuses to start.
 async fn zookeeper_listener(
     path: &Path,
     id: NodeId,
-    api: &ApiConfig,
 ) -> anyhow::Result<Option<(TcpListener, ZooKeeperAddrs)>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config {}", path.display()))?;
@@ -135,17 +133,31 @@ async fn zookeeper_listener(
     else {
         return Ok(None);
     };
-    if api.auth.enabled() {
-        bail!(
-            "config {}: member {id} has a ZooKeeper door, which does not authenticate, \
-             and [[auth.tokens]] are set: remove one of them (docs/zookeeper.md)",
-            path.display()
-        );
-    }
     let listener = TcpListener::bind(addrs.bind_addr())
         .await
         .with_context(|| format!("cannot listen on zookeeper bind {}", addrs.bind_addr()))?;
     Ok(Some((listener, addrs)))
+}
+
+/// The door with the API's tokens, and TLS when the cluster has `[tls]`
+/// (the same certificate and client policy as the HTTP API).
+fn zookeeper_door(
+    node: &Node,
+    listener: TcpListener,
+    api: &ApiConfig,
+    tls: Option<&TlsSettings>,
+) -> anyhow::Result<Door> {
+    let config = DoorConfig {
+        auth: api.auth.clone(),
+        ..DoorConfig::default()
+    };
+    Ok(match tls {
+        Some(tls) => {
+            let server = raftlock_tls::api_server_config(tls)?;
+            Door::spawn_tls(node.clone(), listener, config, server)?
+        }
+        None => Door::spawn(node.clone(), listener, config)?,
+    })
 }
 
 /// The `[api]` table of the cluster file (every key optional).

@@ -9,9 +9,9 @@ use axum::http::request::Parts;
 use raftlock_core::SessionId;
 use raftlock_node::Consistency;
 
-use super::tokens::{Permission, Token};
 use crate::error::ApiError;
 use crate::state::AppState;
+use raftlock_api::auth::{Permission, Token};
 
 /// The authenticated caller of a request, put in its extensions by the
 /// `authenticate` middleware.

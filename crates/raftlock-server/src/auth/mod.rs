@@ -1,8 +1,9 @@
 //! Bearer-token authentication and per-prefix authorization of the client
 //! API (docs/security.md).
 //!
-//! - `tokens.rs`: the `[[auth.tokens]]` config and finding a presented
-//!   token by its SHA-256.
+//! - the `[[auth.tokens]]` config and finding a presented token by its
+//!   SHA-256 are the contract's (`raftlock_api::auth`), shared with the
+//!   ZooKeeper door.
 //! - `policy.rs`: the middleware that answers `401 unauthorized` without a
 //!   valid token and `403 forbidden` when a route's name is outside the
 //!   token's grants, and leaves the [`Caller`] in the request.
@@ -14,8 +15,7 @@
 
 mod caller;
 mod policy;
-mod tokens;
 
 pub(crate) use caller::Caller;
 pub(crate) use policy::{authenticate, Tokens};
-pub use tokens::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};
+pub use raftlock_api::auth::{hash_token, AuthConfig, AuthConfigError, Grant, Permission, Token};

@@ -24,8 +24,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::caller::Caller;
-use super::tokens::{AuthConfig, Permission, Token};
 use crate::error::ApiError;
+use raftlock_api::auth::{AuthConfig, Permission, Token};
 
 /// The token table the middleware checks against; cheap to clone.
 #[derive(Debug, Clone)]

@@ -11,10 +11,11 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use raftlock_core::{CoreError, SessionId};
 use raftlock_node::{Consistency, Node, NodeError};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
+use super::access::Access;
 use super::session::{from_credentials, password, zk_session_id};
 use super::watches::Watches;
 use super::DoorConfig;
@@ -23,7 +24,11 @@ use crate::wire::{
     ServerCodec, ServerPacket, WireError,
 };
 
-type Wire = Framed<TcpStream, ServerCodec>;
+/// A connection's byte stream: plain TCP, or TLS over it.
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
+
+type Wire<S> = Framed<S, ServerCodec>;
 
 /// What a connection knows between requests.
 pub(crate) struct Conn {
@@ -32,6 +37,8 @@ pub(crate) struct Conn {
     /// The negotiated timeout, ms: the session's TTL.
     pub timeout_ms: u64,
     pub watches: Watches,
+    /// What this connection has authenticated as (access.rs).
+    pub access: Access,
     /// Every change at or below this revision has fired its watches.
     pub cursor: u64,
     /// The largest zxid answered, so zxids never go back.
@@ -46,9 +53,9 @@ pub(crate) enum Step {
     Close(String),
 }
 
-pub(crate) async fn serve(
+pub(crate) async fn serve<S: Stream>(
     node: Node,
-    stream: TcpStream,
+    stream: S,
     peer: SocketAddr,
     config: Arc<DoorConfig>,
 ) {
@@ -69,16 +76,16 @@ pub(crate) async fn serve(
     let Some(mut conn) = connect_session(&node, &config, connect, &mut wire, peer).await else {
         return;
     };
-    let reason = run(&mut conn, &mut wire).await;
+    let reason = run(&mut conn, &mut wire, &config).await;
     tracing::debug!(%peer, session = %conn.session, %reason, "zookeeper door: connection closed");
 }
 
 /// Answers the handshake; the connection's state if a session is served.
-async fn connect_session(
+async fn connect_session<S: Stream>(
     node: &Node,
     config: &DoorConfig,
     connect: ConnectRequest,
-    wire: &mut Wire,
+    wire: &mut Wire<S>,
     peer: SocketAddr,
 ) -> Option<Conn> {
     let revision = match node.revision(Consistency::Linearizable).await {
@@ -149,13 +156,14 @@ async fn connect_session(
         session,
         timeout_ms: ttl_ms,
         watches: Watches::default(),
+        access: Access::at_connect(&config.auth),
         cursor: revision,
         last_zxid: i64::try_from(revision).unwrap_or(i64::MAX),
         out: Vec::new(),
     })
 }
 
-async fn run(conn: &mut Conn, wire: &mut Wire) -> String {
+async fn run<S: Stream>(conn: &mut Conn, wire: &mut Wire<S>, config: &DoorConfig) -> String {
     let mut latest = conn.node.subscribe_node_changes();
     let node = conn.node.clone();
     let mut heard = Instant::now();
@@ -171,7 +179,9 @@ async fn run(conn: &mut Conn, wire: &mut Wire) -> String {
                             "zookeeper door: bad frame, closing the connection");
                         return format!("bad frame: {error}");
                     }
-                    Some(Ok(Incoming::Request(request))) => conn.handle(request).await,
+                    Some(Ok(Incoming::Request(request))) => {
+                        conn.serve_request(&config.auth, request).await
+                    }
                     Some(Ok(Incoming::Undecodable(bad))) => match (bad.xid, &bad.error) {
                         // ZooKeeper answers an opcode it does not know.
                         (Some(xid), WireError::UnknownOpcode(_)) => {

@@ -6,6 +6,8 @@
 //! typed tree and session operations.
 //!
 //! - [`config`]: where each member's door listens (the cluster file);
+//! - `access`: with bearer tokens, `addauth digest` and the NOAUTH
+//!   answers, from the same grants as the HTTP API;
 //! - [`session`]: ZooKeeper session ids and passwords from raftlock
 //!   sessions, and the connect handshake;
 //! - `conn`: one connection: requests answered in order, pings,
@@ -18,6 +20,7 @@
 //!   (recursive) ones, fired from the member's change history;
 //! - `errors`: raftlock errors as ZooKeeper error codes.
 
+mod access;
 pub mod config;
 mod conn;
 mod errors;
@@ -30,7 +33,9 @@ mod watches;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use raftlock_api::auth::AuthConfig;
 use raftlock_node::Node;
+use raftlock_tls::TlsIncoming;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -48,8 +53,13 @@ pub struct DoorConfig {
     pub min_session_timeout_ms: u64,
     /// See `min_session_timeout_ms`.
     pub max_session_timeout_ms: u64,
-    /// How long a new connection may take to send its handshake.
+    /// How long a new connection may take to send its handshake (and
+    /// finish TLS's before it).
     pub handshake_timeout_ms: u64,
+    /// The cluster's bearer tokens: with any, a client must `addauth
+    /// digest <principal>:<token>` and stays within that token's grants
+    /// (access.rs); with none, every client may do everything.
+    pub auth: AuthConfig,
 }
 
 impl Default for DoorConfig {
@@ -60,6 +70,7 @@ impl Default for DoorConfig {
             min_session_timeout_ms: 4_000,
             max_session_timeout_ms: 40_000,
             handshake_timeout_ms: 10_000,
+            auth: AuthConfig::default(),
         }
     }
 }
@@ -89,7 +100,23 @@ impl Door {
     /// the node shuts down.
     pub fn spawn(node: Node, listener: TcpListener, config: DoorConfig) -> std::io::Result<Door> {
         let addr = listener.local_addr()?;
-        let task = tokio::spawn(serve(node, listener, Arc::new(config)));
+        let task = tokio::spawn(serve(node, Incoming::Plain(listener), Arc::new(config)));
+        Ok(Door { addr, task })
+    }
+
+    /// The same over TLS (ZooKeeper's secure client port: TLS from the
+    /// first byte), with `tls` as the server config (the member's `[tls]`
+    /// table, as for the HTTP API).
+    pub fn spawn_tls(
+        node: Node,
+        listener: TcpListener,
+        config: DoorConfig,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> std::io::Result<Door> {
+        let addr = listener.local_addr()?;
+        let handshake = std::time::Duration::from_millis(config.handshake_timeout_ms);
+        let incoming = TlsIncoming::new(listener, tls, handshake, "zookeeper")?;
+        let task = tokio::spawn(serve(node, Incoming::Tls(incoming), Arc::new(config)));
         Ok(Door { addr, task })
     }
 
@@ -105,28 +132,44 @@ impl Door {
     }
 }
 
-async fn serve(node: Node, listener: TcpListener, config: Arc<DoorConfig>) {
+/// Where connections come from.
+enum Incoming {
+    Plain(TcpListener),
+    /// Handshaken in their own tasks, so a slow client stalls no other.
+    Tls(TlsIncoming),
+}
+
+async fn serve(node: Node, mut incoming: Incoming, config: Arc<DoorConfig>) {
     let slots = Arc::new(Semaphore::new(config.max_connections));
     loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = node.stopped() => return,
+        let accepted = match &mut incoming {
+            Incoming::Plain(listener) => tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        Some((Box::new(stream) as Box<dyn conn::Stream>, peer))
+                    }
+                    Err(error) => {
+                        // Out of descriptors, say: pauses instead of spinning.
+                        raftlock_tls::accept_failed(error).await;
+                        None
+                    }
+                },
+                () = node.stopped() => return,
+            },
+            Incoming::Tls(tls) => tokio::select! {
+                (stream, peer) = tls.accept() => Some((Box::new(stream) as Box<dyn conn::Stream>, peer)),
+                () = node.stopped() => return,
+            },
         };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::warn!(%error, "zookeeper door: accept failed");
-                // Out of descriptors, say: do not spin.
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
+        let Some((stream, peer)) = accepted else {
+            continue;
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tracing::warn!(%peer, max = config.max_connections,
                 "zookeeper door: connection limit reached, closing");
             continue;
         };
-        let _ = stream.set_nodelay(true);
         let (node, config) = (node.clone(), config.clone());
         tokio::spawn(async move {
             conn::serve(node, stream, peer, config).await;

@@ -158,7 +158,7 @@ fn multi_op(op: &MultiOp, session: SessionId) -> Result<(TreeOp, OpKind), ErrorC
 
 /// ZooKeeper's answer to a multi whose operation `index` failed with
 /// `err`: those before it read 0, those after it RUNTIMEINCONSISTENCY.
-fn failed_multi(len: usize, index: usize, err: ErrorCode) -> ReplyBody {
+pub(super) fn failed_multi(len: usize, index: usize, err: ErrorCode) -> ReplyBody {
     let results = (0..len)
         .map(|i| OpResult::Error {
             err: match i.cmp(&index) {
@@ -178,8 +178,8 @@ impl Conn {
         let outcome = match request.op {
             OpRequest::Ping => return self.ping().await,
             OpRequest::CloseSession => return self.close_session(xid).await,
-            // ACLs are not enforced (docs/zookeeper.md): credentials are
-            // accepted and unused.
+            // Without tokens credentials are accepted and unused; with
+            // them `auth` never gets here (access.rs).
             OpRequest::Auth(_) => {
                 self.push_ok(xid);
                 return Step::Continue;

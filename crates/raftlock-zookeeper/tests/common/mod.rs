@@ -49,6 +49,21 @@ pub fn door_config() -> DoorConfig {
 
 impl Cluster {
     pub async fn start(config: DoorConfig) -> Cluster {
+        Self::start_with(config, None).await
+    }
+
+    /// Doors serving TLS with `tls`, as `raftlock serve` with `[tls]`.
+    pub async fn start_tls(
+        config: DoorConfig,
+        tls: std::sync::Arc<raftlock_tls::rustls::ServerConfig>,
+    ) -> Cluster {
+        Self::start_with(config, Some(tls)).await
+    }
+
+    async fn start_with(
+        config: DoorConfig,
+        tls: Option<std::sync::Arc<raftlock_tls::rustls::ServerConfig>>,
+    ) -> Cluster {
         let serial = SERIAL.lock().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let inner = LocalCluster::start(dir.path(), 3, settings())
@@ -63,7 +78,11 @@ impl Cluster {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .expect("bind a door");
-            doors.push(Door::spawn(node.clone(), listener, config.clone()).expect("door"));
+            let door = match &tls {
+                Some(tls) => Door::spawn_tls(node.clone(), listener, config.clone(), tls.clone()),
+                None => Door::spawn(node.clone(), listener, config.clone()),
+            };
+            doors.push(door.expect("door"));
         }
         Cluster {
             _serial: serial,

@@ -1,5 +1,7 @@
-//! The `[[auth.tokens]]` tables of a cluster file, and finding the token
-//! a request presents.
+//! Who may do what: the `[[auth.tokens]]` tables of a cluster file, the
+//! permissions a token grants on name prefixes, and finding the token a
+//! caller presents. Every front door (the HTTP API, the ZooKeeper door)
+//! checks callers against the same table (docs/security.md).
 //!
 //! A token is 256 random bits, shown once when it is made (`raftlock
 //! token new`); the config stores only its SHA-256, so a leaked config
@@ -213,7 +215,7 @@ impl AuthConfig {
     /// The index of the token whose digest matches `presented`'s,
     /// comparing with every stored digest in constant time (no early
     /// exit either).
-    pub(crate) fn position(&self, presented: &str) -> Option<usize> {
+    pub fn position(&self, presented: &str) -> Option<usize> {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let mut found = None;
         for (i, token) in self.tokens.iter().enumerate() {
