@@ -226,7 +226,7 @@ impl Gen {
         let mut paths = vec![root.clone()];
         paths.extend(NAMES.iter().map(|n| format!("{root}/{n}")));
         Gen {
-            rng: Rng(seed ^ 0x5eed_0f_c0ffee),
+            rng: Rng(seed ^ 0x5eed_0fc0_ffee),
             root,
             paths,
             closed: false,
@@ -498,8 +498,10 @@ impl Side {
         }
     }
 
-    /// Records a time written by `change`; an error if it breaks the
+    /// Records a time written by `change` (the wall clock is compared with
+    /// ZooKeeper's times, nothing waits on it); an error if it breaks the
     /// relations times must keep.
+    #[allow(clippy::disallowed_methods)]
     fn time(&mut self, change: Zxid, time: i64) -> Result<(), String> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
