@@ -98,8 +98,15 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
             OpRequest::Create(create("/app/e/c", b"", CreateMode::Persistent)),
             ErrorCode::NoChildrenForEphemerals,
         );
+        // A missing parent comes first, as in ZooKeeper (the cross-check
+        // saw it answer NONODE here); under an existing one the bad name
+        // is BADARGUMENTS.
         a.fails(
             OpRequest::Create(create("/bad/", b"", CreateMode::Persistent)),
+            ErrorCode::NoNode,
+        );
+        a.fails(
+            OpRequest::Create(create("/app/", b"", CreateMode::Persistent)),
             ErrorCode::BadArguments,
         );
         a.fails(
