@@ -238,6 +238,20 @@ pub enum Command {
         /// The operations, applied in order.
         ops: Vec<TreeOp>,
     },
+    /// A node write (`Put`, `Delete`, `Txn`, `GuardedWrite`, `TreeOps`)
+    /// with its proposer's wall-clock time, which becomes the created and
+    /// modified times of the nodes it writes (ZooKeeper's `ctime` and
+    /// `mtime`). The state's clock keeps the latest time seen and never
+    /// goes back, so a proposer whose clock lags writes the previous time
+    /// again; unstamped commands (locks, sessions) use that clock too.
+    /// Any other command inside is refused. Appended last, so older logs
+    /// still decode.
+    Stamped {
+        /// Milliseconds since the Unix epoch on the proposer.
+        time_ms: u64,
+        /// The write.
+        command: Box<Command>,
+    },
 }
 
 impl Command {
@@ -246,6 +260,9 @@ impl Command {
     /// id), acquire (the session's existing node is returned, with
     /// `created: false`), and the leader's checkpoint/renew bookkeeping.
     pub fn is_idempotent(&self) -> bool {
+        if let Command::Stamped { command, .. } = self {
+            return command.is_idempotent();
+        }
         matches!(
             self,
             Command::OpenSession { .. }
@@ -258,6 +275,20 @@ impl Command {
                 | Command::EndLockDelays { .. }
                 | Command::CheckpointSessions { .. }
                 | Command::RenewSessions { .. }
+        )
+    }
+}
+
+impl Command {
+    /// True for the node writes `Stamped` may carry.
+    pub fn takes_a_time(&self) -> bool {
+        matches!(
+            self,
+            Command::Put { .. }
+                | Command::Delete { .. }
+                | Command::Txn { .. }
+                | Command::GuardedWrite { .. }
+                | Command::TreeOps { .. }
         )
     }
 }

@@ -131,10 +131,12 @@ impl StateMachine {
             return Err(not_leader());
         }
         let path = node_path(&queue_path, seq);
+        let now = self.clock_ms;
         let node = self.nodes.get_mut(path.as_str()).ok_or_else(not_leader)?;
         node.data = value.into();
         node.version += 1;
         node.mod_revision = revision;
+        node.meta.modified_ms = now;
         effects.written.push(path.clone());
         Ok(Outcome::changed(Response::Proclaimed { node: path }))
     }

@@ -4,11 +4,15 @@
 //!
 //! Formats: 1, the first; 2 adds each session's `principal` (the bearer
 //! token that opened it, docs/security.md); 3 appends the locks'
-//! lock-delays (`lock_delay.rs`). This build writes 3 and reads all
-//! three, so a member upgraded in place restarts from its old snapshot and
-//! a backup taken before the upgrade still restores; a format-1 session
-//! has no principal, and a format-1 or 2 state has no lock-delays (and so
-//! no held-off lock).
+//! lock-delays (`lock_delay.rs`); 4 appends each node's `meta` (times,
+//! child and ACL versions) and the state's clock. This build writes 4 and
+//! reads all four, so a member upgraded in place restarts from its old
+//! snapshot and a backup taken before the upgrade still restores; a
+//! format-1 session has no principal, a format-1 or 2 state has no
+//! lock-delays (and so no held-off lock), and a node from formats 1 to 3
+//! gets times 0, its mod revision as child revision and its sequence
+//! counter as child version (so strict sequential names continue above
+//! the ones already given).
 
 use std::collections::BTreeMap;
 
@@ -17,19 +21,78 @@ use serde::Deserialize;
 use crate::node_set::NodeSet;
 use crate::queue::LockQueue;
 use crate::state::StateMachine;
-use crate::types::{Node, Session, SessionId};
+use crate::types::{Node, NodeMeta, Session, SessionId};
 
 const MAGIC: &[u8; 4] = b"RLSM";
 /// Format written by this build. Bump it (and keep a reader for the old
 /// one) whenever the encoded state changes shape.
-pub const SNAPSHOT_FORMAT: u32 = 3;
+pub const SNAPSHOT_FORMAT: u32 = 4;
 
-/// The state as format 2 encoded it: no lock-delays.
+/// A node as formats 1 to 3 encoded it: `Node` without `meta`.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct NodeV3 {
+    data: Box<[u8]>,
+    version: u64,
+    create_revision: u64,
+    mod_revision: u64,
+    ephemeral_owner: Option<SessionId>,
+    next_child_sequence: u64,
+}
+
+impl From<NodeV3> for Node {
+    fn from(old: NodeV3) -> Self {
+        let meta = NodeMeta {
+            child_revision: old.mod_revision,
+            child_version: u32::try_from(old.next_child_sequence).unwrap_or(u32::MAX),
+            ..NodeMeta::default()
+        };
+        Node {
+            data: old.data,
+            version: old.version,
+            create_revision: old.create_revision,
+            mod_revision: old.mod_revision,
+            ephemeral_owner: old.ephemeral_owner,
+            next_child_sequence: old.next_child_sequence,
+            meta,
+        }
+    }
+}
+
+fn nodes_v3(nodes: BTreeMap<Box<str>, NodeV3>) -> BTreeMap<Box<str>, Node> {
+    nodes.into_iter().map(|(p, n)| (p, n.into())).collect()
+}
+
+/// The state as format 3 encoded it: nodes without `meta`, no clock.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct StateV3 {
+    revision: u64,
+    nodes: BTreeMap<Box<str>, NodeV3>,
+    sessions: BTreeMap<SessionId, Session>,
+    queues: BTreeMap<Box<str>, LockQueue>,
+    lock_delays: BTreeMap<Box<str>, u64>,
+}
+
+impl From<StateV3> for StateMachine {
+    fn from(old: StateV3) -> Self {
+        StateMachine {
+            revision: old.revision,
+            nodes: nodes_v3(old.nodes),
+            sessions: old.sessions,
+            queues: old.queues,
+            lock_delays: old.lock_delays,
+            clock_ms: 0,
+        }
+    }
+}
+
+/// The state as format 2 encoded it: as format 3 without lock-delays.
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(serde::Serialize))]
 struct StateV2 {
     revision: u64,
-    nodes: BTreeMap<Box<str>, Node>,
+    nodes: BTreeMap<Box<str>, NodeV3>,
     sessions: BTreeMap<SessionId, Session>,
     queues: BTreeMap<Box<str>, LockQueue>,
 }
@@ -38,10 +101,11 @@ impl From<StateV2> for StateMachine {
     fn from(old: StateV2) -> Self {
         StateMachine {
             revision: old.revision,
-            nodes: old.nodes,
+            nodes: nodes_v3(old.nodes),
             sessions: old.sessions,
             queues: old.queues,
             lock_delays: BTreeMap::new(),
+            clock_ms: 0,
         }
     }
 }
@@ -52,7 +116,7 @@ impl From<StateV2> for StateMachine {
 #[cfg_attr(test, derive(serde::Serialize))]
 struct StateV1 {
     revision: u64,
-    nodes: BTreeMap<Box<str>, Node>,
+    nodes: BTreeMap<Box<str>, NodeV3>,
     sessions: BTreeMap<SessionId, SessionV1>,
     queues: BTreeMap<Box<str>, LockQueue>,
 }
@@ -85,10 +149,11 @@ impl From<StateV1> for StateMachine {
             .collect();
         StateMachine {
             revision: old.revision,
-            nodes: old.nodes,
+            nodes: nodes_v3(old.nodes),
             sessions,
             queues: old.queues,
             lock_delays: BTreeMap::new(),
+            clock_ms: 0,
         }
     }
 }
@@ -142,6 +207,9 @@ impl StateMachine {
             2 => bincode::deserialize::<StateV2>(body)
                 .map_err(decode_error)?
                 .into(),
+            3 => bincode::deserialize::<StateV3>(body)
+                .map_err(decode_error)?
+                .into(),
             SNAPSHOT_FORMAT => bincode::deserialize(body).map_err(decode_error)?,
             other => return Err(SnapshotError::UnsupportedFormat(other)),
         };
@@ -188,11 +256,38 @@ mod tests {
         sm
     }
 
+    /// `sm`'s nodes as formats 1 to 3 encoded them.
+    fn old_nodes(sm: &StateMachine) -> BTreeMap<Box<str>, NodeV3> {
+        sm.nodes
+            .iter()
+            .map(|(path, n)| {
+                let old = NodeV3 {
+                    data: n.data.clone(),
+                    version: n.version,
+                    create_revision: n.create_revision,
+                    mod_revision: n.mod_revision,
+                    ephemeral_owner: n.ephemeral_owner,
+                    next_child_sequence: n.next_child_sequence,
+                };
+                (path.clone(), old)
+            })
+            .collect()
+    }
+
+    /// `sm` as an older format's decoding rebuilds it: no clock, and
+    /// each node's meta as `NodeV3` converts it.
+    fn as_upgraded(sm: &StateMachine) -> StateMachine {
+        let mut up = sm.clone();
+        up.clock_ms = 0;
+        up.nodes = nodes_v3(old_nodes(sm));
+        up
+    }
+
     /// Encodes `sm` as format 1 did (it must have no principals).
     fn format_1(sm: &StateMachine) -> Vec<u8> {
         let old = StateV1 {
             revision: sm.revision,
-            nodes: sm.nodes.clone(),
+            nodes: old_nodes(sm),
             sessions: sm
                 .sessions
                 .iter()
@@ -220,7 +315,7 @@ mod tests {
         assert!(sm.lock_delays.is_empty());
         let old = StateV2 {
             revision: sm.revision,
-            nodes: sm.nodes.clone(),
+            nodes: old_nodes(sm),
             sessions: sm.sessions.clone(),
             queues: sm.queues.clone(),
         };
@@ -234,10 +329,8 @@ mod tests {
     fn format_2_still_decodes_without_lock_delays() {
         let sm = state(Some("billing-jobs"));
         let old = format_2(&sm);
-        // The old encoding really is shorter: the empty map's length.
-        assert_eq!(old.len() + 8, sm.to_snapshot().expect("encode").len());
         let back = StateMachine::from_snapshot(&old).expect("decode v2");
-        assert_eq!(back, sm);
+        assert_eq!(back, as_upgraded(&sm));
     }
 
     #[test]
@@ -261,7 +354,7 @@ mod tests {
         let expired = sm.apply(&Command::ExpireSession { id: SessionId(7) });
         assert_eq!(expired.effects.held_off.len(), 1);
         let bytes = sm.to_snapshot().expect("encode");
-        assert_eq!(bytes[4..8], 3u32.to_le_bytes());
+        assert_eq!(bytes[4..8], 4u32.to_le_bytes());
         let back = StateMachine::from_snapshot(&bytes).expect("decode");
         assert_eq!(back, sm);
         assert_eq!(back.held_off(), sm.held_off());
@@ -272,7 +365,7 @@ mod tests {
     fn format_3_round_trips_principals() {
         let sm = state(Some("billing-jobs"));
         let bytes = sm.to_snapshot().expect("encode");
-        assert_eq!(bytes[4..8], 3u32.to_le_bytes());
+        assert_eq!(bytes[4..8], 4u32.to_le_bytes());
         let back = StateMachine::from_snapshot(&bytes).expect("decode");
         assert_eq!(back, sm);
         assert_eq!(
@@ -285,21 +378,78 @@ mod tests {
     fn format_1_still_decodes_without_principals() {
         let sm = state(None);
         let old = format_1(&sm);
-        // The old encoding really is shorter: one `None` per session less,
-        // and no lock-delay map (its 8-byte length).
-        assert_eq!(old.len() + 2 + 8, sm.to_snapshot().expect("encode").len());
         let back = StateMachine::from_snapshot(&old).expect("decode v1");
-        assert_eq!(back, sm);
+        assert_eq!(back, as_upgraded(&sm));
         assert_eq!(back.session_principal(SessionId(2)), Some(None));
     }
 
     #[test]
     fn unknown_formats_are_refused() {
         let mut bytes = state(None).to_snapshot().expect("encode");
-        bytes[4..8].copy_from_slice(&4u32.to_le_bytes());
+        bytes[4..8].copy_from_slice(&5u32.to_le_bytes());
         assert!(matches!(
             StateMachine::from_snapshot(&bytes),
-            Err(SnapshotError::UnsupportedFormat(4))
+            Err(SnapshotError::UnsupportedFormat(5))
         ));
+    }
+
+    /// Encodes `sm` as format 3 did: nodes without meta, no clock.
+    fn format_3(sm: &StateMachine) -> Vec<u8> {
+        let old = StateV3 {
+            revision: sm.revision,
+            nodes: old_nodes(sm),
+            sessions: sm.sessions.clone(),
+            queues: sm.queues.clone(),
+            lock_delays: sm.lock_delays.clone(),
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&3u32.to_le_bytes());
+        bytes.extend(bincode::serialize(&old).expect("encode v3"));
+        bytes
+    }
+
+    #[test]
+    fn format_3_still_decodes_and_sequences_continue() {
+        let mut sm = state(None);
+        let put = Command::Put {
+            path: "/q/job".into(),
+            data: vec![],
+            session: None,
+            sequential: true,
+            expected_version: None,
+        };
+        for _ in 0..3 {
+            assert!(sm.apply(&put).result.is_ok());
+        }
+        let back = StateMachine::from_snapshot(&format_3(&sm)).expect("decode v3");
+        assert_eq!(back, as_upgraded(&sm));
+        let q = back.node("/q").expect("parent");
+        assert_eq!((q.meta.child_version, q.meta.created_ms), (3, 0));
+    }
+
+    #[test]
+    fn format_4_round_trips_times_and_counters() {
+        let mut sm = state(None);
+        let stamped = Command::Stamped {
+            time_ms: 1_700_000_000_123,
+            command: Box::new(Command::Put {
+                path: "/t/a".into(),
+                data: b"x".to_vec(),
+                session: None,
+                sequential: false,
+                expected_version: None,
+            }),
+        };
+        assert!(sm.apply(&stamped).result.is_ok());
+        let bytes = sm.to_snapshot().expect("encode");
+        let back = StateMachine::from_snapshot(&bytes).expect("decode");
+        assert_eq!(back, sm);
+        assert_eq!(back.clock_ms(), 1_700_000_000_123);
+        let t = back.node("/t").expect("parent");
+        assert_eq!(t.meta.child_version, 1);
+        assert_eq!(
+            back.node("/t/a").map(|n| n.meta.created_ms),
+            Some(1_700_000_000_123)
+        );
     }
 }

@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{Applied, Command, DeletedNode, Effects, Response};
 use crate::error::CoreError;
+use crate::path::parent_of;
 use crate::queue::{self, LockQueue};
 use crate::shared::{self, SharedKind, Want};
-use crate::types::{Node, QueueKind, Session, SessionId};
+use crate::types::{Node, NodeMeta, QueueKind, Session, SessionId};
 
 /// The replicated state of one raftlock cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,8 +30,13 @@ pub struct StateMachine {
     /// Lock and election queues by queue path (`/locks/orders`).
     pub(crate) queues: BTreeMap<Box<str>, LockQueue>,
     /// Lock-delay of each mutex queue that has one, in milliseconds
-    /// (`lock_delay.rs`). Last field: snapshot format 2 lacks it.
+    /// (`lock_delay.rs`). Snapshot format 2 lacks it.
     pub(crate) lock_delays: BTreeMap<Box<str>, u64>,
+    /// The latest proposer time seen (`Command::Stamped`), milliseconds
+    /// since the Unix epoch: what node times are taken from. It only
+    /// moves forward, so a node's times never go backwards even when
+    /// members' clocks disagree. Last field: formats 1 to 3 lack it.
+    pub(crate) clock_ms: u64,
 }
 
 impl Default for StateMachine {
@@ -71,6 +77,7 @@ impl StateMachine {
             mod_revision: 0,
             ephemeral_owner: None,
             next_child_sequence: 0,
+            meta: NodeMeta::default(),
         };
         StateMachine {
             revision: 0,
@@ -78,6 +85,7 @@ impl StateMachine {
             sessions: BTreeMap::new(),
             queues: BTreeMap::new(),
             lock_delays: BTreeMap::new(),
+            clock_ms: 0,
         }
     }
 
@@ -231,6 +239,7 @@ impl StateMachine {
                 failure,
             } => self.txn(compare, success, failure, next, &mut effects),
             Command::TreeOps { ops } => self.tree_ops(ops, next, &mut effects),
+            Command::Stamped { time_ms, command } => return self.apply_stamped(*time_ms, command),
         };
         match result {
             Ok(outcome) => {
@@ -250,6 +259,42 @@ impl StateMachine {
                 revision: self.revision,
                 effects: Effects::default(),
             },
+        }
+    }
+
+    /// Applies a tree write at the proposer's time: the clock moves to it
+    /// (never back) for this command, and stays only if the command
+    /// changed the state.
+    fn apply_stamped(&mut self, time_ms: u64, command: &Command) -> Applied {
+        if !command.takes_a_time() {
+            return Applied {
+                result: Err(CoreError::Invalid(
+                    "only node writes (put, delete, txn, tree operations) carry a time".into(),
+                )),
+                revision: self.revision,
+                effects: Effects::default(),
+            };
+        }
+        let (clock, revision) = (self.clock_ms, self.revision);
+        self.clock_ms = clock.max(time_ms);
+        let applied = self.apply(command);
+        if self.revision == revision {
+            self.clock_ms = clock;
+        }
+        applied
+    }
+
+    /// The latest proposer time the state has seen, in milliseconds
+    /// since the Unix epoch (0 before the first stamped write).
+    pub fn clock_ms(&self) -> u64 {
+        self.clock_ms
+    }
+
+    /// Counts a child created or deleted under `parent`, at `revision`.
+    fn child_changed(&mut self, parent: &str, revision: u64) {
+        if let Some(node) = self.nodes.get_mut(parent) {
+            node.meta.child_version = node.meta.child_version.wrapping_add(1);
+            node.meta.child_revision = revision;
         }
     }
 
@@ -284,6 +329,7 @@ impl StateMachine {
                 }
             }
         }
+        self.child_changed(parent_of(path), revision);
         effects.deleted.push(DeletedNode {
             path: path.to_string(),
             owner: node.ephemeral_owner,
@@ -303,6 +349,14 @@ impl StateMachine {
             session.nodes.insert(path.as_str().into());
         }
         effects.written.push(path.clone());
+        self.child_changed(parent_of(&path), revision);
+        let meta = NodeMeta {
+            created_ms: self.clock_ms,
+            modified_ms: self.clock_ms,
+            child_revision: revision,
+            child_version: 0,
+            acl_version: 0,
+        };
         self.nodes.insert(
             path.into_boxed_str(),
             Node {
@@ -312,6 +366,7 @@ impl StateMachine {
                 mod_revision: revision,
                 ephemeral_owner: owner,
                 next_child_sequence: 0,
+                meta,
             },
         );
     }

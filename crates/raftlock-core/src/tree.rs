@@ -42,11 +42,13 @@ impl StateMachine {
             }
             return Ok(outcome);
         }
+        let now = self.clock_ms;
         if let Some(node) = self.nodes.get_mut(path) {
             check_version(path, expected_version, node.version)?;
             node.data = data.into();
             node.version += 1;
             node.mod_revision = revision;
+            node.meta.modified_ms = now;
             effects.written.push(path.to_string());
             return Ok(Outcome::changed(Response::Put {
                 path: path.to_string(),

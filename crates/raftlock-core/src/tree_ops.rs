@@ -4,10 +4,11 @@
 //! They differ from the generic `Put`/`Delete` where ZooKeeper does: a
 //! create needs its parent to exist (no missing ancestors are made) and
 //! fails if the node exists; a sequential create appends the parent's
-//! counter as ten digits directly to the name (`/q/item-` names
+//! child version (`cversion`: children created or deleted under it so
+//! far) as ten digits directly to the name (`/q/item-` names
 //! `/q/item-0000000003`, `/q/x` names `/q/x0000000003`); a set never
-//! creates. Each operation's answer carries the node's stat as it is
-//! after the whole list, as ZooKeeper answers. A failing operation rolls
+//! creates. Each operation's answer carries the node's stat as that
+//! operation left it, as ZooKeeper answers. A failing operation rolls
 //! back the ones before it (the journal of `txn.rs`) and is reported with
 //! its index, as `TxnOpFailed`, so a client learns which one failed.
 
@@ -19,7 +20,7 @@ use crate::path::{parent_of, validate_node_path, SEQUENCE_DIGITS};
 use crate::state::{Outcome, StateMachine};
 use crate::tree::check_writable;
 use crate::txn::Journal;
-use crate::types::SessionId;
+use crate::types::{NodeMeta, SessionId};
 
 /// One strict operation. Versions are raftlock's (1 on create).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +60,14 @@ pub enum TreeOp {
         /// The version it must have.
         expected_version: Option<u64>,
     },
+    /// Counts an ACL change (ZooKeeper's `setACL`): the ACL itself is
+    /// not stored. Appended last, so older logs still decode.
+    SetAcl {
+        /// Canonical path.
+        path: String,
+        /// Only at this ACL version (ZooKeeper's `aversion`, from 0).
+        expected_acl_version: Option<u32>,
+    },
 }
 
 impl TreeOp {
@@ -68,7 +77,8 @@ impl TreeOp {
             TreeOp::Create { path, .. }
             | TreeOp::SetData { path, .. }
             | TreeOp::Delete { path, .. }
-            | TreeOp::Check { path, .. } => path,
+            | TreeOp::Check { path, .. }
+            | TreeOp::SetAcl { path, .. } => path,
         }
     }
 }
@@ -89,6 +99,8 @@ pub struct NodeStat {
     pub num_children: u64,
     /// The owning session, if ephemeral.
     pub ephemeral_owner: Option<SessionId>,
+    /// Times and child/ACL counters.
+    pub meta: NodeMeta,
 }
 
 /// The answer to one strict operation.
@@ -98,19 +110,24 @@ pub enum TreeOpResult {
     Created {
         /// The node's full path.
         path: String,
-        /// Its stat after the list (`None` if a later operation of the
-        /// list deleted it).
+        /// Its stat as this operation left it (always there; an `Option`
+        /// for the encoding older members answer with).
         stat: Option<NodeStat>,
     },
     /// The data was replaced.
     Set {
-        /// Its stat after the list (`None` if a later operation deleted it).
+        /// Its stat as this operation left it (always there).
         stat: Option<NodeStat>,
     },
     /// Deleted.
     Deleted,
     /// The check held.
     Checked,
+    /// The ACL version was counted (appended last, as `TreeOp::SetAcl`).
+    AclSet {
+        /// Its stat as this operation left it (always there).
+        stat: Option<NodeStat>,
+    },
 }
 
 impl StateMachine {
@@ -133,7 +150,9 @@ impl StateMachine {
                         journal.record(path, None);
                     }
                     changed |= !matches!(op, TreeOp::Check { .. });
-                    done.push(result);
+                    // The stat as this operation left it, as ZooKeeper
+                    // answers each operation of a multi.
+                    done.push(self.answer(op, result));
                 }
                 Err(error) => {
                     journal.undo(self);
@@ -144,27 +163,31 @@ impl StateMachine {
                 }
             }
         }
-        let results = ops
-            .iter()
-            .zip(done)
-            .map(|(op, created)| match (op, created) {
-                (_, Some(path)) => TreeOpResult::Created {
-                    stat: self.stat(&path),
-                    path,
-                },
-                (TreeOp::SetData { path, .. }, None) => TreeOpResult::Set {
-                    stat: self.stat(path),
-                },
-                (TreeOp::Delete { .. }, None) => TreeOpResult::Deleted,
-                _ => TreeOpResult::Checked,
-            })
-            .collect();
+        let results = done;
         let response = Response::TreeOps { results };
         Ok(if changed {
             Outcome::changed(response)
         } else {
             Outcome::unchanged(response)
         })
+    }
+
+    /// The answer to `op`, which created `created` if it was a create.
+    fn answer(&self, op: &TreeOp, created: Option<String>) -> TreeOpResult {
+        match (op, created) {
+            (_, Some(path)) => TreeOpResult::Created {
+                stat: self.stat(&path),
+                path,
+            },
+            (TreeOp::SetData { path, .. }, None) => TreeOpResult::Set {
+                stat: self.stat(path),
+            },
+            (TreeOp::SetAcl { path, .. }, None) => TreeOpResult::AclSet {
+                stat: self.stat(path),
+            },
+            (TreeOp::Delete { .. }, None) => TreeOpResult::Deleted,
+            _ => TreeOpResult::Checked,
+        }
     }
 
     /// Applies one operation; the created path for a create.
@@ -188,11 +211,16 @@ impl StateMachine {
                 let (path, next) = if *sequential {
                     // The prefix may end in `/` (`/q/` names `/q/0000000000`).
                     validate_node_path(parent)?;
-                    let (path, next) = self.next_strict_sequential(path)?;
-                    (path, Some(next))
+                    let (path, seq) = self.next_strict_sequential(path)?;
+                    (path, Some(seq))
                 } else {
                     (path.clone(), None)
                 };
+                // ZooKeeper's order: a missing parent first, then the
+                // name, then an existing node.
+                if !self.nodes.contains_key(parent) {
+                    return Err(CoreError::NotFound(parent.to_string()));
+                }
                 check_writable(&path)?;
                 if let Some(node) = self.nodes.get(path.as_str()) {
                     return Err(CoreError::VersionMismatch {
@@ -207,8 +235,11 @@ impl StateMachine {
                 if parent_node.ephemeral_owner.is_some() {
                     return Err(CoreError::EphemeralParent(parent.to_string()));
                 }
-                if let Some(next) = next {
-                    parent_node.next_child_sequence = next;
+                if let Some(seq) = next {
+                    // The generic (HTTP) counter continues above it, so a
+                    // later `Put` never names a child below this one.
+                    parent_node.next_child_sequence =
+                        parent_node.next_child_sequence.max(seq.saturating_add(1));
                 }
                 self.insert_node(path.clone(), data, *session, revision, effects);
                 Ok(Some(path))
@@ -219,6 +250,7 @@ impl StateMachine {
                 expected_version,
             } => {
                 check_writable(path)?;
+                let now = self.clock_ms;
                 let node = self
                     .nodes
                     .get_mut(path.as_str())
@@ -227,7 +259,30 @@ impl StateMachine {
                 node.data = data.as_slice().into();
                 node.version += 1;
                 node.mod_revision = revision;
+                node.meta.modified_ms = now;
                 effects.written.push(path.clone());
+                Ok(None)
+            }
+            TreeOp::SetAcl {
+                path,
+                expected_acl_version,
+            } => {
+                check_writable(path)?;
+                let node = self
+                    .nodes
+                    .get_mut(path.as_str())
+                    .ok_or_else(|| CoreError::NotFound(path.clone()))?;
+                let actual = node.meta.acl_version;
+                if let Some(expected) = *expected_acl_version {
+                    if expected != actual {
+                        return Err(CoreError::VersionMismatch {
+                            path: path.clone(),
+                            expected: u64::from(expected),
+                            actual: u64::from(actual),
+                        });
+                    }
+                }
+                node.meta.acl_version = actual.wrapping_add(1);
                 Ok(None)
             }
             TreeOp::Delete {
@@ -252,11 +307,16 @@ impl StateMachine {
         }
     }
 
-    /// `prefix` and the parent's next free counter value, as ten digits,
-    /// and the counter value that follows it.
+    /// `prefix` and the parent's child version as ten digits (as
+    /// ZooKeeper names it), and the number used. A name a plain create
+    /// already took is skipped (ZooKeeper would answer NODEEXISTS).
     fn next_strict_sequential(&self, prefix: &str) -> Result<(String, u64), CoreError> {
         let parent = parent_of(prefix);
-        let Some(mut seq) = self.nodes.get(parent).map(|p| p.next_child_sequence) else {
+        let Some(mut seq) = self
+            .nodes
+            .get(parent)
+            .map(|p| u64::from(p.meta.child_version))
+        else {
             return Err(CoreError::NotFound(parent.to_string()));
         };
         loop {
@@ -265,7 +325,7 @@ impl StateMachine {
                 .checked_add(1)
                 .ok_or_else(|| CoreError::SequenceExhausted(parent.to_string()))?;
             if !self.nodes.contains_key(candidate.as_str()) {
-                return Ok((candidate, next));
+                return Ok((candidate, seq));
             }
             seq = next;
         }
@@ -282,6 +342,7 @@ impl StateMachine {
             data_len: node.data.len() as u64,
             num_children,
             ephemeral_owner: node.ephemeral_owner,
+            meta: node.meta,
         })
     }
 }
@@ -453,6 +514,11 @@ mod tests {
             data_len: 3,
             num_children: 1,
             ephemeral_owner: None,
+            meta: NodeMeta {
+                child_revision: revision,
+                child_version: 1,
+                ..NodeMeta::default()
+            },
         };
         assert_eq!(
             results[2],
@@ -466,6 +532,125 @@ mod tests {
         };
         assert_eq!(run(&mut sm, vec![check]), Ok(vec![TreeOpResult::Checked]));
         assert_eq!(sm.revision(), revision, "a check is a read");
+    }
+
+    fn at(time_ms: u64, ops: Vec<TreeOp>) -> Command {
+        Command::Stamped {
+            time_ms,
+            command: Box::new(Command::TreeOps { ops }),
+        }
+    }
+
+    #[test]
+    fn times_come_from_the_proposer_and_never_go_back() {
+        let mut sm = StateMachine::new();
+        assert!(sm
+            .apply(&at(1_000, vec![create("/p", false)]))
+            .result
+            .is_ok());
+        let set = |data: &[u8]| TreeOp::SetData {
+            path: "/p".into(),
+            data: data.to_vec(),
+            expected_version: None,
+        };
+        assert!(sm.apply(&at(5_000, vec![set(b"a")])).result.is_ok());
+        let meta = sm.stat("/p").expect("p").meta;
+        assert_eq!((meta.created_ms, meta.modified_ms), (1_000, 5_000));
+        // A proposer whose clock lags writes the latest time seen.
+        assert!(sm.apply(&at(2_000, vec![set(b"b")])).result.is_ok());
+        assert_eq!(sm.stat("/p").expect("p").meta.modified_ms, 5_000);
+        // A failed command leaves the clock where it was.
+        let failed = at(9_000, vec![create("/p", false)]);
+        assert!(sm.apply(&failed).result.is_err());
+        assert_eq!(sm.clock_ms(), 5_000);
+        // Only node writes carry a time.
+        let wrapped = Command::Stamped {
+            time_ms: 9_000,
+            command: Box::new(Command::CloseSession { id: SessionId(1) }),
+        };
+        assert!(matches!(
+            sm.apply(&wrapped).result,
+            Err(CoreError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn child_changes_count_in_the_parent_not_its_data() {
+        let mut sm = StateMachine::new();
+        run(&mut sm, vec![create("/p", false)]).expect("parent");
+        let created = sm.revision();
+        let before = sm.stat("/p").expect("p");
+        assert_eq!(
+            (before.meta.child_version, before.meta.child_revision),
+            (0, created)
+        );
+        run(&mut sm, vec![create("/p/a", false), create("/p/b", false)]).expect("children");
+        let two = sm.stat("/p").expect("p");
+        assert_eq!(
+            (two.meta.child_version, two.meta.child_revision),
+            (2, sm.revision())
+        );
+        assert_eq!(
+            (two.version, two.mod_revision),
+            (1, created),
+            "data untouched"
+        );
+        let delete = TreeOp::Delete {
+            path: "/p/a".into(),
+            expected_version: None,
+        };
+        run(&mut sm, vec![delete]).expect("delete");
+        let after = sm.stat("/p").expect("p").meta;
+        assert_eq!(
+            (after.child_version, after.child_revision),
+            (3, sm.revision())
+        );
+        // The next sequential name is the child version.
+        let results = run(&mut sm, vec![create("/p/s", true)]).expect("sequential");
+        assert!(
+            matches!(&results[0], TreeOpResult::Created { path, .. } if path == "/p/s0000000003")
+        );
+    }
+
+    #[test]
+    fn acl_changes_count_with_a_version_check() {
+        let mut sm = StateMachine::new();
+        run(&mut sm, vec![create("/p", false)]).expect("parent");
+        let set_acl = |expected| TreeOp::SetAcl {
+            path: "/p".into(),
+            expected_acl_version: expected,
+        };
+        let results = run(&mut sm, vec![set_acl(Some(0))]).expect("set");
+        assert!(
+            matches!(&results[0], TreeOpResult::AclSet { stat: Some(s) } if s.meta.acl_version == 1)
+        );
+        let (_, error) = failed_at(run(&mut sm, vec![set_acl(Some(0))]));
+        assert!(matches!(
+            error,
+            CoreError::VersionMismatch { actual: 1, .. }
+        ));
+        run(&mut sm, vec![set_acl(None)]).expect("any version");
+        assert_eq!(sm.stat("/p").expect("p").meta.acl_version, 2);
+    }
+
+    #[test]
+    fn each_answer_shows_the_stat_its_operation_left() {
+        let mut sm = StateMachine::new();
+        run(&mut sm, vec![create("/p", false)]).expect("parent");
+        let set = |data: &[u8]| TreeOp::SetData {
+            path: "/p".into(),
+            data: data.to_vec(),
+            expected_version: None,
+        };
+        let results = run(&mut sm, vec![set(b"one"), set(b"")]).expect("sets");
+        let shown: Vec<_> = results
+            .iter()
+            .map(|r| match r {
+                TreeOpResult::Set { stat: Some(s) } => (s.version, s.data_len),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(shown, [(2, 3), (3, 0)]);
     }
 
     #[test]

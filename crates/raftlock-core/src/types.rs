@@ -62,6 +62,30 @@ pub struct Node {
     pub ephemeral_owner: Option<SessionId>,
     /// Next suffix for a sequential child created under this node.
     pub next_child_sequence: u64,
+    /// Clock times and child/ACL change counters (ZooKeeper's `Stat`).
+    /// Last field: snapshot formats 1 to 3 lack it (`snapshot.rs`).
+    pub meta: NodeMeta,
+}
+
+/// The rest of a node's ZooKeeper-style stat: when it was created and
+/// last written, and how often its children and ACL changed. Times come
+/// from the proposer of the command (`Command::Stamped`), never from a
+/// replica's clock during apply, so every replica holds the same values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeMeta {
+    /// Milliseconds since the Unix epoch when the node was created.
+    pub created_ms: u64,
+    /// Milliseconds since the Unix epoch when its data last changed.
+    pub modified_ms: u64,
+    /// Revision of the last child created or deleted under it (its
+    /// creation revision until then): ZooKeeper's `pzxid`.
+    pub child_revision: u64,
+    /// Children created or deleted under it: ZooKeeper's `cversion`,
+    /// which also numbers the strict sequential creates.
+    pub child_version: u32,
+    /// ACL changes (`TreeOp::SetAcl`): ZooKeeper's `aversion`. ACLs
+    /// themselves are not stored.
+    pub acl_version: u32,
 }
 
 /// A client session. Its deadline is not here: the leader tracks

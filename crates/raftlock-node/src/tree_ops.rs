@@ -5,8 +5,11 @@
 //! stamp its answer (an HTTP header, a ZooKeeper zxid) and start a watch
 //! right after it.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use raftlock_core::{
-    Command, Compare, HolderGuard, Response, SessionId, StateMachine, TreeOp, TreeOpResult, TxnOp,
+    Command, Compare, HolderGuard, NodeMeta, Response, SessionId, StateMachine, TreeOp,
+    TreeOpResult, TxnOp,
 };
 use tokio::sync::watch;
 
@@ -44,6 +47,8 @@ pub struct NodeView {
     pub owner_principal: Option<String>,
     /// Its immediate children.
     pub num_children: u64,
+    /// Created and modified times, child and ACL versions.
+    pub meta: NodeMeta,
 }
 
 /// A node and its children's names; either may be absent (a path that
@@ -145,7 +150,24 @@ fn view(s: &StateMachine, path: &str) -> Option<NodeView> {
         ephemeral_owner: node.ephemeral_owner,
         owner_principal,
         num_children: s.children(path).map_or(0, |c| c.len() as u64),
+        meta: node.meta,
     })
+}
+
+/// `command` with this member's wall-clock time, which the state machine
+/// turns into the written nodes' times (`Command::Stamped`). A clock
+/// before 1970 reads as 0; the state's clock never goes back anyway.
+// Wall-clock time only labels the nodes (ZooKeeper's ctime/mtime): no
+// deadline or other decision depends on it.
+#[allow(clippy::disallowed_methods)]
+fn stamped(command: Command) -> Command {
+    let time_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    Command::Stamped {
+        time_ms,
+        command: Box::new(command),
+    }
 }
 
 impl Node {
@@ -239,7 +261,7 @@ impl Node {
                 expected_version,
             },
         };
-        written(self.submit(command).await?)
+        written(self.submit(stamped(command)).await?)
     }
 
     /// Deletes a node without children; returns the revision of the delete.
@@ -252,7 +274,7 @@ impl Node {
             path: path.to_string(),
             expected_version,
         };
-        let (_, applied) = self.replica.write(command).await?;
+        let (_, applied) = self.replica.write(stamped(command)).await?;
         applied.result?;
         Ok(applied.revision)
     }
@@ -269,7 +291,7 @@ impl Node {
             success,
             failure,
         };
-        match self.submit(command).await? {
+        match self.submit(stamped(command)).await? {
             Response::Txn {
                 succeeded,
                 responses,
@@ -294,7 +316,8 @@ impl Node {
         &self,
         ops: Vec<TreeOp>,
     ) -> Result<AtRevision<Vec<TreeOpResult>>, NodeError> {
-        let (_, applied) = self.replica.write(Command::TreeOps { ops }).await?;
+        let command = stamped(Command::TreeOps { ops });
+        let (_, applied) = self.replica.write(command).await?;
         match applied.result? {
             Response::TreeOps { results } => Ok(AtRevision {
                 value: results,

@@ -38,11 +38,12 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
         assert_eq!(path, "/app/e");
         assert_eq!(stat.ephemeral_owner, a.session_id);
         assert_eq!((stat.version, stat.czxid), (0, stat.mzxid));
-        // Sequential names: ten digits of the parent's counter, appended.
+        // Sequential names: ten digits of the parent's cversion (one
+        // child, `e`, so far), appended.
         for (prefix, name) in [
-            ("/app/q-", "/app/q-0000000000"),
             ("/app/q-", "/app/q-0000000001"),
-            ("/app/x", "/app/x0000000002"),
+            ("/app/q-", "/app/q-0000000002"),
+            ("/app/x", "/app/x0000000003"),
         ] {
             let mode = CreateMode::EphemeralSequential;
             assert_eq!(
@@ -81,7 +82,7 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
         };
         assert_eq!(
             children,
-            ["e", "q-0000000000", "q-0000000001", "x0000000002"]
+            ["e", "q-0000000001", "q-0000000002", "x0000000003"]
         );
         assert_eq!(parent, stat);
         // ZooKeeper's errors for the tree's refusals.
@@ -97,8 +98,15 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
             OpRequest::Create(create("/app/e/c", b"", CreateMode::Persistent)),
             ErrorCode::NoChildrenForEphemerals,
         );
+        // A missing parent comes first, as in ZooKeeper (the cross-check
+        // saw it answer NONODE here); under an existing one the bad name
+        // is BADARGUMENTS.
         a.fails(
             OpRequest::Create(create("/bad/", b"", CreateMode::Persistent)),
+            ErrorCode::NoNode,
+        );
+        a.fails(
+            OpRequest::Create(create("/app/", b"", CreateMode::Persistent)),
             ErrorCode::BadArguments,
         );
         a.fails(
@@ -112,10 +120,10 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
             })
         };
         a.fails(delete("/app", -1), ErrorCode::NotEmpty);
-        a.fails(delete("/app/q-0000000000", 3), ErrorCode::BadVersion);
-        a.ok(delete("/app/q-0000000000", 0));
+        a.fails(delete("/app/q-0000000001", 3), ErrorCode::BadVersion);
+        a.ok(delete("/app/q-0000000001", 0));
         a.fails(
-            OpRequest::Exists(pw("/app/q-0000000000", false)),
+            OpRequest::Exists(pw("/app/q-0000000001", false)),
             ErrorCode::NoNode,
         );
         // Names with `_` and Unicode, as lock recipes make them.

@@ -13,7 +13,7 @@
 //! mod revision, next child sequence, the owner's 16 bytes (little
 //! endian) if tagged so, data length, data.
 
-use raftlock_core::{Node, SessionId};
+use raftlock_core::{Node, NodeMeta, SessionId};
 
 use super::Change;
 
@@ -84,6 +84,9 @@ impl Entry<'_> {
                 mod_revision: n.mod_revision,
                 ephemeral_owner: n.ephemeral_owner,
                 next_child_sequence: n.next_child_sequence,
+                // Times and counters are not recorded: a change tells a
+                // watch what happened, a read gives the stat.
+                meta: NodeMeta::default(),
             }),
         }
     }
@@ -220,6 +223,7 @@ mod tests {
                 mod_revision: 20_417,
                 ephemeral_owner: Some(SessionId(u128::MAX - 5)),
                 next_child_sequence: 0,
+                meta: NodeMeta::default(),
             }),
         };
         assert!(
@@ -236,6 +240,7 @@ mod tests {
                 mod_revision: 1 << 63,
                 ephemeral_owner: None,
                 next_child_sequence: 127,
+                meta: NodeMeta::default(),
             }),
         };
         round_trip(&extremes);
@@ -255,6 +260,7 @@ mod tests {
             mod_revision: 2,
             ephemeral_owner: Some(SessionId(9)),
             next_child_sequence: 0,
+            meta: NodeMeta::default(),
         };
         let mut bytes = Vec::new();
         encode(300, "/a/b", Some(&node), &mut bytes);

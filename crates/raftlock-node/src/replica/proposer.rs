@@ -187,7 +187,7 @@ fn weight(command: &Command) -> usize {
             .iter()
             .map(|op| match op {
                 TreeOp::Create { data, .. } | TreeOp::SetData { data, .. } => data.len(),
-                TreeOp::Delete { .. } | TreeOp::Check { .. } => 0,
+                TreeOp::Delete { .. } | TreeOp::Check { .. } | TreeOp::SetAcl { .. } => 0,
             } + op.path().len() + 32)
             .sum(),
         Command::Txn {
@@ -205,6 +205,7 @@ fn weight(command: &Command) -> usize {
                 .sum();
             compares + success.iter().chain(failure).map(op_weight).sum::<usize>()
         }
+        Command::Stamped { command, .. } => return weight(command) + 8,
         _ => 0,
     };
     payload + 128

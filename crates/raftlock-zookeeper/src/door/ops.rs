@@ -5,7 +5,7 @@
 //! are in `reads.rs`, watch events in `events.rs`; the helpers they share
 //! (ZooKeeper's subtree, stats from nodes) are here.
 
-use raftlock_core::{CoreError, NodeStat, SessionId, TreeOp, TreeOpResult};
+use raftlock_core::{CoreError, NodeMeta, NodeStat, SessionId, TreeOp, TreeOpResult};
 use raftlock_node::{Consistency, NodeError, NodeView};
 
 use super::conn::{Conn, Step};
@@ -52,31 +52,55 @@ fn zxid(revision: u64) -> i64 {
     i64::try_from(revision).unwrap_or(i64::MAX)
 }
 
-/// `Stat` from a node: ctime, mtime and cversion are not kept by the tree
-/// and read 0, pzxid is the node's mzxid (docs/zookeeper.md, gaps).
+/// `Stat` from a node (docs/zookeeper.md, "What maps to what").
 pub(super) fn stat_of(view: &NodeView) -> Stat {
-    Stat {
-        czxid: zxid(view.create_revision),
-        mzxid: zxid(view.mod_revision),
-        version: zk_version(view.version),
-        ephemeral_owner: owner_id(view.ephemeral_owner),
-        data_length: i32::try_from(view.data.len()).unwrap_or(i32::MAX),
-        num_children: i32::try_from(view.num_children).unwrap_or(i32::MAX),
-        pzxid: zxid(view.mod_revision),
-        ..Stat::default()
-    }
+    zk_stat(
+        view.create_revision,
+        view.mod_revision,
+        view.version,
+        view.ephemeral_owner,
+        view.data.len() as u64,
+        view.num_children,
+        &view.meta,
+    )
 }
 
 fn stat_of_core(stat: &NodeStat) -> Stat {
+    zk_stat(
+        stat.create_revision,
+        stat.mod_revision,
+        stat.version,
+        stat.ephemeral_owner,
+        stat.data_len,
+        stat.num_children,
+        &stat.meta,
+    )
+}
+
+fn zk_stat(
+    create_revision: u64,
+    mod_revision: u64,
+    version: u64,
+    owner: Option<SessionId>,
+    data_len: u64,
+    num_children: u64,
+    meta: &NodeMeta,
+) -> Stat {
+    let millis = |ms: u64| i64::try_from(ms).unwrap_or(i64::MAX);
+    // ZooKeeper's counters are Java ints that wrap; ours wrap as u32.
+    let counter = |n: u32| n as i32;
     Stat {
-        czxid: zxid(stat.create_revision),
-        mzxid: zxid(stat.mod_revision),
-        version: zk_version(stat.version),
-        ephemeral_owner: owner_id(stat.ephemeral_owner),
-        data_length: i32::try_from(stat.data_len).unwrap_or(i32::MAX),
-        num_children: i32::try_from(stat.num_children).unwrap_or(i32::MAX),
-        pzxid: zxid(stat.mod_revision),
-        ..Stat::default()
+        czxid: zxid(create_revision),
+        mzxid: zxid(mod_revision),
+        ctime: millis(meta.created_ms),
+        mtime: millis(meta.modified_ms),
+        version: zk_version(version),
+        cversion: counter(meta.child_version),
+        aversion: counter(meta.acl_version),
+        ephemeral_owner: owner_id(owner),
+        data_length: i32::try_from(data_len).unwrap_or(i32::MAX),
+        num_children: i32::try_from(num_children).unwrap_or(i32::MAX),
+        pzxid: zxid(meta.child_revision),
     }
 }
 
@@ -210,16 +234,25 @@ impl Conn {
                     .ok_or(ErrorCode::NoNode),
                 )
             }),
-            OpRequest::SetAcl(r) => self.seen(&r.path).await.map(|(revision, seen)| {
-                let body = match seen {
-                    _ if r.acl.is_empty() => Err(ErrorCode::InvalidAcl),
-                    // The ACL version of every node is 0.
-                    Some(_) if r.version != -1 && r.version != 0 => Err(ErrorCode::BadVersion),
-                    Some(s) => Ok(ReplyBody::Stat(s.stat)),
-                    None => Err(ErrorCode::NoNode),
+            OpRequest::SetAcl(r) => {
+                // The ACL is not stored; its version counts (docs/zookeeper.md).
+                let op = if r.acl.is_empty() {
+                    Err(ErrorCode::InvalidAcl)
+                } else {
+                    write_target(&r.path).map(|()| TreeOp::SetAcl {
+                        path: r.path.clone(),
+                        expected_acl_version: (r.version != -1)
+                            .then(|| u32::try_from(r.version).unwrap_or(u32::MAX)),
+                    })
                 };
-                (revision, body)
-            }),
+                self.write_one(op, OpKind::Other, |r| match r {
+                    TreeOpResult::AclSet { stat: Some(stat) } => {
+                        ReplyBody::Stat(stat_of_core(&stat))
+                    }
+                    _ => ReplyBody::Empty,
+                })
+                .await
+            }
             OpRequest::Sync(r) => match self.node.revision(Consistency::Linearizable).await {
                 Ok(revision) => Ok((revision, Ok(ReplyBody::Sync { path: r.path }))),
                 Err(e) => Err(failure(&e, OpKind::Other)),
@@ -299,9 +332,11 @@ impl Conn {
     async fn close_session(&mut self, xid: i32) -> Step {
         match self.node.close_session(self.session).await {
             Ok(()) | Err(NodeError::Core(CoreError::SessionNotFound(_))) => {
+                // Linearizable: this member may not have applied the close
+                // yet, and the answer's zxid must not be older than it.
                 let revision = self
                     .node
-                    .revision(Consistency::Stale)
+                    .revision(Consistency::Linearizable)
                     .await
                     .unwrap_or(self.cursor);
                 self.reply(xid, revision, ReplyBody::Empty).await;
@@ -413,7 +448,8 @@ impl Conn {
                             stat: stat.as_ref().map(stat_of_core).unwrap_or_default(),
                         },
                         TreeOpResult::Deleted => OpResult::Delete,
-                        TreeOpResult::Checked => OpResult::Check,
+                        // A multi carries no setACL, so no `AclSet` comes back.
+                        TreeOpResult::Checked | TreeOpResult::AclSet { .. } => OpResult::Check,
                     })
                     .collect();
                 Ok((

@@ -287,6 +287,7 @@ mod tests {
                 mod_revision: revision,
                 ephemeral_owner: None,
                 next_child_sequence: 0,
+                meta: raftlock_core::NodeMeta::default(),
             }),
         }
     }
