@@ -138,13 +138,14 @@ impl StateMachine {
         let mut journal = Journal::default();
         let mut responses = Vec::with_capacity(ops.len());
         for (index, op) in ops.iter().enumerate() {
-            // The node, its ancestors (created if missing), and its parent
-            // even when that is the root, which `ancestors` leaves out (a
-            // sequential create advances the parent's counter).
+            // The node, its ancestors (created if missing), and each one's
+            // parent, the root included, which `ancestors` leaves out: a
+            // create advances its parent's child version.
             journal.save(self, op.path());
             journal.save(self, parent_of(op.path()));
             for ancestor in ancestors(op.path()) {
                 journal.save(self, ancestor);
+                journal.save(self, parent_of(ancestor));
             }
             match self.apply_op(op, revision, effects) {
                 Ok(outcome) => {
