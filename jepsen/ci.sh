@@ -43,7 +43,12 @@
 #   6. run jepsen/tests/combinations.rs: the clusters of `all,disk`
 #      (sticky and embedded clients) and of `membership` alone (with root
 #      plus `disk-fill`) start, a spare joins, a founder is removed and
-#      added back, and the joined members take disk faults (about 5 s).
+#      added back, and the joined members take disk faults (about 5 s);
+#   7. run jepsen/tests/zk_mutex.rs: ZooKeeper's lock recipe through the
+#      members' ZooKeeper doors, fenced by the lock node's czxid, for 15 s
+#      under `all` must be valid, and with its injected client bug (a
+#      waiter that takes its predecessor's deletion for the lock without
+#      listing again) must be caught (linearizable(mutex) INVALID), 10 s.
 #
 # How the injected build is made (JEPSEN_INJECTED_BUILD):
 #   target-dir  (default outside CI) `--target-dir target/injected`: never
@@ -100,3 +105,5 @@ echo "== jepsen: disk nemeses"
 cargo test --locked -p raftlock-jepsen --test disk -- --ignored --test-threads=1 --nocapture
 echo "== jepsen: nemesis combinations start together"
 cargo test --locked -p raftlock-jepsen --test combinations -- --ignored --test-threads=1 --nocapture
+echo "== jepsen: zk-mutex through the ZooKeeper doors, and its injected bug"
+cargo test --locked -p raftlock-jepsen --test zk_mutex -- --ignored --test-threads=1 --nocapture

@@ -60,8 +60,8 @@ enum Command {
 
 #[derive(clap::Args)]
 struct TestArgs {
-    /// mutex, fenced, register, rwlock, semaphore, lock-delay or
-    /// multilock.
+    /// mutex, fenced, register, rwlock, semaphore, lock-delay, multilock
+    /// or zk-mutex (fenced through the members' ZooKeeper doors).
     #[arg(long)]
     workload: Workload,
     /// How clients reach the cluster: sticky (each client stays on one
@@ -102,6 +102,11 @@ struct TestArgs {
     /// Session TTL of the lock clients, in milliseconds.
     #[arg(long, default_value_t = 3000)]
     ttl_ms: u64,
+    /// zk-mutex's self-test: clients with an injected bug (a waiter takes
+    /// its predecessor's deletion for the lock without listing again),
+    /// which the checkers must catch (exit code 1).
+    #[arg(long)]
+    inject_zk_no_relist: bool,
 }
 
 fn main() -> ExitCode {
@@ -162,6 +167,7 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     opts.nodes = args.nodes;
     opts.clients = args.clients;
     opts.settings.ttl_ms = args.ttl_ms;
+    opts.settings.inject_zk_no_relist = args.inject_zk_no_relist;
     if let Some(bin) = args.raftlock_bin {
         opts.raftlock_bin = bin;
     }

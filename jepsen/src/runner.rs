@@ -103,13 +103,18 @@ impl TestOptions {
         };
         format!(
             "raftlock-jepsen test --workload {} --clients {} --nemesis {nemesis} \
-             --time-limit {} --concurrency {} --nodes {} --seed {}",
+             --time-limit {} --concurrency {} --nodes {} --seed {}{}",
             workload_name(self.workload),
             self.clients,
             self.time_limit.as_secs(),
             self.concurrency,
             self.nodes,
-            self.seed
+            self.seed,
+            if self.settings.inject_zk_no_relist {
+                " --inject-zk-no-relist"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -124,6 +129,7 @@ pub fn workload_name(w: Workload) -> &'static str {
         Workload::Semaphore => "semaphore",
         Workload::LockDelay => "lock-delay",
         Workload::MultiLock => "multilock",
+        Workload::ZkMutex => "zk-mutex",
     }
 }
 
@@ -169,6 +175,16 @@ pub fn cluster_options(opts: &TestOptions, log_dir: PathBuf) -> anyhow::Result<C
         !embedded || opts.workload != Workload::Register,
         "--clients embedded runs every workload but register (its reads and writes are the HTTP API's)"
     );
+    let zookeeper = opts.workload == Workload::ZkMutex;
+    anyhow::ensure!(
+        !zookeeper || !embedded,
+        "--workload zk-mutex speaks ZooKeeper to the members' doors: not with --clients embedded"
+    );
+    anyhow::ensure!(
+        !zookeeper || !opts.faults.iter().any(|f| f.is_disk()),
+        "--workload zk-mutex needs `raftlock serve` members (their ZooKeeper doors), \
+         and the disk faults need `raftlock-jepsen member` processes"
+    );
     let membership = opts.faults.contains(&Fault::Membership);
     Ok(ClusterOptions {
         nodes: opts.nodes,
@@ -180,6 +196,7 @@ pub fn cluster_options(opts: &TestOptions, log_dir: PathBuf) -> anyhow::Result<C
         embedded,
         log_dir,
         timing: opts.timing.clone(),
+        zookeeper,
         data_tmpfs_mb: opts
             .faults
             .iter()
@@ -212,18 +229,21 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
 
     let log = Arc::new(RunLog::new());
     let (stop_tx, stop_rx) = watch::channel(false);
-    let ctx = Arc::new(Ctx::new(
-        Arc::clone(&log),
-        cluster.api.clone(),
-        cluster
-            .control
-            .clone()
-            .unwrap_or_else(|| cluster.api.clone()),
-        Arc::clone(&cluster.roster),
-        opts.settings.clone(),
-        (opts.concurrency, opts.clients),
-        stop_rx.clone(),
-    ));
+    let ctx = Arc::new(
+        Ctx::new(
+            Arc::clone(&log),
+            cluster.api.clone(),
+            cluster
+                .control
+                .clone()
+                .unwrap_or_else(|| cluster.api.clone()),
+            Arc::clone(&cluster.roster),
+            opts.settings.clone(),
+            (opts.concurrency, opts.clients),
+            stop_rx.clone(),
+        )
+        .with_zk_doors(cluster.zk_doors.clone()),
+    );
     let clients = spawn_clients(opts.workload, &ctx, opts.seed);
     let steps = nemesis::schedule(&opts.faults, opts.seed, &opts.pacing, opts.time_limit);
     let nemesis_task = tokio::spawn(nemesis::run(

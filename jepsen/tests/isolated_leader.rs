@@ -97,6 +97,7 @@ async fn an_isolated_leader_does_not_keep_a_lost_holder_holding() {
         embedded: false,
         log_dir: dir.clone(),
         timing: ClusterTiming::default(),
+        zookeeper: false,
         data_tmpfs_mb: None,
     })
     .await

@@ -82,7 +82,10 @@ pub async fn compare(run: Run) -> anyhow::Result<Report> {
         let sr = match system {
             System::Raftlock => run_system(system, &|a| ready(Raftlock::new(&a)), &run).await,
             System::EtcdGateway => run_system(system, &|a| ready(Etcd::new(&a)), &run).await,
-            System::Zookeeper => run_system(system, &|a| ready(Ok(Zookeeper::new(&a))), &run).await,
+            System::Zookeeper | System::RaftlockZk => {
+                let make = |a: Vec<String>| ready(Ok(Zookeeper::of(system, &a)));
+                run_system(system, &make, &run).await
+            }
             #[cfg(feature = "etcd-grpc")]
             System::Etcd => {
                 use crate::backend::etcd_grpc::EtcdGrpc;
@@ -173,7 +176,7 @@ async fn run_system<B: Backend>(system: System, make: Make<'_, B>, run: &Run) ->
     }
     if wants(Workload::Sessions) {
         for &n in &p.sessions {
-            if system == System::Zookeeper && n > ZK_MAX_SESSIONS {
+            if matches!(system, System::Zookeeper | System::RaftlockZk) && n > ZK_MAX_SESSIONS {
                 sr.notes.push(format!(
                     "sessions {n}: skipped; a ZooKeeper session is a TCP connection and one \
                      load generator on 127.0.0.1 has ~28k ephemeral ports per server"

@@ -105,6 +105,10 @@ pub enum Workload {
     /// transfers under multi-locks: conservation + per-lock exclusion.
     #[serde(rename = "multilock")]
     MultiLock,
+    /// `fenced` through the ZooKeeper door (ZooKeeper's lock recipe, the
+    /// lock node's czxid as the token): the same checks as `fenced`.
+    #[serde(rename = "zk-mutex")]
+    ZkMutex,
 }
 
 impl Workload {
@@ -154,9 +158,10 @@ impl FromStr for Workload {
             "semaphore" => Ok(Workload::Semaphore),
             "lock-delay" => Ok(Workload::LockDelay),
             "multilock" => Ok(Workload::MultiLock),
+            "zk-mutex" => Ok(Workload::ZkMutex),
             other => Err(format!(
                 "unknown workload {other:?} \
-                 (register, mutex, fenced, rwlock, semaphore, lock-delay, multilock)"
+                 (register, mutex, fenced, rwlock, semaphore, lock-delay, multilock, zk-mutex)"
             )),
         }
     }
@@ -187,7 +192,7 @@ pub fn check_history(
             lost_write::check(&ops).into_result(),
         ],
         Workload::Mutex => vec![linear_result(&MutexModel, &ops, &opts.linear)],
-        Workload::Fenced => vec![
+        Workload::Fenced | Workload::ZkMutex => vec![
             linear_result(&MutexModel, &ops, &opts.linear),
             fenced::check(&ops).into_result(),
         ],

@@ -58,6 +58,9 @@ pub struct ClusterOptions {
     pub log_dir: PathBuf,
     /// Raft timing.
     pub timing: ClusterTiming,
+    /// Every founder serves a ZooKeeper door (`zookeeper = { client_addr
+    /// }` in its `[[members]]` entry; `raftlock serve` members only).
+    pub zookeeper: bool,
     /// `Some(MiB)`: every member's data directory is a tmpfs of that size
     /// (needs root), for the `disk-fill` nemesis.
     pub data_tmpfs_mb: Option<u64>,
@@ -79,6 +82,8 @@ pub struct Cluster {
     pub net: Net,
     /// An API client for every member.
     pub api: Api,
+    /// The ZooKeeper door (`host:port`) of every member that has one.
+    pub zk_doors: BTreeMap<u64, String>,
     /// With embedded clients: a client for every member's control
     /// endpoint (the same paths as the API, see [`crate::member`]).
     pub control: Option<Api>,
@@ -127,7 +132,12 @@ impl Cluster {
             None => DataDisks::default(),
         };
         let ports = if opts.member_bin.is_some() { 3 } else { 2 };
-        let addrs = setup::free_addrs(ports * total).context("finding free ports")?;
+        let doors = if opts.zookeeper { opts.nodes } else { 0 };
+        let addrs = setup::free_addrs(ports * total + doors).context("finding free ports")?;
+        let zk_doors: BTreeMap<u64, String> = (1..=doors as u64)
+            .zip(&addrs[ports * total..])
+            .map(|(id, a)| (id, a.to_string()))
+            .collect();
         // Spares too: they join as the same kind of process.
         let controls: Option<Vec<SocketAddr>> = opts
             .member_bin
@@ -143,7 +153,8 @@ impl Cluster {
             .filter(|(&id, _)| id <= opts.nodes as u64)
             .map(|(&id, &a)| (id, a))
             .collect();
-        let config_text = setup::cluster_toml(&members, ".", &opts.timing);
+        let mut config_text = setup::cluster_toml(&members, ".", &opts.timing);
+        setup::add_zookeeper_doors(&mut config_text, &zk_doors);
         let config = scratch.path().join("cluster.toml");
         std::fs::write(&config, &config_text).context("writing the cluster config")?;
         // A copy for the report (its data_dir is relative to the scratch dir).
@@ -199,6 +210,7 @@ impl Cluster {
             roster: Arc::new(Roster::new(members.keys().copied())),
             changes: ChangeCounts::default(),
             ids,
+            zk_doors,
             addrs: all,
             founders: opts.nodes,
             net,

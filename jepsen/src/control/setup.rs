@@ -64,6 +64,19 @@ pub fn cluster_toml(
     s
 }
 
+/// Gives each member in `doors` a ZooKeeper door: a `zookeeper = {
+/// client_addr = ... }` line in its `[[members]]` entry of `toml` (as
+/// [`cluster_toml`] wrote it).
+pub fn add_zookeeper_doors(toml: &mut String, doors: &BTreeMap<u64, String>) {
+    for (id, addr) in doors {
+        let entry = format!("\n[[members]]\nid = {id}\n");
+        if let Some(at) = toml.find(&entry) {
+            let line = format!("zookeeper = {{ client_addr = \"{addr}\" }}\n");
+            toml.insert_str(at + entry.len(), &line);
+        }
+    }
+}
+
 /// `n` distinct free loopback addresses, on ports below the kernel's
 /// ephemeral range, for members that bind them later.
 ///
@@ -165,6 +178,21 @@ pub fn workspace_root() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doors_go_into_their_members_entries() {
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let members = BTreeMap::from([(1, (a, a)), (2, (a, a))]);
+        let mut text = cluster_toml(&members, "data", &ClusterTiming::default());
+        let doors = BTreeMap::from([(2, "127.0.0.1:2181".to_string())]);
+        add_zookeeper_doors(&mut text, &doors);
+        let two = text.split("[[members]]").nth(2).unwrap_or_default();
+        assert!(
+            two.contains("zookeeper = { client_addr = \"127.0.0.1:2181\" }"),
+            "{text}"
+        );
+        assert_eq!(text.matches("zookeeper").count(), 1, "{text}");
+    }
 
     #[test]
     fn toml_lists_members_and_timing() {

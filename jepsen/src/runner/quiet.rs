@@ -67,8 +67,8 @@ pub async fn phase(
             // The mutex's lock-free probe reads /v1/locks, which this
             // workload never touches: recovery alone is checked here.
         }
-        Workload::Fenced | Workload::Mutex | Workload::LockDelay => {
-            if workload == Workload::Fenced {
+        Workload::Fenced | Workload::Mutex | Workload::LockDelay | Workload::ZkMutex => {
+            if matches!(workload, Workload::Fenced | Workload::ZkMutex) {
                 let call = Call {
                     pid: ctx.next_pid(),
                     f: F::Read,
@@ -81,7 +81,12 @@ pub async fn phase(
                 ctx.log.ok(&call, value);
                 notes.push(format!("final counter {value}"));
             }
-            match lock_comes_free(cluster, ctx).await {
+            let free = if workload == Workload::ZkMutex {
+                zk_lock_comes_free(cluster, ctx).await
+            } else {
+                lock_comes_free(cluster, ctx).await
+            };
+            match free {
                 Ok(()) => notes.push("lock free at the end".into()),
                 Err(p) => problems.push(p),
             }
@@ -139,6 +144,31 @@ async fn final_audit(cluster: &Cluster, ctx: &Ctx) -> Result<(), String> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Err(format!("the final read of every balance failed: {last}"))
+}
+
+/// Waits until the `zk-mutex` lock directory has no node left, listed
+/// through the members' ZooKeeper doors in turn.
+async fn zk_lock_comes_free(cluster: &Cluster, ctx: &Ctx) -> Result<(), String> {
+    let deadline = Instant::now() + LOCK_FREE;
+    let mut last = String::from("no answer");
+    let mut attempt = 0;
+    while Instant::now() < deadline {
+        let Some(node) = cluster.roster.nth(attempt) else {
+            break;
+        };
+        attempt += 1;
+        match crate::workload::zk_mutex::lock_is_free(ctx, node).await {
+            Ok(true) => return Ok(()),
+            Ok(false) => last = "nodes left in the lock directory".into(),
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(format!(
+        "lock directory {} not empty {} s after every session ended: {last}",
+        crate::workload::zk_mutex::lock_dir(ctx),
+        LOCK_FREE.as_secs()
+    ))
 }
 
 /// Waits until the lock has neither holder nor waiters.

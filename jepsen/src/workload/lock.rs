@@ -214,8 +214,9 @@ async fn hold(ctx: &Ctx, idx: usize, fenced: bool, session: &Session, rng: &mut 
     }
 }
 
-/// Read-modify-write of the fenced counter with `token`.
-async fn increment(ctx: &Ctx, idx: usize, pid: u64, token: u64) {
+/// Read-modify-write of the fenced counter with `token` (also the
+/// `zk-mutex` clients').
+pub(super) async fn increment(ctx: &Ctx, idx: usize, pid: u64, token: u64) {
     let call = Call {
         pid,
         f: F::Incr,

@@ -12,7 +12,9 @@
 //!   loss rule, and the bookkeeping that turns a lost session into a
 //!   `lost`/`expire` op;
 //! - [`route`]: which member each request goes to (sticky by default,
-//!   random, or embedded in a member's process).
+//!   random, or embedded in a member's process);
+//! - [`zk_mutex`]: the `fenced` workload through the members' ZooKeeper
+//!   doors, with ZooKeeper's lock recipe.
 //!
 //! Process ids are never reused: a client whose op ended `info`, or whose
 //! session is gone, continues under a fresh id ([`Ctx::next_pid`]).
@@ -24,6 +26,7 @@ pub mod register;
 pub mod route;
 pub mod session;
 pub mod store;
+pub mod zk_mutex;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -87,6 +90,10 @@ pub struct Settings {
     /// and write the other without its guard. Transfers then race on the
     /// unlocked account; the checker must catch it.
     pub inject_multi_one_lock: bool,
+    /// Injected client bug for the `zk-mutex` workload's self-test: a
+    /// waiter takes its predecessor's deletion event for the lock without
+    /// listing the directory again. The checkers must catch it.
+    pub inject_zk_no_relist: bool,
 }
 
 impl Default for Settings {
@@ -108,6 +115,7 @@ impl Default for Settings {
             accounts: 4,
             initial_balance: 100,
             inject_multi_one_lock: false,
+            inject_zk_no_relist: false,
         }
     }
 }
@@ -178,6 +186,8 @@ pub struct Ctx {
     pub store: store::FencedStore,
     /// The register workload's keys.
     pub keys: register::KeySpace,
+    /// The members' ZooKeeper doors (the `zk-mutex` clients' way in).
+    pub zk_doors: zk_mutex::Doors,
     /// Notified whenever a client starts holding the lock (the
     /// `isolate-leader` nemesis waits for a holder on the leader).
     pub holding_changed: Notify,
@@ -211,10 +221,16 @@ impl Ctx {
             settings,
             store: store::FencedStore::default(),
             keys,
+            zk_doors: zk_mutex::Doors::new(),
             holding_changed: Notify::new(),
             pids: AtomicU64::new(0),
             stop,
         }
+    }
+
+    /// The same context, with the members' ZooKeeper doors.
+    pub fn with_zk_doors(self, zk_doors: zk_mutex::Doors) -> Ctx {
+        Ctx { zk_doors, ..self }
     }
 
     /// A process id never used before.
@@ -271,6 +287,7 @@ pub fn spawn_clients(workload: Workload, ctx: &Arc<Ctx>, seed: u64) -> Vec<JoinH
                 }
                 Workload::MultiLock => tokio::spawn(multilock::client(ctx, idx, rng)),
                 Workload::Register => tokio::spawn(register::client(ctx, idx, rng)),
+                Workload::ZkMutex => tokio::spawn(zk_mutex::client(ctx, idx, rng)),
             }
         })
         .collect()

@@ -9,7 +9,6 @@ pub mod etcd;
 pub mod etcd_grpc;
 pub mod http;
 pub mod raftlock;
-pub mod zk;
 pub mod zookeeper;
 
 use std::future::Future;

@@ -5,8 +5,9 @@
 //! carry a per-session tag (Curator's "protected" mode) so a create whose
 //! answer was lost to a connection loss can find its node.
 //!
-//! A session is one connection of the bench's own lean client
-//! (`zk::client`): the create and the first listing go out in one write,
+//! A session is one connection of raftlock's ZooKeeper client
+//! (`raftlock_zookeeper::client`): the create and the first listing go
+//! out in one write,
 //! since ZooKeeper answers a session's requests in order (the listing
 //! sees the create), which saves a round trip per acquire; the client
 //! pings the server itself when the session is idle.
@@ -18,10 +19,12 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use tokio::sync::OnceCell;
 
-use super::zk::client::{Client, Error as ZkError, Req};
-use super::zk::wire::{self, code, op, Dec, EPHEMERAL_SEQUENTIAL, PERSISTENT};
 use super::{Acquired, Backend};
 use crate::cluster::System;
+use raftlock_zookeeper::client::{create_request, Call, Client, Config, Error as ZkError};
+use raftlock_zookeeper::wire::{
+    CreateMode, ErrorCode, MultiOp, OpRequest, PathWatchRequest, ReplyBody,
+};
 
 /// Parent of every lock directory.
 const ROOT: &str = "/raftlock-bench";
@@ -34,6 +37,8 @@ const RETRY_FOR: Duration = super::RETRY_FOR;
 
 #[derive(Clone)]
 pub struct Zookeeper {
+    /// ZooKeeper itself, or raftlock through its ZooKeeper door.
+    system: System,
     servers: Arc<Vec<String>>,
     /// Directories known to exist (created once, persistent).
     dirs: Arc<Mutex<HashSet<String>>>,
@@ -93,7 +98,13 @@ where
 
 impl Zookeeper {
     pub fn new(addrs: &[String]) -> Self {
+        Self::of(System::Zookeeper, addrs)
+    }
+
+    /// The same client and recipe against `system`'s ZooKeeper ports.
+    pub fn of(system: System, addrs: &[String]) -> Self {
         Self {
+            system,
             servers: Arc::new(addrs.to_vec()),
             dirs: Arc::new(Mutex::new(HashSet::new())),
             admin: Arc::new(OnceCell::new()),
@@ -101,7 +112,12 @@ impl Zookeeper {
     }
 
     async fn connect(&self, first: usize, ttl: Duration) -> anyhow::Result<Client> {
-        Client::connect(self.servers.to_vec(), first, ttl, RETRY_FOR)
+        let config = Config {
+            first,
+            connect_for: RETRY_FOR,
+            ..Config::new(self.servers.to_vec(), ttl)
+        };
+        Client::connect(config)
             .await
             .with_context(|| format!("zookeeper connect to {}", self.servers.join(",")))
     }
@@ -115,8 +131,8 @@ impl Zookeeper {
         for part in path.split('/').filter(|p| !p.is_empty()) {
             at.push('/');
             at.push_str(part);
-            match again(|| client.create(&at, &[], PERSISTENT)).await {
-                Ok(_) | Err(ZkError::Code(code::NODE_EXISTS)) => {}
+            match again(|| client.create(&at, &[], CreateMode::Persistent)).await {
+                Ok(_) | Err(ZkError::Code(ErrorCode::NodeExists)) => {}
                 Err(e) => bail!("create {at}: {e}"),
             }
         }
@@ -143,28 +159,37 @@ impl Zookeeper {
         let prefix = format!("{dir}/_c_{}{MARK}", s.tag);
         let deadline = Instant::now() + RETRY_FOR;
         loop {
-            let reqs = vec![
-                Req::new(op::CREATE, wire::create(&prefix, &[], EPHEMERAL_SEQUENTIAL)),
-                Req::new(op::GET_CHILDREN, wire::path_watch(dir, false)),
+            let calls = vec![
+                Call::new(OpRequest::Create(create_request(
+                    &prefix,
+                    &[],
+                    CreateMode::EphemeralSequential,
+                ))),
+                Call::new(OpRequest::GetChildren(PathWatchRequest {
+                    path: dir.to_string(),
+                    watch: false,
+                })),
             ];
-            let err = match s.client.send(reqs).await {
-                Ok(mut rx) => {
-                    let list = rx.pop().map(|(r, _)| r);
-                    let create = rx.pop().map(|(r, _)| r);
+            let err = match s.client.send(calls).await {
+                Ok(mut sent) => {
+                    let list = sent.pop();
+                    let create = sent.pop();
                     let (Some(create), Some(list)) = (create, list) else {
                         bail!("create {prefix}: no reply slot");
                     };
-                    let created = s.client.reply(create).await;
-                    let listed = s.client.reply(list).await;
+                    let created = s.client.answer(create).await;
+                    let listed = s.client.answer(list).await;
                     match (created, listed) {
-                        (Ok(b), Ok(l)) => {
-                            let path = Dec::new(&b).string()?;
-                            return Ok((path, lockers(Dec::new(&l).strings()?)));
+                        (
+                            Ok(ReplyBody::Create { path }),
+                            Ok(ReplyBody::GetChildren { children }),
+                        ) => {
+                            return Ok((path, lockers(children)));
                         }
-                        (Ok(b), Err(_)) => {
-                            let path = Dec::new(&b).string()?;
+                        (Ok(ReplyBody::Create { path }), _) => {
                             return Ok((path, Self::list(&s.client, dir).await?));
                         }
+                        (Ok(other), _) => bail!("create {prefix}: unexpected answer {other:?}"),
                         (Err(e), _) => e,
                     }
                 }
@@ -193,7 +218,7 @@ impl Backend for Zookeeper {
     type Session = Session;
 
     fn system(&self) -> System {
-        System::Zookeeper
+        self.system
     }
 
     async fn open(&self, member: usize, ttl: Duration) -> anyhow::Result<Session> {
@@ -251,7 +276,9 @@ impl Backend for Zookeeper {
             // Fired or dropped (connection lost): either way, look again.
             if tokio::time::timeout(left, watch).await.is_err() {
                 match again(|| s.client.delete(&me)).await {
-                    Ok(()) | Err(ZkError::Code(code::NO_NODE)) => return Ok(Acquired::TimedOut),
+                    Ok(()) | Err(ZkError::Code(ErrorCode::NoNode)) => {
+                        return Ok(Acquired::TimedOut)
+                    }
                     Err(e) => bail!("withdraw {me}: {e}"),
                 }
             }
@@ -275,7 +302,7 @@ impl Backend for Zookeeper {
             async move {
                 match client.delete(path).await {
                     // A retry after a delete that did apply.
-                    Err(ZkError::Code(code::NO_NODE)) if retry => Ok(()),
+                    Err(ZkError::Code(ErrorCode::NoNode)) if retry => Ok(()),
                     other => other,
                 }
             }
@@ -295,8 +322,8 @@ impl Backend for Zookeeper {
         let known = s.put_nodes.lock().is_ok_and(|p| p.contains(&path));
         if !known {
             self.ensure_dir(&s.client, PUT_ROOT).await?;
-            match again(|| s.client.create(&path, value, PERSISTENT)).await {
-                Ok(_) | Err(ZkError::Code(code::NODE_EXISTS)) => {}
+            match again(|| s.client.create(&path, value, CreateMode::Persistent)).await {
+                Ok(_) | Err(ZkError::Code(ErrorCode::NodeExists)) => {}
                 Err(e) => bail!("create {path}: {e}"),
             }
             if let Ok(mut p) = s.put_nodes.lock() {
@@ -306,6 +333,7 @@ impl Backend for Zookeeper {
         }
         again(|| s.client.set_data(&path, value))
             .await
+            .map(drop)
             .with_context(|| format!("set {path}"))
     }
 
@@ -328,7 +356,7 @@ impl Backend for Zookeeper {
         let dir = dir_of(lock);
         match again(|| admin.children(&dir)).await {
             Ok(v) => Ok(lockers(v).len()),
-            Err(ZkError::Code(code::NO_NODE)) => Ok(0),
+            Err(ZkError::Code(ErrorCode::NoNode)) => Ok(0),
             Err(e) => Err(anyhow!("list {}: {e}", dir_of(lock))),
         }
     }
@@ -345,12 +373,21 @@ impl Backend for Zookeeper {
         for lock in locks {
             let dir = dir_of(lock);
             let node = format!("{dir}/_c_{}{MARK}", s.tag);
-            ops.push((dir, PERSISTENT));
-            ops.push((node, EPHEMERAL_SEQUENTIAL));
+            ops.push(MultiOp::Create(create_request(
+                &dir,
+                &[],
+                CreateMode::Persistent,
+            )));
+            ops.push(MultiOp::Create(create_request(
+                &node,
+                &[],
+                CreateMode::EphemeralSequential,
+            )));
         }
         s.client
-            .multi_create(&ops)
+            .multi(ops)
             .await
+            .map(drop)
             .map_err(|e| anyhow!("multi create: {e}"))
     }
 
@@ -359,14 +396,11 @@ impl Backend for Zookeeper {
             return false;
         };
         let probe = async {
-            let client = Client::connect(
-                vec![server.clone()],
-                0,
-                Duration::from_secs(4),
-                Duration::from_secs(1),
-            )
-            .await
-            .ok()?;
+            let config = Config {
+                connect_for: Duration::from_secs(1),
+                ..Config::new(vec![server.clone()], Duration::from_secs(4))
+            };
+            let client = Client::connect(config).await.ok()?;
             let r = client.children(&dir_of(lock)).await.ok();
             client.close().await;
             r

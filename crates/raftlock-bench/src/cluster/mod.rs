@@ -38,6 +38,11 @@ pub enum System {
     #[serde(rename = "etcd-gateway")]
     EtcdGateway,
     Zookeeper,
+    /// raftlock through its ZooKeeper door, with the ZooKeeper rows'
+    /// client and recipe.
+    #[value(name = "raftlock-zk")]
+    #[serde(rename = "raftlock-zk")]
+    RaftlockZk,
 }
 
 impl System {
@@ -47,6 +52,7 @@ impl System {
             System::Etcd => "etcd",
             System::EtcdGateway => "etcd-gateway",
             System::Zookeeper => "zookeeper",
+            System::RaftlockZk => "raftlock-zk",
         }
     }
 }
@@ -77,6 +83,9 @@ pub struct Member {
     pub id: u32,
     /// The port clients talk to (HTTP API, etcd client URL, ZooKeeper client port).
     pub client_port: u16,
+    /// raftlock's HTTP API port (health, leader), also with clients on
+    /// the ZooKeeper door; the client port for the others.
+    pub api_port: u16,
     spawn: Spawn,
     child: Option<Child>,
     pid: Option<u32>,
@@ -85,6 +94,9 @@ pub struct Member {
 impl Member {
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.client_port)
+    }
+    pub fn api_addr(&self) -> String {
+        format!("127.0.0.1:{}", self.api_port)
     }
     pub fn pid(&self) -> Option<u32> {
         self.pid
@@ -134,10 +146,17 @@ impl Cluster {
         cpus: &[usize],
     ) -> anyhow::Result<Cluster> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let same = |specs: Vec<(u32, u16, Spawn)>| {
+            specs
+                .into_iter()
+                .map(|(id, port, spawn)| (id, port, port, spawn))
+                .collect::<Vec<_>>()
+        };
         let specs = match system {
-            System::Raftlock => raftlock::specs(tools, dir)?,
-            System::Etcd | System::EtcdGateway => etcd::specs(tools, dir)?,
-            System::Zookeeper => zookeeper::specs(tools, dir)?,
+            System::Raftlock => raftlock::specs(tools, dir, false)?,
+            System::RaftlockZk => raftlock::specs(tools, dir, true)?,
+            System::Etcd | System::EtcdGateway => same(etcd::specs(tools, dir)?),
+            System::Zookeeper => same(zookeeper::specs(tools, dir)?),
         };
         // reqwest is built without a default TLS provider (crates/raftlock-tls).
         raftlock_tls::install_default_provider();
@@ -150,9 +169,10 @@ impl Cluster {
             dir: dir.to_path_buf(),
             members: specs
                 .into_iter()
-                .map(|(id, client_port, spawn)| Member {
+                .map(|(id, client_port, api_port, spawn)| Member {
                     id,
                     client_port,
+                    api_port,
                     spawn,
                     child: None,
                     pid: None,
@@ -226,7 +246,7 @@ impl Cluster {
     async fn member_ready(&self, i: usize) -> bool {
         let m = &self.members[i];
         match self.system {
-            System::Raftlock => raftlock::healthy(&self.http, m).await,
+            System::Raftlock | System::RaftlockZk => raftlock::healthy(&self.http, m).await,
             System::Etcd | System::EtcdGateway => etcd::healthy(&self.http, m).await,
             System::Zookeeper => zookeeper::healthy(m).await,
         }
@@ -272,7 +292,9 @@ impl Cluster {
     /// Index of the current leader.
     pub async fn leader(&self) -> anyhow::Result<usize> {
         let found = match self.system {
-            System::Raftlock => raftlock::leader(&self.http, &self.members).await,
+            System::Raftlock | System::RaftlockZk => {
+                raftlock::leader(&self.http, &self.members).await
+            }
             System::Etcd | System::EtcdGateway => etcd::leader(&self.http, &self.members).await,
             System::Zookeeper => zookeeper::leader(&self.members).await,
         };
@@ -313,7 +335,7 @@ impl Cluster {
     pub fn data_bytes(&self, i: usize) -> u64 {
         let id = self.members[i].id;
         let path = match self.system {
-            System::Raftlock => raftlock::data_dir(&self.dir, id),
+            System::Raftlock | System::RaftlockZk => raftlock::data_dir(&self.dir, id),
             System::Etcd | System::EtcdGateway | System::Zookeeper => {
                 self.dir.join(format!("member-{id}"))
             }
@@ -332,7 +354,9 @@ impl Cluster {
 
     pub async fn version(&self) -> String {
         match self.system {
-            System::Raftlock => raftlock::version(&self.members[0].spawn.program),
+            System::Raftlock | System::RaftlockZk => {
+                raftlock::version(&self.members[0].spawn.program)
+            }
             System::Etcd | System::EtcdGateway => etcd::version(&self.members[0].spawn.program),
             System::Zookeeper => zookeeper::version(&self.members).await,
         }

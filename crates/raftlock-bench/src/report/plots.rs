@@ -41,6 +41,7 @@ pub fn color_of(system: &str) -> RGBColor {
         "etcd" => RGBColor(234, 88, 12),
         "etcd-gateway" => RGBColor(250, 170, 110),
         "zookeeper" => RGBColor(22, 163, 74),
+        "raftlock-zk" => RGBColor(124, 58, 237),
         _ => RGBColor(100, 116, 139),
     }
 }
