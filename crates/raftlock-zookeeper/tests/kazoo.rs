@@ -76,17 +76,27 @@ fn venv(python3: &Path) -> PathBuf {
     python
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kazoo_locks_watches_and_znodes() {
+/// The virtualenv's python, or `None` after saying loudly why `test`
+/// cannot run (no python3 on PATH).
+async fn kazoo_python(test: &str) -> Option<PathBuf> {
     let Some(python3) = python3() else {
         eprintln!("==========================================================");
-        eprintln!("SKIP kazoo_locks_watches_and_znodes: no python3 on PATH");
+        eprintln!("SKIP {test}: no python3 on PATH");
         eprintln!("==========================================================");
+        return None;
+    };
+    Some(
+        tokio::task::spawn_blocking(move || venv(&python3))
+            .await
+            .expect("venv"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_locks_watches_and_znodes() {
+    let Some(python) = kazoo_python("kazoo_locks_watches_and_znodes").await else {
         return;
     };
-    let python = tokio::task::spawn_blocking(move || venv(&python3))
-        .await
-        .expect("venv");
     let cluster = Cluster::start(door_config()).await;
     let hosts = cluster
         .addrs()
@@ -135,15 +145,9 @@ async fn run_scenario(python: &Path, name: &str, args: &[String]) {
 /// starts them for a cluster with `[tls]` and `[[auth.tokens]]`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kazoo_over_tls_with_a_token() {
-    let Some(python3) = python3() else {
-        eprintln!("==========================================================");
-        eprintln!("SKIP kazoo_over_tls_with_a_token: no python3 on PATH");
-        eprintln!("==========================================================");
+    let Some(python) = kazoo_python("kazoo_over_tls_with_a_token").await else {
         return;
     };
-    let python = tokio::task::spawn_blocking(move || venv(&python3))
-        .await
-        .expect("venv");
     raftlock_tls::install_default_provider();
     let certs = tempfile::tempdir().expect("tempdir");
     let ca = raftlock_tls::generate::Ca::create(certs.path(), "kazoo test CA").expect("a CA");
