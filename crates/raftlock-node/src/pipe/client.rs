@@ -2,6 +2,8 @@
 //! per peer, one call at a time on each.
 
 use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -46,6 +48,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 /// One upgraded connection.
 struct Pipe {
     io: BufReader<Box<dyn Io>>,
+    /// A duplicate of the TCP socket's descriptor, to ask the kernel
+    /// whether the peer closed it (see `is_closed`).
+    probe: OwnedFd,
 }
 
 impl Pipe {
@@ -54,7 +59,20 @@ impl Pipe {
     /// waiting: an idle connection has nothing to read.
     fn is_closed(&mut self) -> bool {
         let mut cx = Context::from_waker(Waker::noop());
-        !matches!(Pin::new(&mut self.io).poll_fill_buf(&mut cx), Poll::Pending)
+        if !matches!(Pin::new(&mut self.io).poll_fill_buf(&mut cx), Poll::Pending) {
+            return true;
+        }
+        // tokio answers from the readiness its reactor last recorded, so
+        // a close that arrived since (under load the reactor lags) looks
+        // idle. The kernel knows: a peek that reads end-of-stream, or an
+        // error, is a closed connection. Bytes waiting (a TLS record not
+        // yet decrypted) leave the answer to the poll above.
+        let mut byte = [MaybeUninit::<u8>::uninit(); 1];
+        match socket2::SockRef::from(&self.probe).peek(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        }
     }
 
     /// Writes `request` and reads the answer frame.
@@ -249,6 +267,10 @@ impl Pipes {
             .map_err(|e| failed("connecting to", &e))?;
         // Frames are written whole; an answer must not wait for an ACK.
         let _ = tcp.set_nodelay(true);
+        let probe = tcp
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| failed("duplicating the socket to", &e))?;
         let io: Box<dyn Io> = match &self.tls {
             None => Box::new(tcp),
             Some(connector) => {
@@ -275,7 +297,7 @@ impl Pipes {
         if !status.starts_with("HTTP/1.1 101") {
             return Err(DialError::Unsupported(status));
         }
-        Ok(Pipe { io })
+        Ok(Pipe { io, probe })
     }
 }
 
@@ -355,6 +377,26 @@ mod tests {
             assert!(matches!(answer, Err(PipeError::Unsupported)), "{answer:?}");
         }
         assert_eq!(accepted.load(Ordering::SeqCst), 1, "asked once, then HTTP");
+    }
+
+    /// A pooled pipe whose peer has closed is seen closed even when the
+    /// runtime has not yet processed the close: here the test never
+    /// yields between the close and the check, so tokio's reactor cannot
+    /// have recorded it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_close_the_runtime_has_not_seen_yet_is_seen() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let tcp = TcpStream::connect(addr).await.expect("connect");
+        let (peer, _) = listener.accept().expect("accept");
+        let probe = tcp.as_fd().try_clone_to_owned().expect("dup");
+        let mut pipe = Pipe {
+            io: BufReader::new(Box::new(tcp)),
+            probe,
+        };
+        assert!(!pipe.is_closed(), "an open, idle pipe");
+        drop(peer);
+        assert!(pipe.is_closed(), "the peer closed it");
     }
 
     #[test]
