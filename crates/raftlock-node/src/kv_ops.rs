@@ -86,18 +86,6 @@ impl Node {
         self.replica.shared.applied_index.subscribe()
     }
 
-    /// The key space's compact revision and the state's revision.
-    pub async fn kv_compact_revision(
-        &self,
-        consistency: Consistency,
-    ) -> Result<AtRevision<u64>, NodeError> {
-        self.read(consistency, |s| AtRevision {
-            value: s.kv().compact_revision(),
-            revision: s.revision(),
-        })
-        .await
-    }
-
     /// Opens a session to serve as an etcd lease: with id `id` if given
     /// (at most [`MAX_LEASE_ID`]), else a random one in range. A TTL below
     /// the cluster's minimum is raised to it, as etcd raises a lease's TTL
@@ -164,6 +152,32 @@ impl Node {
                 .map(|l| l.id)
                 .filter(|id| id.0 != 0 && id.0 <= MAX_LEASE_ID)
                 .collect()
+        })
+        .await
+    }
+}
+
+/// Sizes of the key space, for etcd's `Status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvStats {
+    /// Live keys.
+    pub keys: usize,
+    /// Approximate bytes of keys, values and kept history.
+    pub approximate_bytes: usize,
+    /// The compact revision.
+    pub compact_revision: u64,
+    /// The state's revision.
+    pub revision: u64,
+}
+
+impl Node {
+    /// The key space's sizes and floor.
+    pub async fn kv_stats(&self, consistency: Consistency) -> Result<KvStats, NodeError> {
+        self.read(consistency, |s| KvStats {
+            keys: s.kv().len(),
+            approximate_bytes: s.kv().approximate_bytes(),
+            compact_revision: s.kv().compact_revision(),
+            revision: s.revision(),
         })
         .await
     }

@@ -64,7 +64,7 @@ pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeCon
 pub use error::{core_code, MembershipError, NodeError};
 pub use history::{Change, ChangeHistory, Compacted};
 pub use identity::{Identity, IdentityError};
-pub use kv_ops::{KvEvents, LeaseView, MAX_LEASE_ID};
+pub use kv_ops::{KvEvents, KvStats, LeaseView, MAX_LEASE_ID};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};
 pub use observe::ElectionChanges;
