@@ -1,0 +1,420 @@
+//! Debian's real, unmodified `etcdctl` (package etcd-client 3.4, v3 API)
+//! against the etcd door of a three-member cluster of `raftlock serve`
+//! processes (docs/etcd.md). Each command's own output is the proof: keys
+//! in the asked order, a transaction's branch, watch events from a past
+//! revision, lease TTLs and attached keys, `lock` contenders that never
+//! overlap, the member table.
+//!
+//! Without etcdctl (scripts/install-etcdctl.sh installs it) the tests say
+//! so loudly and pass, unless `CI` is set: in CI a missing etcdctl fails.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{free_ports, ProcessCluster};
+
+const ETCDCTL: &str = "etcdctl";
+
+/// True when etcdctl runs; false (after a loud message) when it is absent
+/// outside CI. Panics in CI without it.
+fn have_etcdctl(test: &str) -> bool {
+    let found = Command::new(ETCDCTL)
+        .arg("version")
+        .env("ETCDCTL_API", "3")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "etcdctl is missing under CI (scripts/install-etcdctl.sh installs it)"
+    );
+    eprintln!("==========================================================");
+    eprintln!("SKIP {test}: no etcdctl on PATH");
+    eprintln!("(bash scripts/install-etcdctl.sh installs Debian's etcd-client)");
+    eprintln!("==========================================================");
+    false
+}
+
+/// A three-member cluster whose members each serve an etcd door; the
+/// doors' addresses, member 1's first.
+fn start_cluster() -> (ProcessCluster, Vec<String>) {
+    let cluster = ProcessCluster::configure(3);
+    let ports = free_ports(3);
+    let mut text = std::fs::read_to_string(&cluster.config).expect("read config");
+    let mut doors = Vec::new();
+    for (i, raft) in cluster.raft.iter().enumerate() {
+        let door = format!("127.0.0.1:{}", ports[i]);
+        let line = format!("raft_addr = \"{raft}\"\n");
+        assert!(text.contains(&line), "{text}");
+        text = text.replace(
+            &line,
+            &format!("{line}etcd = {{ client_addr = \"{door}\" }}\n"),
+        );
+        doors.push(door);
+    }
+    std::fs::write(&cluster.config, text).expect("write config");
+    let mut cluster = cluster;
+    for id in 1..=3 {
+        cluster.start_member(id);
+    }
+    (cluster, doors)
+}
+
+fn etcdctl(endpoints: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(ETCDCTL);
+    command
+        .env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={endpoints}"))
+        .arg("--command-timeout=20s")
+        .args(args)
+        .stdin(Stdio::null());
+    command
+}
+
+fn run(endpoints: &str, args: &[&str]) -> Output {
+    etcdctl(endpoints, args).output().expect("run etcdctl")
+}
+
+/// Runs etcdctl and returns its stdout, failing with its stderr.
+fn ok(endpoints: &str, args: &[&str]) -> String {
+    let out = run(endpoints, args);
+    assert!(
+        out.status.success(),
+        "etcdctl {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(endpoints: &str, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-w", "json"]);
+    serde_json::from_str(&ok(endpoints, &all)).expect("etcdctl's json")
+}
+
+/// Waits until every door answers `endpoint status` (the members elected
+/// a leader and serve), bounded.
+fn wait_ready(cluster: &ProcessCluster, doors: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = run(&doors.join(","), &["endpoint", "status", "-w", "json"]);
+        if out.status.success() {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            let leaders = v.as_array().map_or(0, |a| {
+                a.iter()
+                    .filter(|s| s["Status"]["leader"].as_u64().unwrap_or(0) != 0)
+                    .count()
+            });
+            if leaders == doors.len() {
+                return;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the doors never became ready:\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn revision_of(v: &Value) -> i64 {
+    v["header"]["revision"].as_i64().expect("a header revision")
+}
+
+#[test]
+fn etcdctl_kv_txn_watch_leases_status_and_members() {
+    if !have_etcdctl("etcdctl_kv_txn_watch_leases_status_and_members") {
+        return;
+    }
+    let (cluster, doors) = start_cluster();
+    wait_ready(&cluster, &doors);
+    let all = doors.join(",");
+    // Each command goes to one member's door: followers answer too.
+    let (one, two, three) = (doors[0].as_str(), doors[1].as_str(), doors[2].as_str());
+
+    // put, then get --prefix in each sort order.
+    assert_eq!(ok(one, &["put", "app/b", "2"]).trim(), "OK");
+    assert_eq!(ok(two, &["put", "app/a", "3"]).trim(), "OK");
+    assert_eq!(ok(three, &["put", "app/c", "1"]).trim(), "OK");
+    assert_eq!(ok(one, &["put", "app/b", "20"]).trim(), "OK");
+    let first = json(two, &["get", "app/a"]);
+    let start = first["kvs"][0]["create_revision"]
+        .as_i64()
+        .expect("create revision");
+    assert_eq!(
+        ok(
+            two,
+            &[
+                "get",
+                "--prefix",
+                "app/",
+                "--sort-by=MODIFY",
+                "--order=DESCEND"
+            ]
+        ),
+        "app/b\n20\napp/c\n1\napp/a\n3\n"
+    );
+    assert_eq!(
+        ok(
+            three,
+            &[
+                "get",
+                "--prefix",
+                "app/",
+                "--sort-by=VALUE",
+                "--order=ASCEND",
+                "--keys-only"
+            ]
+        ),
+        "app/c\n\napp/b\n\napp/a\n\n"
+    );
+    let limited = json(one, &["get", "--prefix", "app/", "--limit=1"]);
+    assert_eq!(
+        (limited["count"].as_i64(), limited["more"].as_bool()),
+        (Some(3), Some(true))
+    );
+    assert_eq!(limited["kvs"].as_array().map(Vec::len), Some(1));
+    let b = json(one, &["get", "app/b"]);
+    assert_eq!(b["kvs"][0]["version"], 2);
+    assert_eq!(b["kvs"][0]["value"], base64(b"20"));
+    // An old revision reads as it was.
+    let old = json(two, &["get", "app/b", &format!("--rev={}", start - 1)]);
+    assert_eq!(old["kvs"][0]["value"], base64(b"2"));
+
+    // txn: the compare holds, so the success branch runs; then it fails.
+    let txn = |endpoint: &str, script: &str| {
+        let mut child = etcdctl(endpoint, &["txn"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("etcdctl txn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(script.as_bytes())
+            .expect("script");
+        let out = child.wait_with_output().expect("txn ran");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let script = "value(\"app/a\") = \"3\"\n\nput app/d yes\nget app/a\n\nput app/d no\n\n";
+    assert_eq!(txn(two, script), "SUCCESS\n\nOK\n\napp/a\n3\n");
+    assert_eq!(ok(one, &["get", "app/d", "--print-value-only"]), "yes\n");
+    let script = "mod(\"app/d\") < \"1\"\n\nput app/d yes\n\nput app/d no\n\n";
+    assert_eq!(txn(three, script), "FAILURE\n\nOK\n");
+    assert_eq!(ok(one, &["get", "app/d", "--print-value-only"]), "no\n");
+
+    // del, with the deleted key's last value.
+    assert_eq!(ok(two, &["del", "app/d", "--prev-kv"]), "1\napp/d\nno\n");
+    assert_eq!(
+        json(three, &["get", "app/d"])["count"]
+            .as_i64()
+            .unwrap_or(0),
+        0
+    );
+
+    // watch --rev from a past revision replays every change since, in
+    // order, then follows a new one; stopped once it has shown them.
+    let mut watch = etcdctl(
+        three,
+        &["watch", "--prefix", "app/", &format!("--rev={start}")],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("etcdctl watch");
+    let stdout = watch.stdout.take().expect("watch stdout");
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let expected = [
+        "PUT", "app/a", "3", "PUT", "app/c", "1", "PUT", "app/b", "20", "PUT", "app/d", "yes",
+        "PUT", "app/d", "no", "DELETE", "app/d", "", "PUT", "app/e", "live",
+    ];
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut put_live = false;
+    while seen.len() < expected.len() {
+        if !put_live && seen.len() >= expected.len() - 3 {
+            assert_eq!(ok(one, &["put", "app/e", "live"]).trim(), "OK");
+            put_live = true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines_rx.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("watch showed only {seen:?}"),
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(seen, expected);
+
+    // Leases: grant, attach a key, time-to-live with keys, keep-alive,
+    // list, revoke (the key goes with it).
+    let granted = ok(one, &["lease", "grant", "30"]);
+    let id = granted
+        .split_whitespace()
+        .nth(1)
+        .expect("lease <id> granted with TTL(30s)")
+        .to_string();
+    assert!(granted.contains("granted with TTL(30s)"), "{granted}");
+    assert_eq!(
+        ok(two, &["put", "--lease", &id, "app/leased", "x"]).trim(),
+        "OK"
+    );
+    let ttl = ok(three, &["lease", "timetolive", "--keys", &id]);
+    assert!(
+        ttl.contains(&format!("lease {id} granted with TTL(30s)")),
+        "{ttl}"
+    );
+    assert!(ttl.contains("attached keys([app/leased])"), "{ttl}");
+    let kept = ok(two, &["lease", "keep-alive", "--once", &id]);
+    assert_eq!(kept.trim(), format!("lease {id} keepalived with TTL(30)"));
+    assert!(ok(one, &["lease", "list"]).contains(&id));
+    assert_eq!(
+        ok(three, &["lease", "revoke", &id]).trim(),
+        format!("lease {id} revoked")
+    );
+    assert_eq!(
+        json(one, &["get", "app/leased"])["count"]
+            .as_i64()
+            .unwrap_or(0),
+        0
+    );
+    let gone = ok(two, &["lease", "timetolive", &id]);
+    assert_eq!(gone.trim(), format!("lease {id} already expired"));
+    let refused = run(one, &["put", "--lease", &id, "app/x", "y"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("requested lease not found"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    // Compaction: reads below the floor are refused as etcd refuses them.
+    let now = revision_of(&json(one, &["get", "app/a"]));
+    assert!(ok(two, &["compact", &now.to_string()]).contains(&format!("compacted revision {now}")));
+    let below = run(three, &["get", "app/a", &format!("--rev={}", now - 1)]);
+    assert!(!below.status.success());
+    assert!(String::from_utf8_lossy(&below.stderr).contains("required revision has been compacted"));
+
+    // endpoint status: three members, one leader they agree on.
+    let status = json(&all, &["endpoint", "status"]);
+    let statuses = status.as_array().expect("one status per endpoint");
+    assert_eq!(statuses.len(), 3);
+    let leaders: Vec<u64> = statuses
+        .iter()
+        .map(|s| s["Status"]["leader"].as_u64().expect("leader"))
+        .collect();
+    assert!(
+        leaders.iter().all(|l| *l == leaders[0] && *l != 0),
+        "{status}"
+    );
+    let members: Vec<u64> = statuses
+        .iter()
+        .map(|s| {
+            s["Status"]["header"]["member_id"]
+                .as_u64()
+                .expect("member id")
+        })
+        .collect();
+    assert!(members.contains(&leaders[0]));
+
+    // member list: every member with its raft and etcd addresses.
+    let list = ok(two, &["member", "list"]);
+    for (i, door) in doors.iter().enumerate() {
+        let raft = &cluster.raft[i];
+        let row = format!(
+            "{}, started, raftlock-{}, http://{raft}, http://{door}, false",
+            i + 1,
+            i + 1
+        );
+        assert!(list.contains(&row), "{list}\nlacks {row}");
+    }
+    drop(cluster);
+}
+
+/// Contenders run `etcdctl lock NAME -- cmd`, each through another member;
+/// every command logs its start and end to one file, which must show the
+/// critical sections one after the other, never overlapping.
+#[test]
+fn etcdctl_lock_excludes_its_contenders() {
+    if !have_etcdctl("etcdctl_lock_excludes_its_contenders") {
+        return;
+    }
+    let (cluster, doors) = start_cluster();
+    wait_ready(&cluster, &doors);
+    let log = cluster.dir.path().join("critical.log");
+    let contenders = 6;
+    let children: Vec<_> = (0..contenders)
+        .map(|i| {
+            let door = &doors[i % doors.len()];
+            let cmd = critical_section(&log, i);
+            etcdctl(door, &["lock", "jobs/nightly", "--", "sh", "-c", &cmd])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("etcdctl lock")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("lock ran");
+        assert!(
+            out.status.success(),
+            "etcdctl lock failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            cluster.logs()
+        );
+    }
+    let text = std::fs::read_to_string(&log).expect("the commands' log");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2 * contenders, "{text}");
+    let mut ran = Vec::new();
+    for pair in lines.chunks(2) {
+        let start = pair[0].strip_prefix("start ").expect("a start");
+        let end = pair[1].strip_prefix("end ").expect("its end");
+        assert_eq!(start, end, "a critical section overlapped another:\n{text}");
+        ran.push(start.to_string());
+    }
+    ran.sort();
+    ran.dedup();
+    assert_eq!(ran.len(), contenders, "every contender ran once:\n{text}");
+    // The lock's keys are gone once every holder is done.
+    let left = json(&doors[0], &["get", "--prefix", "jobs/nightly/"]);
+    assert_eq!(left["count"].as_i64().unwrap_or(0), 0, "{left}");
+}
+
+/// A command that appends `start <i>` and `end <i>` around a short piece
+/// of work (the lock's key, which etcdctl exports, shows it held).
+fn critical_section(log: &Path, i: usize) -> String {
+    format!(
+        "test -n \"$ETCD_LOCK_KEY\" || exit 3; echo start {i} >> {log}; sleep 0.2; echo end {i} >> {log}",
+        log = log.display()
+    )
+}
