@@ -418,3 +418,96 @@ fn critical_section(log: &Path, i: usize) -> String {
         log = log.display()
     )
 }
+
+/// An etcdctl child whose stdout lines arrive on a channel.
+struct Lines {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Lines {
+    fn spawn(endpoint: &str, args: &[&str]) -> Lines {
+        let mut child = etcdctl(endpoint, args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn etcdctl");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines { child, lines }
+    }
+
+    /// The next `n` lines, within 30 s.
+    fn next(&self, n: usize, what: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut out = Vec::new();
+        while out.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => out.push(line),
+                Err(_) => panic!("{what}: only {out:?}"),
+            }
+        }
+        out
+    }
+
+    /// SIGTERM, which etcdctl handles (elect resigns), then waits.
+    fn stop(mut self) {
+        use nix::sys::signal::{kill, Signal};
+        use nix::unistd::Pid;
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// `etcdctl elect`: the first campaigner leads, a second waits, an
+/// observer (`elect -l`) sees the leader's value; when the leader resigns
+/// (SIGTERM), the second leads and the observer sees its value.
+#[test]
+fn etcdctl_elect_hands_leadership_on() {
+    if !have_etcdctl("etcdctl_elect_hands_leadership_on") {
+        return;
+    }
+    let (cluster, doors) = start_cluster();
+    wait_ready(&cluster, &doors);
+    let alpha = Lines::spawn(&doors[0], &["elect", "jobs/leader", "alpha"]);
+    let led = alpha.next(2, "alpha's campaign");
+    assert!(led[0].starts_with("jobs/leader/"), "{led:?}");
+    assert_eq!(led[1], "alpha");
+    let observer = Lines::spawn(&doors[2], &["elect", "-l", "jobs/leader"]);
+    assert_eq!(observer.next(2, "the observer")[1], "alpha");
+    let beta = Lines::spawn(&doors[1], &["elect", "jobs/leader", "beta"]);
+    // beta is queued behind alpha: its key exists, it leads nothing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let keys = json(&doors[0], &["get", "--prefix", "jobs/leader/"]);
+        if keys["count"].as_i64() == Some(2) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "beta never queued: {keys}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        beta.lines.try_recv().is_err(),
+        "beta leads while alpha does"
+    );
+    alpha.stop();
+    let took = beta.next(2, "beta's campaign after alpha resigned");
+    assert_eq!(took[1], "beta");
+    assert_eq!(
+        observer.next(2, "the observer after the hand-over")[1],
+        "beta"
+    );
+    beta.stop();
+    observer.stop();
+}
