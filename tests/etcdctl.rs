@@ -45,7 +45,14 @@ fn have_etcdctl(test: &str) -> bool {
 /// A three-member cluster whose members each serve an etcd door; the
 /// doors' addresses, member 1's first.
 fn start_cluster() -> (ProcessCluster, Vec<String>) {
-    let cluster = ProcessCluster::configure(3);
+    start_cluster_with(|_| ())
+}
+
+/// As [`start_cluster`], with `prepare` run on the configured cluster
+/// before any member starts (to turn TLS on, say).
+fn start_cluster_with(prepare: impl FnOnce(&mut ProcessCluster)) -> (ProcessCluster, Vec<String>) {
+    let mut cluster = ProcessCluster::configure(3);
+    prepare(&mut cluster);
     let ports = free_ports(3);
     let mut text = std::fs::read_to_string(&cluster.config).expect("read config");
     let mut doors = Vec::new();
@@ -60,16 +67,18 @@ fn start_cluster() -> (ProcessCluster, Vec<String>) {
         doors.push(door);
     }
     std::fs::write(&cluster.config, text).expect("write config");
-    let mut cluster = cluster;
     for id in 1..=3 {
         cluster.start_member(id);
     }
     (cluster, doors)
 }
 
+/// etcdctl under coreutils' `timeout`, so no command (a lock that is
+/// never granted, say) can hang the test; `timeout` passes a SIGTERM on.
 fn etcdctl(endpoints: &str, args: &[&str]) -> Command {
-    let mut command = Command::new(ETCDCTL);
+    let mut command = Command::new("timeout");
     command
+        .args(["120", ETCDCTL])
         .env("ETCDCTL_API", "3")
         .arg(format!("--endpoints={endpoints}"))
         .arg("--command-timeout=20s")
@@ -510,4 +519,66 @@ fn etcdctl_elect_hands_leadership_on() {
     );
     beta.stop();
     observer.stop();
+}
+
+/// Under `[tls]` the door speaks TLS with the API's certificate and client
+/// policy: etcdctl with the CA and a client certificate works (put, get,
+/// lease, lock), one without a certificate or in the clear is refused,
+/// and member list shows https URLs.
+#[test]
+fn etcdctl_over_tls_with_client_certificates() {
+    if !have_etcdctl("etcdctl_over_tls_with_client_certificates") {
+        return;
+    }
+    let mut ca = None;
+    let (cluster, doors) = start_cluster_with(|c| ca = Some(c.enable_tls("required")));
+    let ca = ca.expect("a CA");
+    let https: Vec<String> = doors.iter().map(|d| format!("https://{d}")).collect();
+    // The TLS flags go before the command's arguments (after `lock
+    // NAME --` they would be the locked command's).
+    let tls_ctl = |endpoint: &str, args: &[&str], cert: bool| {
+        let mut flags = vec![format!("--cacert={}", ca.ca_path().display())];
+        if cert {
+            flags.push(format!("--cert={}", ca.client.cert.display()));
+            flags.push(format!("--key={}", ca.client.key.display()));
+        }
+        let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        etcdctl(endpoint, &all).output().expect("run etcdctl")
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = tls_ctl(&https[0], &["put", "secure/a", "1"], true);
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no TLS put: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let got = tls_ctl(&https[1], &["get", "--prefix", "secure/"], true);
+    assert_eq!(String::from_utf8_lossy(&got.stdout), "secure/a\n1\n");
+    let granted = tls_ctl(&https[2], &["lease", "grant", "20"], true);
+    assert!(String::from_utf8_lossy(&granted.stdout).contains("granted with TTL(20s)"));
+    let locked = tls_ctl(&https[0], &["lock", "secure/lock", "echo", "held"], true);
+    assert_eq!(String::from_utf8_lossy(&locked.stdout).trim(), "held");
+    let list =
+        String::from_utf8_lossy(&tls_ctl(&https[1], &["member", "list"], true).stdout).into_owned();
+    assert!(list.contains(&format!("https://{}", doors[2])), "{list}");
+    // Without a client certificate, and in the clear: refused.
+    let stranger = tls_ctl(
+        &https[0],
+        &["get", "secure/a", "--command-timeout=3s"],
+        false,
+    );
+    assert!(
+        !stranger.status.success(),
+        "a client without a certificate got in"
+    );
+    let clear = run(&doors[0], &["get", "secure/a", "--command-timeout=3s"]);
+    assert!(!clear.status.success(), "a plaintext client got in");
 }

@@ -80,7 +80,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
     let zookeeper = zookeeper_listener(&args.config, args.id).await?;
-    let etcd = etcd_listener(&args.config, args.id, config.tls.is_some()).await?;
+    let etcd = etcd_listener(&args.config, args.id).await?;
+    if etcd.is_some() && api_config.auth.enabled() {
+        return Err(anyhow!(
+            "config {}: the etcd door checks no bearer tokens yet: remove member {}'s etcd table or [[auth.tokens]] (docs/etcd.md)",
+            args.config.display(),
+            args.id
+        ));
+    }
     let data_dir = config.data_dir.clone();
     let tls = config.tls.clone();
     let node = if joining {
@@ -103,9 +110,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let _etcd_door = match etcd {
         Some((listener, addrs, all)) => {
-            let door = raftlock_etcd::Door::start(node.clone(), listener, all)?;
+            let door = match tls.as_ref() {
+                Some(tls) => {
+                    let server = raftlock_tls::api_server_config(tls)?;
+                    raftlock_etcd::Door::start_tls(node.clone(), listener, all, server)?
+                }
+                None => raftlock_etcd::Door::start(node.clone(), listener, all)?,
+            };
             tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
-                "etcd door serving (docs/etcd.md)");
+                tls = tls.is_some(), "etcd door serving (docs/etcd.md)");
             Some(door)
         }
         None => None,
@@ -152,12 +165,11 @@ async fn zookeeper_listener(
 
 /// Every member's etcd client address, by member id, and this member's
 /// etcd door listener, if the cluster file gives it one (`etcd = {
-/// client_addr = ... }` in its `[[members]]` entry). The door serves no
-/// TLS yet: with `[tls]` it is refused rather than served in the clear.
+/// client_addr = ... }` in its `[[members]]` entry). With `[tls]` the
+/// door serves TLS with the API's certificate and client policy.
 async fn etcd_listener(
     path: &Path,
     id: NodeId,
-    tls: bool,
 ) -> anyhow::Result<Option<(TcpListener, EtcdAddrs, Vec<(u64, String)>)>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config {}", path.display()))?;
@@ -166,12 +178,6 @@ async fn etcd_listener(
     let Some(addrs) = all.iter().find(|(m, _)| *m == id).map(|(_, a)| a.clone()) else {
         return Ok(None);
     };
-    if tls {
-        return Err(anyhow!(
-            "config {}: the etcd door does not serve TLS yet; remove member {id}'s etcd table or [tls] (docs/etcd.md)",
-            path.display()
-        ));
-    }
     let listener = TcpListener::bind(addrs.bind_addr())
         .await
         .with_context(|| format!("cannot listen on etcd bind {}", addrs.bind_addr()))?;

@@ -22,6 +22,7 @@ mod kv;
 mod lease;
 mod lock;
 mod maintenance;
+mod tls;
 mod watch;
 
 use std::net::SocketAddr;
@@ -66,7 +67,7 @@ pub(crate) struct Etcd {
     node: Node,
     /// Every member's etcd client address, by member id (MemberList).
     client_addrs: Vec<(u64, String)>,
-    /// `http` (TLS is not served by this door yet).
+    /// `http`, or `https` when the door serves TLS (MemberList's URLs).
     scheme: &'static str,
 }
 
@@ -94,25 +95,59 @@ pub struct Door {
 }
 
 impl Door {
-    /// Serves etcd's gRPC API for `node` on `listener`. `client_addrs`
-    /// are every member's etcd client addresses, for MemberList.
+    /// Serves etcd's gRPC API for `node` on `listener`, in the clear.
+    /// `client_addrs` are every member's etcd client addresses, for
+    /// MemberList.
     pub fn start(
         node: Node,
         listener: TcpListener,
         client_addrs: Vec<(u64, String)>,
     ) -> std::io::Result<Door> {
+        let addr = listener.local_addr()?;
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        Ok(Self::serve(node, addr, incoming, client_addrs, "http"))
+    }
+
+    /// As [`start`](Self::start), over TLS with `server` (the API's
+    /// certificate and client policy, from `[tls]`); the door offers
+    /// HTTP/2 by ALPN, as gRPC clients ask.
+    pub fn start_tls(
+        node: Node,
+        listener: TcpListener,
+        client_addrs: Vec<(u64, String)>,
+        server: std::sync::Arc<rustls::ServerConfig>,
+    ) -> std::io::Result<Door> {
+        let addr = listener.local_addr()?;
+        let incoming = tls::incoming(listener, server)?;
+        Ok(Self::serve(node, addr, incoming, client_addrs, "https"))
+    }
+
+    fn serve<S, IO>(
+        node: Node,
+        addr: SocketAddr,
+        incoming: S,
+        client_addrs: Vec<(u64, String)>,
+        scheme: &'static str,
+    ) -> Door
+    where
+        S: futures::Stream<Item = std::io::Result<IO>> + Send + 'static,
+        IO: tokio::io::AsyncRead
+            + tokio::io::AsyncWrite
+            + tonic::transport::server::Connected
+            + Unpin
+            + Send
+            + 'static,
+    {
         use pb::etcdserverpb::{
             cluster_server::ClusterServer, kv_server::KvServer, lease_server::LeaseServer,
             maintenance_server::MaintenanceServer, watch_server::WatchServer,
         };
         use pb::v3lockpb::lock_server::LockServer;
-        let addr = listener.local_addr()?;
         let etcd = Etcd {
             node: node.clone(),
             client_addrs,
-            scheme: "http",
+            scheme,
         };
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
         let router = tonic::transport::Server::builder()
             .add_service(KvServer::new(etcd.clone()).max_decoding_message_size(MAX_REQUEST_BYTES))
             .add_service(WatchServer::new(etcd.clone()))
@@ -126,7 +161,7 @@ impl Door {
                 tracing::warn!(error = %e, "etcd door stopped");
             }
         });
-        Ok(Door { addr, task })
+        Door { addr, task }
     }
 
     /// Where the door listens.
