@@ -160,10 +160,14 @@ fn free_base_port() -> u16 {
 /// ZooKeeper (+200) and etcd (+300) ports.
 fn free_base_port_for(members: u16) -> u16 {
     for candidate in (20_000..60_000).step_by(997) {
-        let mut ports =
-            (0..members).flat_map(|o| {
-                [candidate + o, candidate + 100 + o, candidate + 200 + o, candidate + 300 + o]
-            });
+        let mut ports = (0..members).flat_map(|o| {
+            [
+                candidate + o,
+                candidate + 100 + o,
+                candidate + 200 + o,
+                candidate + 300 + o,
+            ]
+        });
         if ports.all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
             return candidate;
         }
