@@ -582,3 +582,111 @@ fn etcdctl_over_tls_with_client_certificates() {
     let clear = run(&doors[0], &["get", "secure/a", "--command-timeout=3s"]);
     assert!(!clear.status.success(), "a plaintext client got in");
 }
+
+/// python-etcd3, pinned with the versions its 2020 code still runs on
+/// (tenacity's old wait signature, protobuf's pre-4 generated code).
+const ETCD3: [&str; 3] = ["etcd3==0.12.0", "tenacity==6.3.1", "protobuf==3.20.3"];
+
+/// A virtualenv with python-etcd3 under the target directory, made on
+/// first use; its python. `None` (after a loud message) without python3
+/// outside CI; a failed install fails.
+fn etcd3_python(test: &str) -> Option<std::path::PathBuf> {
+    let python3 = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("python3"))
+            .find(|p| p.is_file())
+    });
+    let Some(python3) = python3 else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 is missing under CI"
+        );
+        eprintln!("==========================================================");
+        eprintln!("SKIP {test}: no python3 on PATH");
+        eprintln!("==========================================================");
+        return None;
+    };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("etcd3-0.12.0-venv");
+    let python = dir.join("bin").join("python");
+    let marker = dir.join(".installed");
+    if std::fs::read_to_string(&marker).is_ok_and(|m| m == ETCD3.join(" ")) {
+        return Some(python);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let made = Command::new(&python3)
+        .args(["-m", "venv"])
+        .arg(&dir)
+        .status();
+    assert!(
+        made.is_ok_and(|s| s.success()),
+        "python3 -m venv {} failed",
+        dir.display()
+    );
+    let installed = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(ETCD3)
+        .status();
+    assert!(
+        installed.is_ok_and(|s| s.success()),
+        "pip install {ETCD3:?} failed"
+    );
+    std::fs::write(&marker, ETCD3.join(" ")).expect("marker");
+    Some(python)
+}
+
+/// python-etcd3's Lock recipe (a library client we did not write) against
+/// the doors: keys and a transaction, four contenders over the three
+/// members that never overlap, a holder whose lease runs out losing the
+/// lock to a waiter, a watch (`tests/etcd3/lock_scenario.py`).
+#[test]
+fn python_etcd3_lock_recipe() {
+    let Some(python) = etcd3_python("python_etcd3_lock_recipe") else {
+        return;
+    };
+    let (cluster, doors) = start_cluster();
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/etcd3/lock_scenario.py"
+    );
+    // Ready once a put goes through (the scenario starts with one).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let probe = Command::new("timeout")
+            .args(["20"])
+            .arg(&python)
+            .args(["-c", "import etcd3,sys; h,p=sys.argv[1].rsplit(':',1); etcd3.client(host=h, port=int(p), timeout=3).put('ready', '1')"])
+            .arg(&doors[0])
+            .output()
+            .expect("python");
+        if probe.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the doors never answered python-etcd3:\n{}\n{}",
+            String::from_utf8_lossy(&probe.stderr),
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = Command::new("timeout")
+        .args(["240"])
+        .arg(&python)
+        .arg(scenario)
+        .arg(doors.join(","))
+        .output()
+        .expect("run the scenario");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("all checks passed"),
+        "{text}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        cluster.logs()
+    );
+}
