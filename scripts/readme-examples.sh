@@ -26,10 +26,10 @@ try:
 except (OSError, ValueError, IndexError):
     low = 32768
 for _ in range(200):
-    p = random.randrange(10000, max(10001, low - 210))
+    p = random.randrange(10000, max(10001, low - 310))
     try:
         socks = []
-        for o in (0, 1, 2, 3, 4, 5, 100, 101, 102, 103, 104, 105, 200, 201, 202, 203, 204, 205):
+        for o in (0, 1, 2, 3, 4, 5, 100, 101, 102, 103, 104, 105, 200, 201, 202, 203, 204, 205, 300, 301, 302):
             s = socket.socket(); s.bind(("127.0.0.1", p + o)); socks.append(s)
         print(p); break
     except OSError:

@@ -156,12 +156,18 @@ fn free_base_port() -> u16 {
     free_base_port_for(3)
 }
 
-/// A base port with `members` free API ports and their Raft (+100) and
-/// ZooKeeper (+200) ports.
+/// A base port with `members` free API ports and their Raft (+100),
+/// ZooKeeper (+200) and etcd (+300) ports.
 fn free_base_port_for(members: u16) -> u16 {
     for candidate in (20_000..60_000).step_by(997) {
-        let mut ports =
-            (0..members).flat_map(|o| [candidate + o, candidate + 100 + o, candidate + 200 + o]);
+        let mut ports = (0..members).flat_map(|o| {
+            [
+                candidate + o,
+                candidate + 100 + o,
+                candidate + 200 + o,
+                candidate + 300 + o,
+            ]
+        });
         if ports.all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
             return candidate;
         }

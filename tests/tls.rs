@@ -260,7 +260,9 @@ async fn a_member_with_a_foreign_certificate_is_refused_by_its_peers() {
 /// up --base-port P` uses).
 fn free_base_port() -> u16 {
     for candidate in (20_500..60_000).step_by(991) {
-        let ports = [0, 1, 2, 100, 101, 102].map(|o| candidate + o);
+        // `up` takes the API (+0), Raft (+100), ZooKeeper (+200) and
+        // etcd (+300) ports of three members.
+        let ports = [0, 1, 2, 100, 101, 102, 200, 201, 202, 300, 301, 302].map(|o| candidate + o);
         if ports
             .iter()
             .all(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())

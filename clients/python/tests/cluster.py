@@ -66,14 +66,14 @@ def _is_free(port: int) -> bool:
 
 def member_ports(base: int) -> List[int]:
     """``raftlock up``'s layout: API ports base..base+2, Raft ports 100
-    above, ZooKeeper ports 200 above."""
-    return [base + offset + i for offset in (0, 100, 200) for i in range(3)]
+    above, ZooKeeper ports 200 above, etcd ports 300 above."""
+    return [base + offset + i for offset in (0, 100, 200, 300) for i in range(3)]
 
 
 def free_base_port() -> int:
-    """A base port whose nine member ports are all free right now. Another
+    """A base port whose twelve member ports are all free right now. Another
     process may still take one before a member binds it; callers retry."""
-    top = _ephemeral_start() - 210
+    top = _ephemeral_start() - 310
     for _ in range(500):
         base = random.randrange(10_000, top)
         if all(_is_free(p) for p in member_ports(base)):

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 use clap::Args;
+use raftlock_etcd::config::EtcdAddrs;
 use raftlock_node::{Node, NodeConfig, NodeId, TlsSettings};
 use raftlock_server::ApiConfig;
 use raftlock_zookeeper::door::config::ZooKeeperAddrs;
@@ -79,6 +80,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
     let zookeeper = zookeeper_listener(&args.config, args.id).await?;
+    let etcd = etcd_listener(&args.config, args.id).await?;
+    if etcd.is_some() && api_config.auth.enabled() {
+        return Err(anyhow!(
+            "config {}: the etcd door checks no bearer tokens yet: remove member {}'s etcd table or [[auth.tokens]] (docs/etcd.md)",
+            args.config.display(),
+            args.id
+        ));
+    }
     let data_dir = config.data_dir.clone();
     let tls = config.tls.clone();
     let node = if joining {
@@ -95,6 +104,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
                 tls = tls.is_some(), tokens = api_config.auth.enabled(),
                 "ZooKeeper door serving (docs/zookeeper.md)");
+            Some(door)
+        }
+        None => None,
+    };
+    let _etcd_door = match etcd {
+        Some((listener, addrs, all)) => {
+            let door = match tls.as_ref() {
+                Some(tls) => {
+                    let server = raftlock_tls::api_server_config(tls)?;
+                    raftlock_etcd::Door::start_tls(node.clone(), listener, all, server)?
+                }
+                None => raftlock_etcd::Door::start(node.clone(), listener, all)?,
+            };
+            tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
+                tls = tls.is_some(), "etcd door serving (docs/etcd.md)");
             Some(door)
         }
         None => None,
@@ -137,6 +161,28 @@ async fn zookeeper_listener(
         .await
         .with_context(|| format!("cannot listen on zookeeper bind {}", addrs.bind_addr()))?;
     Ok(Some((listener, addrs)))
+}
+
+/// Every member's etcd client address, by member id, and this member's
+/// etcd door listener, if the cluster file gives it one (`etcd = {
+/// client_addr = ... }` in its `[[members]]` entry). With `[tls]` the
+/// door serves TLS with the API's certificate and client policy.
+async fn etcd_listener(
+    path: &Path,
+    id: NodeId,
+) -> anyhow::Result<Option<(TcpListener, EtcdAddrs, Vec<(u64, String)>)>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config {}", path.display()))?;
+    let all = raftlock_etcd::config::all_from_cluster_toml(&text)
+        .map_err(|e| anyhow!("config {}: {e}", path.display()))?;
+    let Some(addrs) = all.iter().find(|(m, _)| *m == id).map(|(_, a)| a.clone()) else {
+        return Ok(None);
+    };
+    let listener = TcpListener::bind(addrs.bind_addr())
+        .await
+        .with_context(|| format!("cannot listen on etcd bind {}", addrs.bind_addr()))?;
+    let clients = all.into_iter().map(|(m, a)| (m, a.client_addr)).collect();
+    Ok(Some((listener, addrs, clients)))
 }
 
 /// The door with the API's tokens, and TLS when the cluster has `[tls]`

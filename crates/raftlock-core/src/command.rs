@@ -252,6 +252,9 @@ pub enum Command {
         /// The write.
         command: Box<Command>,
     },
+    /// A write to the etcd-style flat key space (`kv/`). Appended last,
+    /// so older logs still decode.
+    Kv(crate::kv::KvOp),
 }
 
 impl Command {
@@ -377,6 +380,8 @@ pub enum Response {
         /// One answer per operation, in order.
         results: Vec<TreeOpResult>,
     },
+    /// A key-space write ran (`Command::Kv`).
+    Kv(crate::kv::KvResponse),
 }
 
 /// A multi-lock's place after an acquire.

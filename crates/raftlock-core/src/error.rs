@@ -109,4 +109,22 @@ pub enum CoreError {
         /// Why it failed.
         error: Box<CoreError>,
     },
+    /// A key-space read or compaction named a revision after the newest.
+    #[error("required revision {requested} is a future revision (current {current})")]
+    FutureRevision {
+        /// The revision asked for.
+        requested: u64,
+        /// The state's revision.
+        current: u64,
+    },
+    /// A key-space read or watch named a revision below the compaction
+    /// floor: its history is gone.
+    #[error("required revision has been compacted (compact revision {compact_revision})")]
+    Compacted {
+        /// The oldest revision still kept.
+        compact_revision: u64,
+    },
+    /// A key-space put kept a value or lease of a key that does not exist.
+    #[error("key not found")]
+    KeyNotFound,
 }

@@ -53,6 +53,8 @@ impl StateMachine {
             }
         }
         self.check_lock_delays()?;
+        self.kv
+            .check(self.revision, |id| self.sessions.contains_key(&id))?;
         for (queue_path, queue) in &self.queues {
             if queue.is_empty() {
                 return Err(format!("queue {queue_path} is empty but kept"));

@@ -38,6 +38,7 @@
 mod command;
 mod error;
 mod invariants;
+pub mod kv;
 mod lock_delay;
 mod locks;
 mod multilock;

@@ -324,3 +324,10 @@ impl StateMachine {
         }
     }
 }
+
+impl StateMachine {
+    /// The etcd-style key space (`kv/`).
+    pub fn kv(&self) -> &crate::kv::KvStore {
+        &self.kv
+    }
+}

@@ -63,6 +63,7 @@ impl StateMachine {
                 deleted.push(path);
             }
         }
+        self.kv.end_lease(id, revision);
         self.sessions.remove(&id);
         effects.ended_sessions.push(id);
         Ok(Outcome::changed(Response::SessionEnded { id, deleted }))

@@ -12,12 +12,15 @@
 //! lock-delays (and so no held-off lock), and a node from formats 1 to 3
 //! gets times 0, its mod revision as child revision and its sequence
 //! counter as child version (so strict sequential names continue above
-//! the ones already given).
+//! the ones already given). Format 5 appends the etcd-style key space
+//! (`kv/`: keys, their lease index and the kept history); a state from
+//! formats 1 to 4 has no keys.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::kv::KvStore;
 use crate::node_set::NodeSet;
 use crate::queue::LockQueue;
 use crate::state::StateMachine;
@@ -26,7 +29,33 @@ use crate::types::{Node, NodeMeta, Session, SessionId};
 const MAGIC: &[u8; 4] = b"RLSM";
 /// Format written by this build. Bump it (and keep a reader for the old
 /// one) whenever the encoded state changes shape.
-pub const SNAPSHOT_FORMAT: u32 = 4;
+pub const SNAPSHOT_FORMAT: u32 = 5;
+
+/// The state as format 4 encoded it: as this one without the key space.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct StateV4 {
+    revision: u64,
+    nodes: BTreeMap<Box<str>, Node>,
+    sessions: BTreeMap<SessionId, Session>,
+    queues: BTreeMap<Box<str>, LockQueue>,
+    lock_delays: BTreeMap<Box<str>, u64>,
+    clock_ms: u64,
+}
+
+impl From<StateV4> for StateMachine {
+    fn from(old: StateV4) -> Self {
+        StateMachine {
+            revision: old.revision,
+            nodes: old.nodes,
+            sessions: old.sessions,
+            queues: old.queues,
+            lock_delays: old.lock_delays,
+            clock_ms: old.clock_ms,
+            kv: KvStore::default(),
+        }
+    }
+}
 
 /// A node as formats 1 to 3 encoded it: `Node` without `meta`.
 #[derive(Deserialize)]
@@ -83,6 +112,7 @@ impl From<StateV3> for StateMachine {
             queues: old.queues,
             lock_delays: old.lock_delays,
             clock_ms: 0,
+            kv: KvStore::default(),
         }
     }
 }
@@ -106,6 +136,7 @@ impl From<StateV2> for StateMachine {
             queues: old.queues,
             lock_delays: BTreeMap::new(),
             clock_ms: 0,
+            kv: KvStore::default(),
         }
     }
 }
@@ -154,6 +185,7 @@ impl From<StateV1> for StateMachine {
             queues: old.queues,
             lock_delays: BTreeMap::new(),
             clock_ms: 0,
+            kv: KvStore::default(),
         }
     }
 }
@@ -208,6 +240,9 @@ impl StateMachine {
                 .map_err(decode_error)?
                 .into(),
             3 => bincode::deserialize::<StateV3>(body)
+                .map_err(decode_error)?
+                .into(),
+            4 => bincode::deserialize::<StateV4>(body)
                 .map_err(decode_error)?
                 .into(),
             SNAPSHOT_FORMAT => bincode::deserialize(body).map_err(decode_error)?,
@@ -279,6 +314,7 @@ mod tests {
     fn as_upgraded(sm: &StateMachine) -> StateMachine {
         let mut up = sm.clone();
         up.clock_ms = 0;
+        up.kv = KvStore::default();
         up.nodes = nodes_v3(old_nodes(sm));
         up
     }
@@ -354,7 +390,7 @@ mod tests {
         let expired = sm.apply(&Command::ExpireSession { id: SessionId(7) });
         assert_eq!(expired.effects.held_off.len(), 1);
         let bytes = sm.to_snapshot().expect("encode");
-        assert_eq!(bytes[4..8], 4u32.to_le_bytes());
+        assert_eq!(bytes[4..8], SNAPSHOT_FORMAT.to_le_bytes());
         let back = StateMachine::from_snapshot(&bytes).expect("decode");
         assert_eq!(back, sm);
         assert_eq!(back.held_off(), sm.held_off());
@@ -365,7 +401,7 @@ mod tests {
     fn format_3_round_trips_principals() {
         let sm = state(Some("billing-jobs"));
         let bytes = sm.to_snapshot().expect("encode");
-        assert_eq!(bytes[4..8], 4u32.to_le_bytes());
+        assert_eq!(bytes[4..8], SNAPSHOT_FORMAT.to_le_bytes());
         let back = StateMachine::from_snapshot(&bytes).expect("decode");
         assert_eq!(back, sm);
         assert_eq!(
@@ -386,10 +422,10 @@ mod tests {
     #[test]
     fn unknown_formats_are_refused() {
         let mut bytes = state(None).to_snapshot().expect("encode");
-        bytes[4..8].copy_from_slice(&5u32.to_le_bytes());
+        bytes[4..8].copy_from_slice(&6u32.to_le_bytes());
         assert!(matches!(
             StateMachine::from_snapshot(&bytes),
-            Err(SnapshotError::UnsupportedFormat(5))
+            Err(SnapshotError::UnsupportedFormat(6))
         ));
     }
 
@@ -451,5 +487,65 @@ mod tests {
             back.node("/t/a").map(|n| n.meta.created_ms),
             Some(1_700_000_000_123)
         );
+    }
+}
+
+#[cfg(test)]
+mod kv_tests {
+    use super::*;
+    use crate::command::Command;
+    use crate::kv::{KvOp, PutRequest};
+
+    fn with_keys() -> StateMachine {
+        let mut sm = StateMachine::new();
+        let open = Command::OpenSession {
+            id: SessionId(9),
+            owner: "etcd".into(),
+            ttl_ms: 5_000,
+        };
+        assert!(sm.apply(&open).result.is_ok());
+        for (key, lease) in [(&b"a"[..], None), (b"b", Some(SessionId(9)))] {
+            let put = Command::Kv(KvOp::Put(PutRequest {
+                key: key.to_vec(),
+                value: b"v".to_vec(),
+                lease,
+                ..PutRequest::default()
+            }));
+            assert!(sm.apply(&put).result.is_ok());
+        }
+        sm
+    }
+
+    #[test]
+    fn format_5_round_trips_keys_leases_and_history() {
+        let sm = with_keys();
+        let bytes = sm.to_snapshot().expect("encode");
+        assert_eq!(bytes[4..8], 5u32.to_le_bytes());
+        let back = StateMachine::from_snapshot(&bytes).expect("decode");
+        assert_eq!(back, sm);
+        assert_eq!(back.kv().lease_keys(SessionId(9)), vec![b"b".to_vec()]);
+        let events = back.kv().events_since(1, b"\0", b"\0").expect("kept");
+        assert_eq!(events.len(), 2);
+    }
+
+    #[test]
+    fn format_4_still_decodes_with_an_empty_key_space() {
+        let sm = with_keys();
+        let old = StateV4 {
+            revision: sm.revision,
+            nodes: sm.nodes.clone(),
+            sessions: sm.sessions.clone(),
+            queues: sm.queues.clone(),
+            lock_delays: sm.lock_delays.clone(),
+            clock_ms: sm.clock_ms,
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&4u32.to_le_bytes());
+        bytes.extend(bincode::serialize(&old).expect("encode v4"));
+        let back = StateMachine::from_snapshot(&bytes).expect("decode v4");
+        let mut expected = sm.clone();
+        expected.kv = KvStore::default();
+        assert_eq!(back, expected);
+        assert!(back.kv().is_empty());
     }
 }

@@ -37,6 +37,9 @@ pub struct StateMachine {
     /// moves forward, so a node's times never go backwards even when
     /// members' clocks disagree. Last field: formats 1 to 3 lack it.
     pub(crate) clock_ms: u64,
+    /// The etcd-style flat key space (`kv/`). Last field: formats 1 to 4
+    /// lack it.
+    pub(crate) kv: crate::kv::KvStore,
 }
 
 impl Default for StateMachine {
@@ -86,6 +89,7 @@ impl StateMachine {
             queues: BTreeMap::new(),
             lock_delays: BTreeMap::new(),
             clock_ms: 0,
+            kv: crate::kv::KvStore::default(),
         }
     }
 
@@ -240,6 +244,7 @@ impl StateMachine {
             } => self.txn(compare, success, failure, next, &mut effects),
             Command::TreeOps { ops } => self.tree_ops(ops, next, &mut effects),
             Command::Stamped { time_ms, command } => return self.apply_stamped(*time_ms, command),
+            Command::Kv(op) => self.kv_apply(op, next),
         };
         match result {
             Ok(outcome) => {

@@ -6,6 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
+use raftlock_core::kv::{
+    DeleteRangeRequest, KvCompare, KvCompareResult, KvCompareTarget, KvOp, KvRequest, PutRequest,
+    RangeRequest, TxnRequest,
+};
 use raftlock_core::{
     Command, Compare, CoreError, HolderGuard, Position, QueueKind, Response, SessionId,
     StateMachine, TreeOp, TxnOp,
@@ -78,6 +82,77 @@ fn command() -> impl Strategy<Value = Command> {
         )
             .prop_map(|(compare, success, failure)| Command::Txn { compare, success, failure }),
         3 => prop::collection::vec(tree_op(), 0..4).prop_map(|ops| Command::TreeOps { ops }),
+        4 => kv_op().prop_map(Command::Kv),
+    ]
+}
+
+const KV_KEYS: [&[u8]; 4] = [b"k/a", b"k/b", b"k/b/c", b"l"];
+
+fn kv_key() -> impl Strategy<Value = Vec<u8>> {
+    prop::sample::select(&KV_KEYS[..]).prop_map(<[u8]>::to_vec)
+}
+
+fn kv_put() -> impl Strategy<Value = PutRequest> {
+    (
+        kv_key(),
+        any::<u8>(),
+        prop::option::of(session()),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(key, v, lease, ignore_value, ignore_lease)| PutRequest {
+            key,
+            value: if ignore_value { vec![] } else { vec![v] },
+            lease: if ignore_lease { None } else { lease },
+            prev_kv: true,
+            ignore_value,
+            ignore_lease,
+        })
+}
+
+fn kv_delete() -> impl Strategy<Value = DeleteRangeRequest> {
+    (kv_key(), prop::option::of(kv_key())).prop_map(|(key, end)| DeleteRangeRequest {
+        key,
+        range_end: end.unwrap_or_default(),
+        prev_kv: true,
+    })
+}
+
+fn kv_request() -> impl Strategy<Value = KvRequest> {
+    prop_oneof![
+        kv_put().prop_map(KvRequest::Put),
+        kv_delete().prop_map(KvRequest::DeleteRange),
+        kv_key().prop_map(|key| KvRequest::Range(RangeRequest {
+            key,
+            ..RangeRequest::default()
+        })),
+    ]
+}
+
+/// The etcd key space's writes, leases among the sessions above: a failed
+/// one must change nothing, and no key may outlive its lease (`run`
+/// checks both for every command).
+fn kv_op() -> impl Strategy<Value = KvOp> {
+    let compare = (kv_key(), 0..3u64, any::<bool>()).prop_map(|(key, v, by_version)| KvCompare {
+        result: KvCompareResult::Equal,
+        target: if by_version {
+            KvCompareTarget::Version(v)
+        } else {
+            KvCompareTarget::Mod(v)
+        },
+        key,
+        range_end: vec![],
+    });
+    prop_oneof![
+        3 => kv_put().prop_map(KvOp::Put),
+        1 => kv_delete().prop_map(KvOp::DeleteRange),
+        3 => (
+            prop::collection::vec(compare, 0..2),
+            prop::collection::vec(kv_request(), 0..3),
+            prop::collection::vec(kv_request(), 0..2),
+        )
+            .prop_map(|(compare, success, failure)| KvOp::Txn(TxnRequest { compare, success, failure })),
+        1 => (0..80u64).prop_map(|revision| KvOp::Compact { revision }),
     ]
 }
 

@@ -90,6 +90,10 @@ struct MemberEntry {
     /// here as `[api]` is.
     #[serde(default, rename = "zookeeper")]
     _zookeeper: Option<toml::Table>,
+    /// The member's etcd door (`client_addr`, `bind`): raftlock-etcd's
+    /// `config` reads it; let through the same way.
+    #[serde(default, rename = "etcd")]
+    _etcd: Option<toml::Table>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -564,6 +568,9 @@ mod tests {
         let with_zk = format!("{GOOD}zookeeper = {{ client_addr = \"127.0.0.1:2181\" }}\n");
         NodeConfig::from_cluster_toml(&with_zk, 1, Path::new("."))
             .expect("zookeeper is let through");
+        // And its etcd door table.
+        let with_etcd = format!("{GOOD}etcd = {{ client_addr = \"127.0.0.1:2379\" }}\n");
+        NodeConfig::from_cluster_toml(&with_etcd, 1, Path::new(".")).expect("etcd is let through");
     }
 
     #[test]

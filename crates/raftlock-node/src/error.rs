@@ -103,5 +103,8 @@ pub fn core_code(error: &CoreError) -> ErrorCode {
         CoreError::LimitMismatch { .. } => ErrorCode::LimitMismatch,
         CoreError::NotHolder { .. } => ErrorCode::NotHolder,
         CoreError::TxnOpFailed { error, .. } => core_code(error),
+        // The key space's (etcd door): a request the state cannot answer.
+        CoreError::FutureRevision { .. } | CoreError::Compacted { .. } => ErrorCode::BadRequest,
+        CoreError::KeyNotFound => ErrorCode::NotFound,
     }
 }

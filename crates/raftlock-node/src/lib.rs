@@ -28,6 +28,7 @@ mod hold_offs;
 mod identity;
 pub mod join;
 mod kinds;
+mod kv_ops;
 mod leader;
 mod local;
 mod member_tls;
@@ -63,6 +64,7 @@ pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeCon
 pub use error::{core_code, MembershipError, NodeError};
 pub use history::{Change, ChangeHistory, Compacted};
 pub use identity::{Identity, IdentityError};
+pub use kv_ops::{KvEvents, KvStats, LeaseView, MAX_LEASE_ID};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};
 pub use observe::ElectionChanges;

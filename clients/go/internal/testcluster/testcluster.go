@@ -167,8 +167,9 @@ func start(dir string, up bool, withTLS *Cluster) (*Cluster, error) {
 	return nil, lastErr
 }
 
-// freeBase picks a base port P with P..P+2 (APIs) and P+100..P+102
-// (Raft) free, below the ephemeral range.
+// freeBase picks a base port P with P..P+2 (APIs), P+100..P+102 (Raft),
+// P+200..P+202 (ZooKeeper) and P+300..P+302 (etcd) free, below the
+// ephemeral range.
 func freeBase() (int, error) {
 	const lowest = 10000
 	below := 32768
@@ -179,13 +180,14 @@ func freeBase() (int, error) {
 			}
 		}
 	}
-	if below-103 <= lowest+1000 {
+	if below-303 <= lowest+1000 {
 		below = 65535
 	}
 	rng := rand.New(rand.NewSource(time.Now().UnixNano() ^ int64(os.Getpid())))
 	for i := 0; i < 500; i++ {
-		base := lowest + rng.Intn(below-103-lowest)
-		if portsFree(base, base+1, base+2, base+100, base+101, base+102) {
+		base := lowest + rng.Intn(below-303-lowest)
+		if portsFree(base, base+1, base+2, base+100, base+101, base+102,
+			base+200, base+201, base+202, base+300, base+301, base+302) {
 			return base, nil
 		}
 	}

@@ -206,6 +206,7 @@ fn weight(command: &Command) -> usize {
             compares + success.iter().chain(failure).map(op_weight).sum::<usize>()
         }
         Command::Stamped { command, .. } => return weight(command) + 8,
+        Command::Kv(op) => op.weight(),
         _ => 0,
     };
     payload + 128
