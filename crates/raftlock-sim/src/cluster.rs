@@ -115,22 +115,23 @@ pub fn leader(world: &WorldRef) -> Option<NodeId> {
     })
 }
 
-/// Samples every member's metrics each `every` and checks that no two
-/// members lead the same term.
+/// Samples every member's metrics each `every` and checks that every
+/// leader leads under its own committed vote and no two members under one
+/// leader id.
 pub async fn watch_leaders(world: WorldRef, every: Duration) {
     loop {
         world.with(|w| {
-            let seen: Vec<(u64, NodeId)> = w
+            let seen: Vec<(NodeId, openraft::Vote<NodeId>)> = w
                 .ids()
                 .into_iter()
                 .filter_map(|id| {
                     let raft = w.raft(id)?;
                     let m = raft.metrics().borrow().clone();
-                    (m.state == ServerState::Leader).then_some((m.current_term, id))
+                    (m.state == ServerState::Leader).then_some((id, m.vote))
                 })
                 .collect();
-            for (term, id) in seen {
-                if let Some(v) = w.oracle.on_leader(term, id) {
+            for (id, vote) in seen {
+                if let Some(v) = w.oracle.on_leader(id, vote) {
                     w.violation(v);
                 }
             }

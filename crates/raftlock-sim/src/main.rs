@@ -138,12 +138,13 @@ fn main() -> ExitCode {
 
 fn summary(r: &RunReport) {
     println!(
-        "seed {:>5}: {} | {} ops ok, {} faults, {} terms, {} unsynced writes lost | {:.1} s simulated in {:.2} s | {}",
+        "seed {:>5}: {} | {} ops ok, {} faults, {} leader ids ({} shared terms), {} unsynced writes lost | {:.1} s simulated in {:.2} s | {}",
         r.config.seed,
         if r.passed() { "pass" } else { "FAIL" },
         r.ok_ops(),
         r.faults,
         r.terms,
+        r.shared_terms,
         r.lost_writes,
         r.simulated.as_secs_f64(),
         r.real.as_secs_f64(),

@@ -66,8 +66,10 @@ pub struct RunReport {
     pub violations: Vec<String>,
     /// Faults injected.
     pub faults: u64,
-    /// Leader terms seen.
+    /// Leader ids seen (a term may have more than one).
     pub terms: usize,
+    /// Terms led under more than one leader id (legal in openraft 0.9).
+    pub shared_terms: usize,
     /// Unsynced disk writes lost to crashes.
     pub lost_writes: u64,
     /// Simulated time the run took.
@@ -144,12 +146,17 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
         .build()?;
     let (world, simulated) = rt.block_on(simulate(&config))?;
     drop(rt);
-    let (history, violations, faults, terms, lost_writes) = world.with(|w| {
+    let (history, violations, faults, terms, shared_terms, lost_writes) = world.with(|w| {
+        let mut per_term = std::collections::BTreeMap::<u64, usize>::new();
+        for l in w.oracle.leaders.keys() {
+            *per_term.entry(l.term).or_default() += 1;
+        }
         (
             w.history.clone(),
             w.oracle.violations.clone(),
             w.faults,
             w.oracle.leaders.len(),
+            per_term.values().filter(|&&n| n > 1).count(),
             w.nodes.values().map(|m| m.disk.lost_writes).sum(),
         )
     });
@@ -178,6 +185,7 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
         violations,
         faults,
         terms,
+        shared_terms,
         lost_writes,
         simulated,
         real: real.elapsed(),
