@@ -174,3 +174,36 @@ fn two_leader_ids_in_one_term_pass() {
     assert!(r.shared_terms >= 1, "seed 171 no longer shares a term");
     assert!(r.passed(), "{:?}", r.violations);
 }
+
+#[cfg(not(any(feature = "inject-ack-before-sync", feature = "inject-stale-read")))]
+#[test]
+fn a_soak_runs_seeds_until_its_time_is_up_and_reports_them() {
+    let out = Command::new(env!("CARGO_BIN_EXE_raftlock-sim"))
+        .args([
+            "soak",
+            "--minutes",
+            "0.01",
+            "--first",
+            "500",
+            "--seconds",
+            "2",
+        ])
+        .output()
+        .expect("run the binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("soak: "))
+        .unwrap_or_else(|| panic!("no summary: {stdout}"));
+    let runs: u64 = line["soak: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(runs >= 1, "{line}");
+    assert!(
+        line.contains("(seeds 500..") && line.contains(" faults ("),
+        "{line}"
+    );
+}
