@@ -51,6 +51,7 @@ enum Cmd {
         restore_leadership: bool,
         /// The faults to draw from, comma-separated: all, partition,
         /// one-way, isolate-leader, flaky, crash, power-loss, slow-disk,
+        /// disk-error, torn-crash,
         /// membership, pause; empty for none.
         #[arg(long, default_value = "all")]
         faults: String,
@@ -233,7 +234,7 @@ fn soak(minutes: f64, first: u64, seconds: u64, members: u64, faults: &str) -> E
 
 fn summary(r: &RunReport) {
     println!(
-        "seed {:>5}: {} | {} ops ok, {} faults, {} leader ids ({} shared terms), {} unsynced writes lost | {:.1} s simulated in {:.2} s | {}",
+        "seed {:>5}: {} | {} ops ok, {} faults, {} leader ids ({} shared terms), {} unsynced writes lost, {} torn, {} failed syncs | {:.1} s simulated in {:.2} s | {}",
         r.config.seed,
         if r.passed() { "pass" } else { "FAIL" },
         r.ok_ops(),
@@ -241,6 +242,8 @@ fn summary(r: &RunReport) {
         r.terms,
         r.shared_terms,
         r.lost_writes,
+        r.torn_records,
+        r.failed_syncs,
         r.simulated.as_secs_f64(),
         r.real.as_secs_f64(),
         &r.hash[..16],

@@ -53,6 +53,7 @@ impl WorldRef {
             next_process: 0,
             stopping: false,
             faults: 0,
+            failed_syncs: 0,
             committed_synced: true,
             restore_leadership: false,
             paused: BTreeSet::new(),
@@ -93,6 +94,8 @@ pub struct World {
     pub stopping: bool,
     /// Faults injected so far.
     pub faults: u64,
+    /// Log sync batches that failed (disk-error fault).
+    pub failed_syncs: u64,
     /// Whether a saved committed log id is synced at once, or only with the
     /// next log sync.
     pub committed_synced: bool,
@@ -185,6 +188,13 @@ pub struct Member {
     pub incarnation: u64,
     /// Extra latency of each log sync (slow-disk fault), milliseconds.
     pub slow_sync_ms: u64,
+    /// The error every log sync fails with while the disk-error fault
+    /// lasts (`EIO` or `ENOSPC`).
+    pub sync_error: Option<&'static str>,
+    /// The error a log sync of this incarnation failed with: as
+    /// `raftlock-storage`'s sync worker, every later one fails too, and
+    /// the member has left the Raft group until it restarts.
+    pub sync_failed: Option<&'static str>,
     /// Tasks to abort when the member crashes.
     pub tasks: Vec<tokio::task::AbortHandle>,
 }
