@@ -25,6 +25,7 @@ pub async fn start_member(world: &WorldRef, id: NodeId) -> Result<(), String> {
         let timeout = w.rng.range(150, 300);
         let m = w.nodes.get_mut(&id).ok_or("no such member")?;
         m.incarnation += 1;
+        m.sync_failed = None;
         m.sm = SmState::restore(m.disk.snapshot.as_ref())?;
         Ok::<_, String>((m.incarnation, timeout, m.disk.epoch))
     })?;
@@ -82,9 +83,18 @@ pub async fn found(world: &WorldRef, founder: NodeId) -> Result<(), String> {
 /// Crashes member `id` as a power loss would: its process is gone and its
 /// disk keeps only what was synced.
 pub async fn crash_member(world: &WorldRef, id: NodeId) {
+    crash_member_torn(world, id, None).await
+}
+
+/// Crashes member `id`; with `torn = Some((kept, torn_at))`, in the middle
+/// of writing back (see `Disk::crash_torn`).
+pub async fn crash_member_torn(world: &WorldRef, id: NodeId, torn: Option<(usize, usize)>) {
     let raft = world.with(|w| {
         let m = w.nodes.get_mut(&id)?;
-        m.disk.crash();
+        match torn {
+            Some((kept, torn_at)) => m.disk.crash_torn(kept, torn_at),
+            None => m.disk.crash(),
+        }
         // Reads waiting on its state machine end: their sender is dropped.
         w.applied_waiters.retain(|(n, _, _)| *n != id);
         let m = w.nodes.get_mut(&id)?;
@@ -115,22 +125,23 @@ pub fn leader(world: &WorldRef) -> Option<NodeId> {
     })
 }
 
-/// Samples every member's metrics each `every` and checks that no two
-/// members lead the same term.
+/// Samples every member's metrics each `every` and checks that every
+/// leader leads under its own committed vote and no two members under one
+/// leader id.
 pub async fn watch_leaders(world: WorldRef, every: Duration) {
     loop {
         world.with(|w| {
-            let seen: Vec<(u64, NodeId)> = w
+            let seen: Vec<(NodeId, openraft::Vote<NodeId>)> = w
                 .ids()
                 .into_iter()
                 .filter_map(|id| {
                     let raft = w.raft(id)?;
                     let m = raft.metrics().borrow().clone();
-                    (m.state == ServerState::Leader).then_some((m.current_term, id))
+                    (m.state == ServerState::Leader).then_some((id, m.vote))
                 })
                 .collect();
-            for (term, id) in seen {
-                if let Some(v) = w.oracle.on_leader(term, id) {
+            for (id, vote) in seen {
+                if let Some(v) = w.oracle.on_leader(id, vote) {
                     w.violation(v);
                 }
             }

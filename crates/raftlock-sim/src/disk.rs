@@ -78,6 +78,8 @@ pub struct Disk {
     pub snapshot: Option<StoredSnapshot>,
     /// Operations lost to crashes, for the run's summary.
     pub lost_writes: u64,
+    /// Torn records found (and cut off) when a crashed member reopened.
+    pub torn_records: u64,
 }
 
 impl Disk {
@@ -98,6 +100,31 @@ impl Disk {
                 self.durable.apply(&op);
             }
         }
+    }
+
+    /// A power loss in the middle of writing back: the first `kept`
+    /// unsynced writes reached the platter before the power went, the next
+    /// one only partly. A partly written append keeps the entries before
+    /// `torn_at` whole; the record it was writing is torn, and its checksum
+    /// fails when the store reopens, which cuts the log there (as
+    /// `raftlock-storage`'s open truncates a torn tail). Whatever was never
+    /// acknowledged may survive this way; nothing acknowledged is lost.
+    pub fn crash_torn(&mut self, kept: usize, torn_at: usize) {
+        for _ in 0..kept.min(self.unsynced.len()) {
+            if let Some((_, op)) = self.unsynced.pop_front() {
+                self.durable.apply(&op);
+            }
+        }
+        if let Some((_, DiskOp::Append(entries))) = self.unsynced.front() {
+            if !entries.is_empty() {
+                let whole = torn_at.min(entries.len() - 1);
+                let prefix = DiskOp::Append(entries[..whole].to_vec());
+                self.durable.apply(&prefix);
+                // The torn record: found by its checksum at open, cut off.
+                self.torn_records += 1;
+            }
+        }
+        self.crash();
     }
 
     /// A power loss: unsynced writes are gone, and stores opened before
@@ -133,6 +160,30 @@ mod tests {
         assert_eq!(d.live.entries.keys().copied().collect::<Vec<_>>(), [1, 2]);
         assert_eq!(d.lost_writes, 1);
         assert_eq!(d.epoch, 1);
+    }
+
+    #[test]
+    fn a_torn_crash_keeps_a_prefix_of_the_unsynced_writes_and_cuts_the_torn_record() {
+        let mut d = Disk::default();
+        let a = d.write(DiskOp::Append(vec![entry(1)]));
+        d.sync_to(a);
+        d.write(DiskOp::Append(vec![entry(2)]));
+        d.write(DiskOp::Append(vec![entry(3), entry(4), entry(5)]));
+        d.write(DiskOp::Append(vec![entry(6)]));
+        // The second unsynced write reached the disk up to its second entry.
+        d.crash_torn(1, 1);
+        assert_eq!(
+            d.live.entries.keys().copied().collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        assert_eq!(d.torn_records, 1);
+        assert_eq!(d.lost_writes, 2);
+        // A torn append always loses at least its last entry.
+        let mut d = Disk::default();
+        d.write(DiskOp::Append(vec![entry(1), entry(2)]));
+        d.crash_torn(0, 9);
+        assert_eq!(d.live.entries.keys().copied().collect::<Vec<_>>(), [1]);
+        assert_eq!(d.torn_records, 1);
     }
 
     #[test]

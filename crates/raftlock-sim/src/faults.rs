@@ -7,7 +7,7 @@ use std::time::Duration;
 use raftlock_jepsen::{Event, EventType, Process, Value, F};
 use raftlock_node::NodeId;
 
-use crate::cluster::{crash_member, is_up, leader, start_member};
+use crate::cluster::{crash_member, crash_member_torn, is_up, leader, start_member};
 use crate::world::WorldRef;
 
 /// The faults the nemesis draws from.
@@ -27,6 +27,16 @@ pub enum Fault {
     PowerLoss,
     /// One member's log syncs take much longer.
     SlowDisk,
+    /// One member's log syncs (and vote syncs) fail with `EIO` or
+    /// `ENOSPC`: nothing of a failed sync is durable or acknowledged, every
+    /// later sync of that incarnation fails too, and openraft stops the
+    /// member at the storage error; it restarts from its disk when the
+    /// fault ends, as raftlock's member recovers after a failed barrier.
+    DiskError,
+    /// One member crashes in the middle of writing back: a prefix of its
+    /// unsynced writes reached the disk, the next one is torn, and the
+    /// torn record is cut off when it reopens.
+    TornCrash,
     /// A voter is demoted to learner (joint consensus through openraft's
     /// `change_membership`), and promoted back when the fault ends.
     Membership,
@@ -47,6 +57,8 @@ impl Fault {
             Fault::Crash => "crash",
             Fault::PowerLoss => "power-loss",
             Fault::SlowDisk => "slow-disk",
+            Fault::DiskError => "disk-error",
+            Fault::TornCrash => "torn-crash",
             Fault::Membership => "membership",
             Fault::Pause => "pause",
         }
@@ -75,7 +87,7 @@ impl Fault {
     }
 
     /// Every fault.
-    pub const ALL: [Fault; 9] = [
+    pub const ALL: [Fault; 11] = [
         Fault::Partition,
         Fault::OneWay,
         Fault::IsolateLeader,
@@ -85,6 +97,8 @@ impl Fault {
         Fault::SlowDisk,
         Fault::Membership,
         Fault::Pause,
+        Fault::DiskError,
+        Fault::TornCrash,
     ];
 }
 
@@ -189,6 +203,22 @@ async fn inject(world: &WorldRef, fault: Fault) -> Option<String> {
             }
             Some(format!("slow disk on {id}: +{ms}ms per sync"))
         }),
+        Fault::DiskError => world.with(|w| {
+            let id = ids[w.rng.pick(ids.len())];
+            let error = if w.rng.chance(0.5) { "EIO" } else { "ENOSPC" };
+            if let Some(m) = w.nodes.get_mut(&id) {
+                m.sync_error = Some(error);
+            }
+            Some(format!("syncs fail with {error} on {id}"))
+        }),
+        Fault::TornCrash => {
+            let (id, kept, torn_at) =
+                world.with(|w| (ids[w.rng.pick(ids.len())], w.rng.pick(4), w.rng.pick(4)));
+            crash_member_torn(world, id, Some((kept, torn_at))).await;
+            Some(format!(
+                "crash {id} mid-write-back: {kept} unsynced write(s) kept, the next torn"
+            ))
+        }
         Fault::Pause => world.with(|w| {
             let id = ids[w.rng.pick(ids.len())];
             w.paused.insert(id);
@@ -246,14 +276,26 @@ async fn restore_membership(world: &WorldRef) {
 /// Ends every fault: links whole again, disks at speed, crashed members
 /// restarted.
 pub async fn heal(world: &WorldRef) {
-    let ids = world.with(|w| {
+    let (ids, failed) = world.with(|w| {
         w.links = Default::default();
         w.resume_all();
         for m in w.nodes.values_mut() {
             m.slow_sync_ms = 0;
+            m.sync_error = None;
         }
-        w.ids()
+        let failed: Vec<NodeId> = w
+            .nodes
+            .iter()
+            .filter(|(_, m)| m.sync_failed.is_some() && m.raft.is_some())
+            .map(|(&id, _)| id)
+            .collect();
+        (w.ids(), failed)
     });
+    // A member whose sync failed left the Raft group: it restarts from
+    // what its disk made durable.
+    for id in failed {
+        crash_member(world, id).await;
+    }
     for id in ids {
         if !is_up(world, id) {
             if let Err(e) = start_member(world, id).await {

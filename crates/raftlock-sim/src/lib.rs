@@ -4,7 +4,7 @@
 //! real `raftlock_core::StateMachine`, over simulated disks and links, with
 //! register clients and a nemesis, all on one thread and simulated time,
 //! every random choice drawn from one seed. A run's history goes through
-//! the Jepsen harness's checkers; invariants (one leader per term, no
+//! the Jepsen harness's checkers; invariants (one leader per leader id, no
 //! committed entry lost) are checked while it runs. The same seed replays
 //! the same run, bit for bit. See docs/adr/0019-deterministic-simulator.md
 //! for what is real and what is not yet.

@@ -1,7 +1,8 @@
 //! `raftlock-sim`: run seeds of the deterministic simulation, or replay one.
 //!
 //! `raftlock-sim run --seeds 20` runs seeds 0..20; `raftlock-sim run --seed 7`
-//! replays seed 7 and, with `--history`, prints its history and timeline.
+//! replays seed 7 and, with `--history`, prints its history and timeline;
+//! `raftlock-sim soak --minutes 10` runs seeds until the time is up.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -50,13 +51,44 @@ enum Cmd {
         restore_leadership: bool,
         /// The faults to draw from, comma-separated: all, partition,
         /// one-way, isolate-leader, flaky, crash, power-loss, slow-disk,
+        /// disk-error, torn-crash,
         /// membership, pause; empty for none.
+        #[arg(long, default_value = "all")]
+        faults: String,
+    },
+    /// Runs seeds one after another until a time limit, printing only the
+    /// failures (with their replay commands) and a summary.
+    Soak {
+        /// Stop starting runs after this many minutes of real time.
+        #[arg(long)]
+        minutes: f64,
+        /// The first seed.
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        /// Simulated seconds under faults per run.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Members of the cluster.
+        #[arg(long, default_value_t = 3)]
+        members: u64,
+        /// The faults to draw from, as for `run`.
         #[arg(long, default_value = "all")]
         faults: String,
     },
 }
 
 fn main() -> ExitCode {
+    let cmd = Cli::parse().command;
+    if let Cmd::Soak {
+        minutes,
+        first,
+        seconds,
+        members,
+        faults,
+    } = cmd
+    {
+        return soak(minutes, first, seconds, members, &faults);
+    }
     let Cmd::Run {
         seed,
         seeds,
@@ -67,7 +99,10 @@ fn main() -> ExitCode {
         committed_with_next_sync,
         restore_leadership,
         faults,
-    } = Cli::parse().command;
+    } = cmd
+    else {
+        return ExitCode::FAILURE;
+    };
     let faults = match Fault::parse_list(&faults) {
         Ok(f) => f,
         Err(e) => {
@@ -80,7 +115,7 @@ fn main() -> ExitCode {
         None => (first..first + seeds).collect(),
     };
     let started = Instant::now();
-    let (mut simulated, mut failed) = (Duration::ZERO, Vec::new());
+    let (mut simulated, mut injected, mut failed) = (Duration::ZERO, 0u64, Vec::new());
     for s in &list {
         let config = RunConfig {
             duration: Duration::from_secs(seconds),
@@ -99,6 +134,7 @@ fn main() -> ExitCode {
             }
         };
         simulated += report.simulated;
+        injected += report.faults;
         summary(&report);
         if history || (!report.passed() && seed.is_some()) {
             timeline(&report);
@@ -121,7 +157,7 @@ fn main() -> ExitCode {
     }
     let real = started.elapsed();
     println!(
-        "{} run(s), {} failed, {:.1} s simulated in {:.1} s real ({:.1} simulated s per real s, {:.0} runs/min)",
+        "{} run(s), {} failed, {injected} faults, {:.1} s simulated in {:.1} s real ({:.1} simulated s per real s, {:.0} runs/min)",
         list.len(),
         failed.len(),
         simulated.as_secs_f64(),
@@ -136,15 +172,78 @@ fn main() -> ExitCode {
     }
 }
 
+/// `soak`: seeds from `first` on until `minutes` of real time are spent.
+fn soak(minutes: f64, first: u64, seconds: u64, members: u64, faults: &str) -> ExitCode {
+    let faults = match Fault::parse_list(faults) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("--faults: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let extra = if faults == Fault::ALL {
+        String::new()
+    } else {
+        let names: Vec<_> = faults.iter().map(|f| f.name()).collect();
+        format!(" --faults '{}'", names.join(","))
+    };
+    let limit = Duration::from_secs_f64(minutes.max(0.0) * 60.0);
+    let started = Instant::now();
+    let (mut runs, mut injected, mut simulated, mut failed) = (0u64, 0u64, Duration::ZERO, 0u64);
+    let mut seed = first;
+    while started.elapsed() < limit {
+        let config = RunConfig {
+            duration: Duration::from_secs(seconds),
+            members,
+            faults: faults.clone(),
+            ..RunConfig::new(seed)
+        };
+        runs += 1;
+        match run(config) {
+            Ok(report) => {
+                simulated += report.simulated;
+                injected += report.faults;
+                if !report.passed() {
+                    failed += 1;
+                    summary(&report);
+                    explain(&report, members, seconds, &extra);
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                println!("seed {seed}: the run itself failed: {e:#}");
+            }
+        }
+        seed += 1;
+    }
+    let real = started.elapsed();
+    println!(
+        "soak: {runs} run(s) (seeds {first}..{seed}), {failed} failed, {injected} faults ({:.1} per run), {:.1} s simulated in {:.1} s real ({:.1} simulated s per real s, {:.0} runs/min)",
+        injected as f64 / runs.max(1) as f64,
+        simulated.as_secs_f64(),
+        real.as_secs_f64(),
+        simulated.as_secs_f64() / real.as_secs_f64().max(1e-9),
+        runs as f64 * 60.0 / real.as_secs_f64().max(1e-9),
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn summary(r: &RunReport) {
     println!(
-        "seed {:>5}: {} | {} ops ok, {} faults, {} terms, {} unsynced writes lost | {:.1} s simulated in {:.2} s | {}",
+        "seed {:>5}: {} | {} ops ok, {} faults, {} leader ids ({} shared terms), {} unsynced writes lost, {} torn, {} failed syncs | {:.1} s simulated in {:.2} s | {}",
         r.config.seed,
         if r.passed() { "pass" } else { "FAIL" },
         r.ok_ops(),
         r.faults,
         r.terms,
+        r.shared_terms,
         r.lost_writes,
+        r.torn_records,
+        r.failed_syncs,
         r.simulated.as_secs_f64(),
         r.real.as_secs_f64(),
         &r.hash[..16],

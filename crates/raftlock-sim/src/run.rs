@@ -66,10 +66,16 @@ pub struct RunReport {
     pub violations: Vec<String>,
     /// Faults injected.
     pub faults: u64,
-    /// Leader terms seen.
+    /// Leader ids seen (a term may have more than one).
     pub terms: usize,
+    /// Terms led under more than one leader id (legal in openraft 0.9).
+    pub shared_terms: usize,
     /// Unsynced disk writes lost to crashes.
     pub lost_writes: u64,
+    /// Torn records cut off when a crashed member reopened.
+    pub torn_records: u64,
+    /// Log sync batches that failed with an injected EIO or ENOSPC.
+    pub failed_syncs: u64,
     /// Simulated time the run took.
     pub simulated: Duration,
     /// Real time it took.
@@ -144,15 +150,23 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
         .build()?;
     let (world, simulated) = rt.block_on(simulate(&config))?;
     drop(rt);
-    let (history, violations, faults, terms, lost_writes) = world.with(|w| {
-        (
-            w.history.clone(),
-            w.oracle.violations.clone(),
-            w.faults,
-            w.oracle.leaders.len(),
-            w.nodes.values().map(|m| m.disk.lost_writes).sum(),
-        )
-    });
+    let (history, violations, faults, terms, shared_terms, lost_writes, torn_records, failed_syncs) =
+        world.with(|w| {
+            let mut per_term = std::collections::BTreeMap::<u64, usize>::new();
+            for l in w.oracle.leaders.keys() {
+                *per_term.entry(l.term).or_default() += 1;
+            }
+            (
+                w.history.clone(),
+                w.oracle.violations.clone(),
+                w.faults,
+                w.oracle.leaders.len(),
+                per_term.values().filter(|&&n| n > 1).count(),
+                w.nodes.values().map(|m| m.disk.lost_writes).sum(),
+                w.nodes.values().map(|m| m.disk.torn_records).sum(),
+                w.failed_syncs,
+            )
+        });
     let opts = CheckOptions {
         workload: Some(Workload::Register),
         // A step budget, not a time limit: the verdict must replay.
@@ -178,7 +192,10 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
         violations,
         faults,
         terms,
+        shared_terms,
         lost_writes,
+        torn_records,
+        failed_syncs,
         simulated,
         real: real.elapsed(),
         hash,

@@ -139,17 +139,29 @@ pub async fn sync_worker(
         };
         let synced = world.with(|w| match w.nodes.get_mut(&id) {
             Some(m) if m.disk.epoch == epoch => {
-                m.disk.sync_to(last);
-                true
+                // A failed sync is not an acknowledged write: nothing of
+                // the batch becomes durable, and (as raftlock-storage's
+                // worker) every later sync fails too, since the kernel may
+                // have dropped the dirty pages.
+                if m.sync_failed.is_none() {
+                    m.sync_failed = m.sync_error;
+                }
+                if let Some(error) = m.sync_failed {
+                    w.failed_syncs += 1;
+                    Some(Err(error))
+                } else {
+                    m.disk.sync_to(last);
+                    Some(Ok(()))
+                }
             }
-            _ => false,
+            _ => None,
         });
-        if !synced {
+        let Some(synced) = synced else {
             return;
-        }
+        };
         for request in batch {
             if let Some(ack) = request.ack {
-                ack.log_io_completed(Ok(()));
+                ack.log_io_completed(synced.map_err(|e| io_error(&format!("sync failed: {e}"))));
             }
         }
     }
@@ -190,6 +202,23 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
         // Durable on return: the sync happens before the vote is stored.
         tokio::time::sleep(Self::sync_latency(&self.world, self.id)).await;
+        let id = self.id;
+        // A failed vote sync stops openraft as a failed log sync does: the
+        // member is out until it restarts.
+        let error = self.world.with(|w| {
+            let m = w.nodes.get_mut(&id)?;
+            if m.disk.epoch != self.epoch {
+                return None;
+            }
+            let error = m.sync_failed.or(m.sync_error)?;
+            m.sync_failed = Some(error);
+            Some(error)
+        });
+        if let Some(error) = error {
+            return Err(
+                StorageIOError::write_vote(&io_error(&format!("sync failed: {error}"))).into(),
+            );
+        }
         self.disk(|d| d.vote = Some(*vote))
     }
 

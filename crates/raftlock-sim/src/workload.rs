@@ -108,6 +108,12 @@ async fn perform(world: &WorldRef, op: &Op, key: &str) -> Outcome {
         };
         // A paused member reads its socket only once it resumes.
         world.wait_unpaused(&[target]).await;
+        // A member whose log sync failed has left the Raft group and
+        // answers `storage_failed` without proposing anything.
+        let failed = world.with(|w| w.nodes.get(&target).and_then(|m| m.sync_failed));
+        if let Some(error) = failed {
+            return Outcome::Fail(format!("member {target}: storage failed ({error})"));
+        }
         let hint = match op {
             Op::Read => match read(world, &raft, target, key).await {
                 Ok(v) => return Outcome::Ok(v),

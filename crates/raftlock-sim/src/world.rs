@@ -53,6 +53,7 @@ impl WorldRef {
             next_process: 0,
             stopping: false,
             faults: 0,
+            failed_syncs: 0,
             committed_synced: true,
             restore_leadership: false,
             paused: BTreeSet::new(),
@@ -93,6 +94,8 @@ pub struct World {
     pub stopping: bool,
     /// Faults injected so far.
     pub faults: u64,
+    /// Log sync batches that failed (disk-error fault).
+    pub failed_syncs: u64,
     /// Whether a saved committed log id is synced at once, or only with the
     /// next log sync.
     pub committed_synced: bool,
@@ -185,6 +188,13 @@ pub struct Member {
     pub incarnation: u64,
     /// Extra latency of each log sync (slow-disk fault), milliseconds.
     pub slow_sync_ms: u64,
+    /// The error every log sync fails with while the disk-error fault
+    /// lasts (`EIO` or `ENOSPC`).
+    pub sync_error: Option<&'static str>,
+    /// The error a log sync of this incarnation failed with: as
+    /// `raftlock-storage`'s sync worker, every later one fails too, and
+    /// the member has left the Raft group until it restarts.
+    pub sync_failed: Option<&'static str>,
     /// Tasks to abort when the member crashes.
     pub tasks: Vec<tokio::task::AbortHandle>,
 }
@@ -199,8 +209,13 @@ pub struct Oracle {
     /// after a power loss reuses its term, so a lost entry's replacement
     /// can carry the very same log id.
     pub applied: BTreeMap<u64, (openraft::LogId<NodeId>, u64, NodeId)>,
-    /// The leader seen in each term: two means split brain.
-    pub leaders: BTreeMap<u64, NodeId>,
+    /// The member seen leading under each leader id (openraft 0.9's
+    /// default `LeaderId` is `(term, node id)`): two members under one
+    /// leader id, or a leader whose vote is not its own committed vote,
+    /// means split brain. Two leader ids of one term are legal: a
+    /// candidate with a greater node id may win the term a smaller one
+    /// won already (docs/adr/0019-deterministic-simulator.md).
+    pub leaders: BTreeMap<openraft::LeaderId<NodeId>, NodeId>,
     /// Members seen leading, for the run's summary.
     pub leader_changes: BTreeSet<(u64, NodeId)>,
     /// What went wrong, with the simulated time.
@@ -235,16 +250,24 @@ impl Oracle {
         }
     }
 
-    /// Member `id` is leader in `term`: at most one per term.
-    pub fn on_leader(&mut self, term: u64, id: NodeId) -> Option<String> {
-        self.leader_changes.insert((term, id));
-        match self.leaders.get(&term) {
+    /// Member `id` says it leads, with `vote` its current vote: it must
+    /// be its own committed vote, and no other member may have led under
+    /// the same leader id.
+    pub fn on_leader(&mut self, id: NodeId, vote: openraft::Vote<NodeId>) -> Option<String> {
+        let leader_id = vote.leader_id;
+        self.leader_changes.insert((leader_id.term, id));
+        if !vote.committed || leader_id.node_id != id {
+            return Some(format!(
+                "election safety: member {id} leads under vote {vote}, not its own committed vote"
+            ));
+        }
+        match self.leaders.get(&leader_id) {
             Some(&other) if other != id => Some(format!(
-                "election safety: members {other} and {id} both lead term {term}"
+                "election safety: members {other} and {id} both lead under leader id {leader_id}"
             )),
             Some(_) => None,
             None => {
-                self.leaders.insert(term, id);
+                self.leaders.insert(leader_id, id);
                 None
             }
         }
@@ -270,12 +293,39 @@ mod tests {
         assert!(o.on_apply(3, log_id(1, 5), 8).is_some());
     }
 
+    fn vote(term: u64, node: NodeId, committed: bool) -> openraft::Vote<NodeId> {
+        if committed {
+            openraft::Vote::new_committed(term, node)
+        } else {
+            openraft::Vote::new(term, node)
+        }
+    }
+
     #[test]
-    fn two_leaders_in_one_term_is_a_violation() {
+    fn two_leader_ids_in_one_term_are_legal() {
+        // openraft 0.9's default leader ids: (term, node id). Member 3's
+        // vote (4, 3) is greater than (4, 1), so a quorum may grant it
+        // after it granted member 1's in the same term.
         let mut o = Oracle::default();
-        assert!(o.on_leader(3, 1).is_none());
-        assert!(o.on_leader(3, 1).is_none());
-        assert!(o.on_leader(4, 2).is_none());
-        assert!(o.on_leader(3, 2).is_some());
+        assert!(o.on_leader(1, vote(4, 1, true)).is_none());
+        assert!(o.on_leader(3, vote(4, 3, true)).is_none());
+        assert!(o.on_leader(1, vote(4, 1, true)).is_none());
+        assert_eq!(o.leaders.len(), 2);
+    }
+
+    #[test]
+    fn a_double_claim_of_one_leader_id_is_a_violation() {
+        let mut o = Oracle::default();
+        assert!(o.on_leader(1, vote(4, 1, true)).is_none());
+        // Member 3 leads under member 1's leader id: split brain.
+        assert!(o.on_leader(3, vote(4, 1, true)).is_some());
+    }
+
+    #[test]
+    fn a_leader_without_its_own_committed_vote_is_a_violation() {
+        let mut o = Oracle::default();
+        assert!(o.on_leader(2, vote(4, 1, true)).is_some());
+        assert!(o.on_leader(2, vote(4, 2, false)).is_some());
+        assert!(o.on_leader(2, vote(4, 2, true)).is_none());
     }
 }
