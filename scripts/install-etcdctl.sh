@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs Debian's `etcd-client` package (etcdctl 3.4, v3 API) for the
-# etcd door's tests with the real client (tests/etcdctl.rs). Idempotent:
-# does nothing when etcdctl is there.
+# Installs Debian's `etcd-client` (etcdctl 3.4, v3 API) and `etcd-server`
+# (etcd 3.4) packages for the etcd door's tests with the real client and
+# its cross-check against a real etcd (tests/etcdctl.rs). Idempotent: does
+# nothing when both are there.
 set -euo pipefail
-if command -v etcdctl >/dev/null 2>&1; then
-    echo "etcdctl already installed"
+if command -v etcdctl >/dev/null 2>&1 && command -v etcd >/dev/null 2>&1; then
+    echo "etcdctl and etcd already installed"
     exit 0
 fi
 SUDO=""
@@ -13,5 +14,6 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends etcd-client
+$SUDO apt-get install -y -qq --no-install-recommends etcd-client etcd-server
 ETCDCTL_API=3 etcdctl version
+etcd --version

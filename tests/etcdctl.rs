@@ -650,16 +650,36 @@ fn python_etcd3_lock_recipe() {
         return;
     };
     let (cluster, doors) = start_cluster();
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/etcd3/lock_scenario.py"
+    run_python_scenario(&python, &cluster, &doors, "lock_scenario.py");
+}
+
+/// etcd's Lock service (v3lock), which neither etcdctl nor python-etcd3
+/// calls, through grpcio with hand-encoded messages
+/// (`tests/etcd3/v3lock.py`): a grant, a waiter granted on Unlock, lease 0
+/// and a revoked lease refused without a key left behind, and a waiter
+/// whose lease expires while it waits refused after its TTL, never granted.
+#[test]
+fn v3lock_service_through_grpcio() {
+    let Some(python) = etcd3_python("v3lock_service_through_grpcio") else {
+        return;
+    };
+    let (cluster, doors) = start_cluster();
+    run_python_scenario(&python, &cluster, &doors, "v3lock.py");
+}
+
+/// Runs `tests/etcd3/<scenario>` against the doors once they answer, and
+/// fails with its output unless it passed every check.
+fn run_python_scenario(python: &Path, cluster: &ProcessCluster, doors: &[String], scenario: &str) {
+    let scenario = format!(
+        "{}/../../tests/etcd3/{scenario}",
+        env!("CARGO_MANIFEST_DIR")
     );
-    // Ready once a put goes through (the scenario starts with one).
+    // Ready once a put goes through.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let probe = Command::new("timeout")
             .args(["20"])
-            .arg(&python)
+            .arg(python)
             .args(["-c", "import etcd3,sys; h,p=sys.argv[1].rsplit(':',1); etcd3.client(host=h, port=int(p), timeout=3).put('ready', '1')"])
             .arg(&doors[0])
             .output()
@@ -677,8 +697,8 @@ fn python_etcd3_lock_recipe() {
     }
     let out = Command::new("timeout")
         .args(["240"])
-        .arg(&python)
-        .arg(scenario)
+        .arg(python)
+        .arg(&scenario)
         .arg(doors.join(","))
         .output()
         .expect("run the scenario");
@@ -689,4 +709,122 @@ fn python_etcd3_lock_recipe() {
         String::from_utf8_lossy(&out.stderr),
         cluster.logs()
     );
+}
+
+/// A real etcd (Debian's etcd-server 3.4) on free loopback ports, killed
+/// on drop.
+struct RealEtcd {
+    child: std::process::Child,
+    endpoint: String,
+}
+
+impl Drop for RealEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts Debian's etcd in `dir`; `None` (after a loud message) without
+/// it outside CI; panics in CI without it.
+fn real_etcd(dir: &Path, test: &str) -> Option<RealEtcd> {
+    let found = Command::new("etcd")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "etcd (etcd-server) is missing under CI (scripts/install-etcdctl.sh installs it)"
+        );
+        eprintln!("==========================================================");
+        eprintln!("SKIP {test}: no etcd on PATH");
+        eprintln!("(bash scripts/install-etcdctl.sh installs Debian's etcd-server)");
+        eprintln!("==========================================================");
+        return None;
+    }
+    let ports = free_ports(2);
+    let client = format!("http://127.0.0.1:{}", ports[0]);
+    let peer = format!("http://127.0.0.1:{}", ports[1]);
+    let log = std::fs::File::create(dir.join("etcd.log")).expect("etcd log");
+    let child = Command::new("etcd")
+        .arg(format!("--data-dir={}", dir.join("etcd-data").display()))
+        .arg(format!("--listen-client-urls={client}"))
+        .arg(format!("--advertise-client-urls={client}"))
+        .arg(format!("--listen-peer-urls={peer}"))
+        .arg(format!("--initial-advertise-peer-urls={peer}"))
+        .arg(format!("--initial-cluster=default={peer}"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("start etcd");
+    Some(RealEtcd {
+        child,
+        endpoint: format!("127.0.0.1:{}", ports[0]),
+    })
+}
+
+/// The same seeded request sequences (puts, ranges with every option,
+/// deletes, nested-free transactions, their errors) to a real etcd and to
+/// the door, every answer compared, revisions by order
+/// (`tests/etcd3/crosscheck.py`). `RAFTLOCK_ETCD_CROSSCHECK_SEEDS` (default
+/// 1,000) sequences from `RAFTLOCK_ETCD_CROSSCHECK_SEED` (default 1); a
+/// difference names its seed, which replays it.
+#[test]
+fn crosscheck_against_a_real_etcd() {
+    let Some(python) = etcd3_python("crosscheck_against_a_real_etcd") else {
+        return;
+    };
+    let (cluster, doors) = start_cluster();
+    let Some(etcd) = real_etcd(cluster.dir.path(), "crosscheck_against_a_real_etcd") else {
+        return;
+    };
+    // Both answer a put before the sequences start.
+    for endpoint in [&etcd.endpoint, &doors[0]] {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let probe = Command::new("timeout")
+                .args(["20"])
+                .arg(&python)
+                .args(["-c", "import etcd3,sys; h,p=sys.argv[1].rsplit(':',1); etcd3.client(host=h, port=int(p), timeout=3).put('ready', '1')"])
+                .arg(endpoint)
+                .output()
+                .expect("python");
+            if probe.status.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{endpoint} never answered:\n{}\n{}",
+                String::from_utf8_lossy(&probe.stderr),
+                cluster.logs()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let seeds = std::env::var("RAFTLOCK_ETCD_CROSSCHECK_SEEDS").unwrap_or_else(|_| "1000".into());
+    let first = std::env::var("RAFTLOCK_ETCD_CROSSCHECK_SEED").unwrap_or_else(|_| "1".into());
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/etcd3/crosscheck.py"
+    );
+    let out = Command::new("timeout")
+        .args(["900"])
+        .arg(&python)
+        .arg(scenario)
+        .arg(&etcd.endpoint)
+        .arg(&doors[0])
+        .arg(&seeds)
+        .arg(&first)
+        .output()
+        .expect("run the cross-check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    assert!(
+        out.status.success() && text.contains("no difference"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(etcd);
 }

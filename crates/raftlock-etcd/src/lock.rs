@@ -54,6 +54,9 @@ impl pb::lock_server::Lock for Etcd {
             .kv_write(KvOp::Txn(txn))
             .await
             .map_err(errors::status)?;
+        // This member's state must include the put before it decides
+        // anything from its own (stale) reads: a follower may lag.
+        let written = done.revision;
         let mine = match done.value {
             KvResponseOp::Txn {
                 succeeded: true, ..
@@ -83,6 +86,17 @@ impl pb::lock_server::Lock for Etcd {
         };
         loop {
             applied.borrow_and_update();
+            let local = self
+                .node
+                .revision(Consistency::Stale)
+                .await
+                .map_err(errors::status)?;
+            if local < written {
+                if applied.changed().await.is_err() {
+                    return Err(Status::unavailable("etcdserver: server stopped"));
+                }
+                continue;
+            }
             let found = self
                 .node
                 .kv_range(older.clone(), Consistency::Stale)

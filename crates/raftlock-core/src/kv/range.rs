@@ -113,6 +113,17 @@ impl KvStore {
                     kv.create_revision,
                 )
         });
+        let unfiltered = req.min_mod_revision == 0
+            && req.max_mod_revision == 0
+            && req.min_create_revision == 0
+            && req.max_create_revision == 0;
+        if req.sort_order == SortOrder::None && unfiltered && req.limit > 0 {
+            // etcd reads only `limit + 1` keys, in key order, unless a sort
+            // order or a filter was asked for; a non-key target then sorts
+            // those alone (etcd 3.4's `applierV3backend.Range`).
+            let keep = usize::try_from(req.limit.saturating_add(1)).unwrap_or(usize::MAX);
+            found.truncate(keep);
+        }
         let order = match (req.sort_order, req.sort_target) {
             (SortOrder::None, SortTarget::Key) => SortOrder::None,
             (SortOrder::None, _) => SortOrder::Ascend,
@@ -137,13 +148,15 @@ impl KvStore {
             });
         }
         let mut more = false;
+        // With count_only etcd reads no keys at all, so none are cut off.
+        if req.count_only {
+            found.clear();
+        }
         if req.limit > 0 && found.len() as u64 > req.limit {
             found.truncate(usize::try_from(req.limit).unwrap_or(usize::MAX));
             more = true;
         }
-        if req.count_only {
-            found.clear();
-        } else if req.keys_only {
+        if req.keys_only {
             for kv in &mut found {
                 kv.value.clear();
             }
