@@ -220,6 +220,7 @@ impl Conn {
                 return Step::Continue;
             }
             OpRequest::GetEphemerals(r) => self.ephemerals(r.path).await,
+            OpRequest::GetAllChildrenNumber(r) => self.all_children_number(r).await,
             OpRequest::Exists(r) => self.exists(r).await,
             OpRequest::GetData(r) => self.get_data(r).await,
             OpRequest::GetChildren(r) => self.get_children(r, false).await,
