@@ -104,6 +104,75 @@ async fn the_lock_recipe_across_members() {
     a.close().await;
 }
 
+/// Every request renews the session, as ZooKeeper's server counts every
+/// packet: a client that never pings but sends a read every quarter of
+/// its timeout keeps its session and its ephemeral node through several
+/// timeouts, while one that sends nothing loses them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_alone_keep_a_session() {
+    let cluster = Cluster::start(door_config()).await;
+    let unpinged = |addr| {
+        Client::connect(Config {
+            auto_ping: false,
+            reconnect: false,
+            ..config(addr, 600)
+        })
+    };
+    let busy = unpinged(cluster.addr(1))
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let silent = unpinged(cluster.addr(2))
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let timeout = busy.session_timeout();
+    assert_eq!(timeout, Duration::from_millis(600), "negotiated as asked");
+    let reader = connect(cluster.addr(3), 2_000).await;
+    let busy_node = busy
+        .create("/busy", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap_or_else(|e| panic!("create: {e}"));
+    let silent_node = silent
+        .create("/silent", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap_or_else(|e| panic!("create: {e}"));
+    let owner = reader
+        .exists(&busy_node)
+        .await
+        .ok()
+        .flatten()
+        .map(|s| s.ephemeral_owner);
+    assert_eq!(owner, Some(busy.session_id()));
+    // Five timeouts of reads only, one every quarter of the timeout.
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < timeout * 5 {
+        tokio::time::sleep(timeout / 4).await;
+        assert!(
+            busy.children("/").await.is_ok(),
+            "a read after {:?}",
+            start.elapsed()
+        );
+    }
+    // The silent session is gone by now (its timeout passed five times
+    // over); the busy one's node is still there, as another member sees.
+    assert_eq!(reader.exists(&silent_node).await, Ok(None));
+    let owner = reader
+        .exists(&busy_node)
+        .await
+        .ok()
+        .flatten()
+        .map(|s| s.ephemeral_owner);
+    assert_eq!(
+        owner,
+        Some(busy.session_id()),
+        "the busy session's node stays"
+    );
+    assert_eq!(*busy.state().borrow(), State::Connected);
+    assert_ne!(*silent.state().borrow(), State::Connected);
+    busy.close().await;
+    assert_eq!(reader.exists(&busy_node).await, Ok(None));
+    reader.close().await;
+}
+
 /// A session nobody pings expires: its ephemeral node goes, as another
 /// member's reader sees, and the silent client sees its connection gone;
 /// a pinged session outlives several timeouts.

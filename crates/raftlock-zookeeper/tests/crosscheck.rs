@@ -337,6 +337,18 @@ impl Gen {
             56..=60 => OpRequest::GetChildren(self.watch()),
             61..=65 => OpRequest::GetChildren2(self.watch()),
             66..=77 => OpRequest::Multi(self.multi()),
+            78..=80 => {
+                // Now and then the root or ZooKeeper's own subtree: both
+                // servers hold nothing else outside this seed's root.
+                let path = if self.rng.chance(20) {
+                    self.rng
+                        .pick(&["/", "/zookeeper", "/zookeeper/quota"])
+                        .to_string()
+                } else {
+                    self.path()
+                };
+                OpRequest::GetAllChildrenNumber(PathRequest { path })
+            }
             81..=84 => OpRequest::SetAcl(SetAclRequest {
                 path: self.path(),
                 acl: vec![Acl::open_unsafe()],

@@ -37,6 +37,10 @@ async fn zkcli_creates_lists_watches_and_deletes() {
 create /zkcli top
 create -e -s /zkcli/n- eph
 create /zkcli/x one
+create /zkcli/x/deep d
+getAllChildrenNumber /zkcli
+getAllChildrenNumber /nowhere
+delete /zkcli/x/deep
 ls /zkcli
 get -w /zkcli/x
 set /zkcli/x two
@@ -72,6 +76,7 @@ quit
         "Created /zkcli/n-0000000000",
         "Created /zkcli/x",
         "[n-0000000000, x]",
+        "Node does not exist: /nowhere",
         "one",
         "WatchedEvent state:SyncConnected type:NodeDataChanged path:/zkcli/x",
         "dataVersion = 1",
@@ -86,4 +91,10 @@ quit
         );
     }
     assert!(!all.contains("Exception"), "{all}");
+    // getAllChildrenNumber prints the count alone on its line: /zkcli's
+    // two children and x's child.
+    assert!(
+        text.lines().any(|line| line.trim() == "3"),
+        "getAllChildrenNumber /zkcli is not 3:\n{all}"
+    );
 }

@@ -11,7 +11,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 
-use super::{lock, Error, Inner, State};
+use tokio::sync::Notify;
+
+use super::{lock, Error, Inner, State, Writer};
 use crate::wire::{
     from_bytes, split_frame, write_frame, xid, ConnectRequest, ConnectResponse, EventType,
     KeeperState, Record, Reply, ReplyBody, DEFAULT_MAX_FRAME,
@@ -26,6 +28,8 @@ const RECONNECT_PAUSE: Duration = Duration::from_millis(20);
 pub(super) struct Reader {
     half: OwnedReadHalf,
     buf: BytesMut,
+    /// Notified by the writer when a write on this connection failed.
+    broken: Arc<Notify>,
 }
 
 impl Reader {
@@ -112,7 +116,7 @@ impl Inner {
         addr: &str,
         id: i64,
         passwd: &[u8],
-    ) -> Result<(ConnectResponse, Reader, tokio::net::tcp::OwnedWriteHalf), Error> {
+    ) -> Result<(ConnectResponse, Reader, Writer), Error> {
         let io = |_| Error::ConnectionLoss;
         let stream = TcpStream::connect(addr).await.map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;
@@ -130,14 +134,16 @@ impl Inner {
         write_frame(&mut frame, DEFAULT_MAX_FRAME, |b| connect.write(b))
             .map_err(|e| Error::Protocol(e.to_string()))?;
         w.write_all(&frame).await.map_err(io)?;
+        let broken = Arc::new(Notify::new());
         let mut reader = Reader {
             half: r,
             buf: BytesMut::with_capacity(64 * 1024),
+            broken: broken.clone(),
         };
         let answer = reader.frame().await?;
         let resp = from_bytes::<ConnectResponse>(&answer)
             .map_err(|e| Error::Protocol(format!("connect answer: {e}")))?;
-        Ok((resp, reader, w))
+        Ok((resp, reader, Writer { half: w, broken }))
     }
 
     /// Routes one frame: an answer to the oldest request in flight, a
@@ -216,13 +222,21 @@ pub(super) async fn read_loop(inner: Arc<Inner>, mut reader: Reader) {
         // Two thirds of the session timeout without a packet (pings go
         // every third): the server is gone even if the socket is not.
         let silence = lock(&inner.session).timeout * 2 / 3;
-        while let Ok(Ok(frame)) = tokio::time::timeout(silence, reader.frame()).await {
+        let broken = reader.broken.clone();
+        loop {
+            let frame = tokio::select! {
+                frame = tokio::time::timeout(silence, reader.frame()) => frame,
+                // A write failed: the connection is gone whatever the
+                // read side says.
+                () = broken.notified() => break,
+            };
+            let Ok(Ok(frame)) = frame else { break };
             if inner.deliver(&frame).is_err() {
                 break;
             }
         }
         if let Some(mut w) = inner.writer.lock().await.take() {
-            let _ = w.shutdown().await;
+            let _ = w.half.shutdown().await;
         }
         inner.state.send_if_modified(|s| {
             let drop = *s == State::Connected;

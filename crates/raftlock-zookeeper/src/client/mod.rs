@@ -14,11 +14,13 @@
 //! connection drops fires with a closed channel (the caller re-checks).
 //!
 //! The session is kept alive by pings every third of the negotiated
-//! timeout, whatever else is sent (raftlock's door renews a session on
-//! pings only), unless the caller pings itself ([`Config::auto_ping`] off:
-//! the Jepsen harness pauses a client's pings with its nemesis). When the
-//! connection drops, everything in flight fails with
-//! [`Error::ConnectionLoss`], the state turns [`State::Disconnected`], and
+//! timeout, whatever else is sent (a server renews a session on any
+//! packet, but an idle client sends none but these), unless the caller
+//! pings itself ([`Config::auto_ping`] off: the Jepsen harness pauses a
+//! client's pings with its nemesis). When the connection drops, or a
+//! write on it fails, the reader alone fails everything in flight, in
+//! order, each call once, with [`Error::ConnectionLoss`]; the state turns
+//! [`State::Disconnected`], and
 //! with [`Config::reconnect`] the client resumes the session (same id and
 //! password) on the next server until it is back or expired.
 
@@ -32,7 +34,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::wire::{
@@ -204,9 +206,18 @@ struct SessionId {
     server: usize,
 }
 
+/// The write half of the current connection.
+struct Writer {
+    half: OwnedWriteHalf,
+    /// Wakes this connection's reader when a write fails, so the reader
+    /// (which alone fails what is in flight) hears of it even while the
+    /// socket's read side still looks open.
+    broken: Arc<Notify>,
+}
+
 struct Inner {
     config: Config,
-    writer: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
+    writer: tokio::sync::Mutex<Option<Writer>>,
     outstanding: Mutex<Outstanding>,
     session: Mutex<SessionId>,
     state: watch::Sender<State>,
@@ -302,7 +313,9 @@ impl Client {
     }
 
     /// Sends `calls` back to back in one write; one [`Pending`] each, in
-    /// order.
+    /// order. `Err` only when nothing was queued (no connection, a call
+    /// too large): once queued, a call's answer, even to a write that
+    /// failed, comes through its [`Pending`].
     pub async fn send(&self, calls: Vec<Call>) -> Result<Vec<Pending>, Error> {
         self.inner.check()?;
         self.inner.send(calls).await
@@ -545,7 +558,7 @@ impl Drop for Client {
             rt.spawn(async move {
                 let _ = inner.send(vec![Call::new(OpRequest::CloseSession)]).await;
                 if let Some(mut w) = inner.writer.lock().await.take() {
-                    let _ = w.shutdown().await;
+                    let _ = w.half.shutdown().await;
                 }
                 inner.fail_all();
             });
@@ -592,11 +605,10 @@ impl Inner {
         }
         let mut out = Vec::with_capacity(requests.len());
         let mut guard = self.writer.lock().await;
-        let Some(w) = guard.as_mut() else {
+        if guard.is_none() {
             return Err(Error::ConnectionLoss);
-        };
+        }
         // Queued under the writer's lock, so queue order is wire order.
-        let queued = requests.len();
         {
             let mut o = lock(&self.outstanding);
             for (xid, op, watch) in requests {
@@ -614,19 +626,9 @@ impl Inner {
                 out.push(Pending { answer: rx, watch });
             }
         }
-        if w.write_all(&frames).await.is_err() {
-            // The reader fails what is queued once it sees the socket go;
-            // these never reached the server whole.
-            {
-                let mut o = lock(&self.outstanding);
-                for _ in 0..queued {
-                    o.calls.pop_back();
-                }
-            }
-            let _ = w.shutdown().await;
-            *guard = None;
-            return Err(Error::ConnectionLoss);
-        }
+        // A failed write leaves what it queued in flight: the reader fails
+        // every call in flight, in order, once (see `write`).
+        Self::write(&mut guard, &frames).await;
         Ok(out)
     }
 
@@ -640,20 +642,32 @@ impl Inner {
         write_frame(&mut frame, DEFAULT_MAX_FRAME, |b| ping.encode(b))
             .map_err(|e| Error::Protocol(e.to_string()))?;
         let mut guard = self.writer.lock().await;
-        let Some(w) = guard.as_mut() else {
+        if guard.is_none() {
             return Err(Error::ConnectionLoss);
-        };
+        }
         lock(&self.outstanding).pings.push_back(PingInFlight {
             sent: Instant::now(),
             answer,
         });
-        if w.write_all(&frame).await.is_err() {
-            lock(&self.outstanding).pings.pop_back();
-            let _ = w.shutdown().await;
-            *guard = None;
-            return Err(Error::ConnectionLoss);
-        }
+        Self::write(&mut guard, &frame).await;
         Ok(())
+    }
+
+    /// Writes `bytes` on the connection in `writer`. When the write fails
+    /// the connection is hung up and its reader woken; nothing is taken
+    /// off the queues here. The reader alone fails what is in flight,
+    /// all of it, in order, once: a writer that also removed its own
+    /// calls could remove another caller's, or fail one twice.
+    async fn write(writer: &mut Option<Writer>, bytes: &[u8]) {
+        let Some(w) = writer.as_mut() else {
+            return;
+        };
+        if w.half.write_all(bytes).await.is_err() {
+            if let Some(mut w) = writer.take() {
+                let _ = w.half.shutdown().await;
+                w.broken.notify_one();
+            }
+        }
     }
 
     fn forget_closed_watches(&self, kind: WatchKind, path: &str) {

@@ -260,3 +260,87 @@ async fn watches_fire_by_kind_once() {
     };
     tokio::join!(server, client);
 }
+
+/// A connection that breaks while a write is under way (the server stops
+/// reading, so the write blocks, then resets the connection): every call
+/// in flight, the ones whose frames went out before and the ones in the
+/// write that failed, gets exactly one answer, a connection loss, from
+/// the reader; none gets another call's answer.
+#[tokio::test]
+async fn a_write_that_fails_leaves_every_call_to_the_reader() {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap_or_else(|e| panic!("socket: {e}"));
+    // A small receive window, so the big write cannot fit in flight.
+    socket
+        .set_recv_buffer_size(4096)
+        .unwrap_or_else(|e| panic!("rcvbuf: {e}"));
+    let any: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
+    socket.bind(any).unwrap_or_else(|e| panic!("bind: {e}"));
+    let l = socket.listen(8).unwrap_or_else(|e| panic!("listen: {e}"));
+    let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let (small_sent, small_seen) = oneshot::channel::<()>();
+    let server = async {
+        let (mut s, _) = accept(&l, 11).await;
+        // The two pipelined requests, then the first bytes of the big
+        // write: from here on the client is inside that write.
+        let first = s.request().await;
+        let second = s.request().await;
+        assert!(first.is_some() && second.is_some(), "two requests");
+        let _ = small_sent.send(());
+        while s.buf.is_empty() {
+            match s.stream.read_buf(&mut s.buf).await {
+                Ok(0) | Err(_) => panic!("the big write never started"),
+                Ok(_) => {}
+            }
+        }
+        // Reset, not a clean close: the blocked write fails.
+        s.stream
+            .set_zero_linger()
+            .unwrap_or_else(|e| panic!("linger: {e}"));
+        drop(s);
+    };
+    let client = async {
+        let mut config = config(addr);
+        config.reconnect = false;
+        config.auto_ping = false;
+        let c = Client::connect(config)
+            .await
+            .unwrap_or_else(|e| panic!("connect: {e}"));
+        let early = pipelined(&c)
+            .await
+            .unwrap_or_else(|e| panic!("the first two went out: {e}"));
+        let _ = small_seen.await;
+        // Eight setData of 900 KB each in one write: more than the
+        // socket buffers hold, so the write blocks until the reset.
+        let big = vec![b'x'; 900 * 1024];
+        let calls = (0..8)
+            .map(|i| {
+                Call::new(OpRequest::SetData(SetDataRequest {
+                    path: format!("/big/{i}"),
+                    data: Some(big.clone()),
+                    version: -1,
+                }))
+            })
+            .collect();
+        let late = c
+            .send(calls)
+            .await
+            .unwrap_or_else(|e| panic!("a failed write still hands back its calls: {e}"));
+        assert_eq!(late.len(), 8);
+        // Awaited on the channel itself, not `Client::answer` (whose own
+        // timeout would also read as a connection loss): each answer
+        // must come from the reader, and come once.
+        let mut answers = Vec::new();
+        for p in early.into_iter().chain(late) {
+            let heard = tokio::time::timeout(Duration::from_secs(60), p.answer).await;
+            answers.push(heard.map(|a| a.map_err(|_| "dropped unanswered")));
+        }
+        let loss = Ok(Ok(Err(Error::ConnectionLoss)));
+        assert!(answers.iter().all(|a| *a == loss), "{answers:?}");
+        assert_eq!(answers.len(), 10);
+        assert!(lock(&c.inner.outstanding).calls.is_empty());
+        // The connection is gone: a new call fails at once.
+        assert_eq!(c.exists("/a").await, Err(Error::ConnectionLoss));
+        drop(c);
+    };
+    tokio::join!(server, client);
+}

@@ -3,6 +3,13 @@
 //! events due before each answer sent first. A frame that cannot be
 //! delimited or read closes the connection with a log line; so does a
 //! client silent for its session timeout, as ZooKeeper's server does.
+//!
+//! Every packet renews the session, as ZooKeeper's server touches a
+//! session on each request: a ping through the node's keepalive before
+//! its answer, any other request through the same keepalive in the
+//! background, coalesced (one renewal in flight per connection, and none
+//! sooner than a third of the timeout after the last began), so a busy
+//! client does not turn each read into a Raft round.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,6 +19,7 @@ use futures::{SinkExt, StreamExt};
 use raftlock_core::{CoreError, SessionId};
 use raftlock_node::{Consistency, Node, NodeError};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
@@ -20,7 +28,7 @@ use super::session::{from_credentials, password, zk_session_id};
 use super::watches::Watches;
 use super::DoorConfig;
 use crate::wire::{
-    ConnectRequest, ConnectResponse, ErrorCode, Incoming, Reply, ReplyBody, ReplyHeader,
+    ConnectRequest, ConnectResponse, ErrorCode, Incoming, OpRequest, Reply, ReplyBody, ReplyHeader,
     ServerCodec, ServerPacket, WireError,
 };
 
@@ -45,6 +53,9 @@ pub(crate) struct Conn {
     pub last_zxid: i64,
     /// Packets to send, in order.
     pub out: Vec<ServerPacket>,
+    /// When the newest renewal of the session began (a ping's keepalive,
+    /// a request's, or the handshake's).
+    pub renewed: Instant,
 }
 
 /// Whether the connection goes on.
@@ -160,6 +171,7 @@ async fn connect_session<S: Stream>(
         cursor: revision,
         last_zxid: i64::try_from(revision).unwrap_or(i64::MAX),
         out: Vec::new(),
+        renewed: Instant::now(),
     })
 }
 
@@ -167,11 +179,24 @@ async fn run<S: Stream>(conn: &mut Conn, wire: &mut Wire<S>, config: &DoorConfig
     let mut latest = conn.node.subscribe_node_changes();
     let node = conn.node.clone();
     let mut heard = Instant::now();
+    // A request's renewal under way (at most one).
+    let mut renewal: Option<JoinHandle<Result<Duration, NodeError>>> = None;
     loop {
         let silent_until = heard + Duration::from_millis(conn.timeout_ms);
         let step = tokio::select! {
             frame = wire.next() => {
                 heard = Instant::now();
+                if let Some(Ok(Incoming::Request(request))) = &frame {
+                    if request.op == OpRequest::Ping {
+                        // The ping renews before it is answered; one
+                        // renewal at a time, so a request's goes first.
+                        if let Some(under_way) = renewal.take() {
+                            let _ = under_way.await;
+                        }
+                    } else if renewal.is_none() {
+                        renewal = conn.renew_if_due();
+                    }
+                }
                 match frame {
                     None => return "closed by the client".into(),
                     Some(Err(error)) => {
@@ -202,6 +227,19 @@ async fn run<S: Stream>(conn: &mut Conn, wire: &mut Wire<S>, config: &DoorConfig
                     Some(Ok(Incoming::Connect(_))) => Step::Close("a second handshake".into()),
                 }
             }
+            renewed = async {
+                match renewal.as_mut() {
+                    Some(under_way) => under_way.await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                renewal = None;
+                match renewed {
+                    Ok(Ok(_)) => Step::Continue,
+                    Ok(Err(error)) => renewal_failed(conn.session, &error),
+                    Err(error) => Step::Close(format!("keepalive failed: {error}")),
+                }
+            }
             changed = latest.changed() => match changed {
                 Ok(()) => {
                     let revision = *latest.borrow_and_update();
@@ -229,7 +267,30 @@ async fn run<S: Stream>(conn: &mut Conn, wire: &mut Wire<S>, config: &DoorConfig
     }
 }
 
+/// What a failed keepalive (a ping's or a request's) does: the
+/// connection ends, saying whether the session is gone.
+pub(crate) fn renewal_failed(session: SessionId, error: &NodeError) -> Step {
+    if let NodeError::Core(CoreError::SessionNotFound(_)) = error {
+        return Step::Close("the session expired".into());
+    }
+    tracing::info!(%session, %error,
+        "zookeeper door: keepalive failed, closing the connection");
+    Step::Close(format!("keepalive failed: {error}"))
+}
+
 impl Conn {
+    /// A request came: the session's renewal, started in the background
+    /// if a third of the timeout has passed since the last began.
+    fn renew_if_due(&mut self) -> Option<JoinHandle<Result<Duration, NodeError>>> {
+        let now = Instant::now();
+        if now < self.renewed + Duration::from_millis(self.timeout_ms / 3) {
+            return None;
+        }
+        self.renewed = now;
+        let (node, session) = (self.node.clone(), self.session);
+        Some(tokio::spawn(async move { node.keepalive(session).await }))
+    }
+
     /// Queues the answer `body` to `xid`, after the watch events of every
     /// change up to `revision`.
     pub async fn reply(&mut self, xid: i32, revision: u64, body: ReplyBody) {

@@ -8,7 +8,7 @@
 use raftlock_core::{CoreError, NodeMeta, NodeStat, SessionId, TreeOp, TreeOpResult};
 use raftlock_node::{Consistency, NodeError, NodeView};
 
-use super::conn::{Conn, Step};
+use super::conn::{renewal_failed, Conn, Step};
 use super::errors::{core_code, failure, Failure, OpKind};
 use super::session::zk_session_id;
 use crate::wire::{
@@ -220,6 +220,7 @@ impl Conn {
                 return Step::Continue;
             }
             OpRequest::GetEphemerals(r) => self.ephemerals(r.path).await,
+            OpRequest::GetAllChildrenNumber(r) => self.all_children_number(r).await,
             OpRequest::Exists(r) => self.exists(r).await,
             OpRequest::GetData(r) => self.get_data(r).await,
             OpRequest::GetChildren(r) => self.get_children(r, false).await,
@@ -313,19 +314,13 @@ impl Conn {
 
     async fn ping(&mut self) -> Step {
         // Renewed through the leader, quorum-confirmed (docs/design.md).
+        self.renewed = tokio::time::Instant::now();
         match self.node.keepalive(self.session).await {
             Ok(_) => {
                 self.push_ok(xid::PING);
                 Step::Continue
             }
-            Err(NodeError::Core(CoreError::SessionNotFound(_))) => {
-                Step::Close("the session expired".into())
-            }
-            Err(error) => {
-                tracing::info!(session = %self.session, %error,
-                    "zookeeper door: keepalive failed, closing the connection");
-                Step::Close(format!("keepalive failed: {error}"))
-            }
+            Err(error) => renewal_failed(self.session, &error),
         }
     }
 

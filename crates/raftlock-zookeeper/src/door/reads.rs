@@ -1,9 +1,11 @@
-//! The read opcodes: exists, getData, getChildren(2) and multiRead, over
+//! The read opcodes: exists, getData, getChildren(2), getAllChildrenNumber
+//! and multiRead, over
 //! a linearizable read of the member, with ZooKeeper's own read-only
 //! `/zookeeper` subtree. A read first fires the watches of every change up
 //! to the revision it saw, then leaves its own watch.
 
 use raftlock_core::path::validate_node_path;
+use raftlock_core::StateMachine;
 use raftlock_node::Consistency;
 
 use super::conn::Conn;
@@ -11,8 +13,36 @@ use super::errors::{failure, Failure, OpKind};
 use super::ops::{in_zk_subtree, stat_of, Seen, ZK_ROOT};
 use super::watches::Kind;
 use crate::wire::{
-    ErrorCode, MultiOp, MultiRequest, MultiResponse, OpResult, PathWatchRequest, ReplyBody, Stat,
+    ErrorCode, MultiOp, MultiRequest, MultiResponse, OpResult, PathRequest, PathWatchRequest,
+    ReplyBody, Stat,
 };
+
+/// `/zookeeper`'s nodes below it: `config` and `quota`.
+const ZK_SUBTREE_BELOW_ROOT: u64 = 2;
+
+/// The nodes below `path` (children, theirs, and so on; `path` itself
+/// not counted), `None` when nothing is at or below it. Paths that only
+/// hold queue nodes count as nodes, as reads show them.
+fn descendants(state: &StateMachine, path: &str) -> Option<u64> {
+    let mut count = 0;
+    let mut stack = vec![(path.to_string(), state.children(path)?)];
+    while let Some((parent, children)) = stack.pop() {
+        for child in children {
+            count += 1;
+            let child = if parent == "/" {
+                format!("/{child}")
+            } else {
+                format!("{parent}/{child}")
+            };
+            if let Some(below) = state.children(&child) {
+                if !below.is_empty() {
+                    stack.push((child, below));
+                }
+            }
+        }
+    }
+    Some(count)
+}
 
 impl Conn {
     /// The node at `path` as ZooKeeper shows it, and the revision read.
@@ -145,6 +175,55 @@ impl Conn {
             }
             None => (revision, Err(ErrorCode::NoNode)),
         })
+    }
+
+    /// getAllChildrenNumber: how many nodes are below `path`, at any depth
+    /// (ZooKeeper's count, which the cross-check compares: at the root it
+    /// includes `/zookeeper` and its two nodes).
+    pub(super) async fn all_children_number(
+        &mut self,
+        r: PathRequest,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        if validate_node_path(&r.path).is_err() {
+            return Err(Failure::Code(ErrorCode::BadArguments));
+        }
+        let path = r.path;
+        let (revision, found) = if in_zk_subtree(&path) {
+            let revision = self
+                .node
+                .revision(Consistency::Linearizable)
+                .await
+                .map_err(|e| failure(&e, OpKind::Other))?;
+            let found = match path.as_str() {
+                ZK_ROOT => Some(ZK_SUBTREE_BELOW_ROOT),
+                "/zookeeper/config" | "/zookeeper/quota" => Some(0),
+                _ => None,
+            };
+            (revision, found)
+        } else {
+            // One read of the state: the count is of one revision.
+            self.node
+                .read(Consistency::Linearizable, |s| {
+                    let node = s.node(&path).is_some();
+                    let below = descendants(s, &path);
+                    (s.revision(), below.or(node.then_some(0)))
+                })
+                .await
+                .map_err(|e| failure(&e, OpKind::Other))?
+        };
+        let found = match found {
+            // The root also holds ZooKeeper's own subtree.
+            Some(n) if path == "/" => Some(n + 1 + ZK_SUBTREE_BELOW_ROOT),
+            other => other,
+        };
+        Ok((
+            revision,
+            found
+                .map(|n| ReplyBody::AllChildrenNumber {
+                    total_number: i32::try_from(n).unwrap_or(i32::MAX),
+                })
+                .ok_or(ErrorCode::NoNode),
+        ))
     }
 
     pub(super) async fn multi_read(
