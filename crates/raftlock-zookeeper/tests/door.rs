@@ -163,7 +163,7 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
         };
         assert_eq!(stat_of(b.ok(set_acl(0))).version, 1);
         b.fails(set_acl(3), ErrorCode::BadVersion);
-        // sync answers its path; what is not served says so.
+        // sync answers its path.
         assert_eq!(
             b.ok(OpRequest::Sync(PathRequest {
                 path: "/app".into()
@@ -172,9 +172,17 @@ async fn nodes_and_stats_read_the_same_on_every_member() {
                 path: "/app".into()
             }
         );
+        // getAllChildrenNumber counts at every depth (`/zookeeper` and its
+        // two nodes included, as ZooKeeper does); a missing path is NONODE.
+        assert!(matches!(
+            b.ok(OpRequest::GetAllChildrenNumber(PathRequest { path: "/".into() })),
+            ReplyBody::AllChildrenNumber { total_number } if total_number >= 3
+        ));
         b.fails(
-            OpRequest::GetAllChildrenNumber(PathRequest { path: "/".into() }),
-            ErrorCode::Unimplemented,
+            OpRequest::GetAllChildrenNumber(PathRequest {
+                path: "/nowhere".into(),
+            }),
+            ErrorCode::NoNode,
         );
         b.fails(
             OpRequest::Create(CreateRequest {

@@ -192,9 +192,12 @@ async fn a_member_behind_its_load_sheds_connections_but_keeps_a_holders() {
             a.body
         );
     };
+    // The body is rendered before the answer's close is decided, so on a
+    // loaded machine it may show the limit of just before the cut; the
+    // cut itself is what the refused connection below shows.
     let limit = metric(&a.body, "raftlock_api_connection_limit").expect("limit");
     let open = metric(&a.body, "raftlock_api_connections").expect("open");
-    assert!(limit < open && limit >= 64, "limit {limit}, open {open}");
+    assert!((64..=128).contains(&limit), "limit {limit}, open {open}");
 
     // A new connection is refused, although the cap (128) is not reached.
     let mut fresh = connect(&c, l).await;
