@@ -591,53 +591,8 @@ const ETCD3: [&str; 3] = ["etcd3==0.12.0", "tenacity==6.3.1", "protobuf==3.20.3"
 /// first use; its python. `None` (after a loud message) without python3
 /// outside CI; a failed install fails.
 fn etcd3_python(test: &str) -> Option<std::path::PathBuf> {
-    let python3 = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join("python3"))
-            .find(|p| p.is_file())
-    });
-    let Some(python3) = python3 else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "python3 is missing under CI"
-        );
-        eprintln!("==========================================================");
-        eprintln!("SKIP {test}: no python3 on PATH");
-        eprintln!("==========================================================");
-        return None;
-    };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("etcd3-0.12.0-venv");
-    let python = dir.join("bin").join("python");
-    let marker = dir.join(".installed");
-    if std::fs::read_to_string(&marker).is_ok_and(|m| m == ETCD3.join(" ")) {
-        return Some(python);
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    let made = Command::new(&python3)
-        .args(["-m", "venv"])
-        .arg(&dir)
-        .status();
-    assert!(
-        made.is_ok_and(|s| s.success()),
-        "python3 -m venv {} failed",
-        dir.display()
-    );
-    let installed = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(ETCD3)
-        .status();
-    assert!(
-        installed.is_ok_and(|s| s.success()),
-        "pip install {ETCD3:?} failed"
-    );
-    std::fs::write(&marker, ETCD3.join(" ")).expect("marker");
-    Some(python)
+    raftlock_testkit::python::venv(test, &dir, &ETCD3)
 }
 
 /// python-etcd3's Lock recipe (a library client we did not write) against

@@ -4,10 +4,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 use clap::Args;
-use raftlock_etcd::config::EtcdAddrs;
-use raftlock_node::{Node, NodeConfig, NodeId, TlsSettings};
+use raftlock_node::{DoorAddrs, Node, NodeConfig, NodeId, TlsSettings};
 use raftlock_server::ApiConfig;
-use raftlock_zookeeper::door::config::ZooKeeperAddrs;
 use raftlock_zookeeper::door::{Door, DoorConfig};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
@@ -149,10 +147,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 async fn zookeeper_listener(
     path: &Path,
     id: NodeId,
-) -> anyhow::Result<Option<(TcpListener, ZooKeeperAddrs)>> {
+) -> anyhow::Result<Option<(TcpListener, DoorAddrs)>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config {}", path.display()))?;
-    let Some(addrs) = raftlock_zookeeper::door::config::from_cluster_toml(&text, id)
+    let Some(addrs) = raftlock_node::door_addrs(&text, "zookeeper", id)
         .map_err(|e| anyhow!("config {}: {e}", path.display()))?
     else {
         return Ok(None);
@@ -170,10 +168,10 @@ async fn zookeeper_listener(
 async fn etcd_listener(
     path: &Path,
     id: NodeId,
-) -> anyhow::Result<Option<(TcpListener, EtcdAddrs, Vec<(u64, String)>)>> {
+) -> anyhow::Result<Option<(TcpListener, DoorAddrs, Vec<(u64, String)>)>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config {}", path.display()))?;
-    let all = raftlock_etcd::config::all_from_cluster_toml(&text)
+    let all = raftlock_node::all_door_addrs(&text, "etcd")
         .map_err(|e| anyhow!("config {}: {e}", path.display()))?;
     let Some(addrs) = all.iter().find(|(m, _)| *m == id).map(|(_, a)| a.clone()) else {
         return Ok(None);

@@ -420,18 +420,15 @@ mod tests {
     fn each_member_gets_a_zookeeper_and_an_etcd_door() {
         let text = cluster_toml(7001, 3, false, false);
         for (id, port) in [(1, 7301), (2, 7302), (3, 7303)] {
-            let addrs = raftlock_etcd::config::from_cluster_toml(&text, id)
+            let addrs = raftlock_node::door_addrs(&text, "etcd", id)
                 .expect("parses")
                 .expect("a door");
             assert_eq!(addrs.client_addr, format!("127.0.0.1:{port}"));
         }
         let with_tokens = cluster_toml(7001, 3, false, true);
-        assert_eq!(
-            raftlock_etcd::config::from_cluster_toml(&with_tokens, 1),
-            Ok(None)
-        );
+        assert_eq!(raftlock_node::door_addrs(&with_tokens, "etcd", 1), Ok(None));
         for (id, port) in [(1, 7201), (2, 7202), (3, 7203)] {
-            let addrs = raftlock_zookeeper::door::config::from_cluster_toml(&text, id)
+            let addrs = raftlock_node::door_addrs(&text, "zookeeper", id)
                 .expect("parses")
                 .expect("a door");
             assert_eq!(addrs.client_addr, format!("127.0.0.1:{port}"));

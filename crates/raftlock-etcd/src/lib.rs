@@ -4,7 +4,6 @@
 //! replicated key space (core `kv/`), every lease is a raftlock session,
 //! and every call goes through the node's typed operations.
 //!
-//! - [`config`]: where each member's door listens (the cluster file);
 //! - `kv`: Range, Put, DeleteRange, Txn, Compact; `convert`: the
 //!   messages to and from the key space's types;
 //! - `watch`: the Watch stream; `lease`: Grant, Revoke, KeepAlive,
@@ -15,7 +14,6 @@
 //! Methods not listed answer UNIMPLEMENTED (generated default stubs, and
 //! tonic's answer for services not served: Auth, Election).
 
-pub mod config;
 mod convert;
 mod errors;
 mod kv;

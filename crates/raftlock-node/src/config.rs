@@ -85,13 +85,11 @@ struct MemberEntry {
     api_bind: Option<String>,
     #[serde(default)]
     raft_bind: Option<String>,
-    /// The member's ZooKeeper door (`client_addr`, `bind`): the door's
-    /// crate reads it (raftlock-zookeeper's `door::config`); let through
-    /// here as `[api]` is.
+    /// The member's ZooKeeper door (`client_addr`, `bind`): read by
+    /// [`crate::door_addrs`] for the door; let through here as `[api]` is.
     #[serde(default, rename = "zookeeper")]
     _zookeeper: Option<toml::Table>,
-    /// The member's etcd door (`client_addr`, `bind`): raftlock-etcd's
-    /// `config` reads it; let through the same way.
+    /// The member's etcd door (`client_addr`, `bind`), likewise.
     #[serde(default, rename = "etcd")]
     _etcd: Option<toml::Table>,
 }

@@ -18,6 +18,7 @@ mod acquire;
 mod backup;
 mod config;
 mod disk_space;
+mod door_addrs;
 mod embed;
 mod error;
 mod founding;
@@ -61,6 +62,7 @@ pub use backup::{
     BACKUP_FORMAT,
 };
 pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeConfig};
+pub use door_addrs::{all_door_addrs, door_addrs, DoorAddrs};
 pub use error::{core_code, MembershipError, NodeError};
 pub use history::{Change, ChangeHistory, Compacted};
 pub use identity::{Identity, IdentityError};

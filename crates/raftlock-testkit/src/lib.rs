@@ -8,6 +8,7 @@
 //!   resume, graceful stop, CPU pinning), for `tests/`, the Jepsen harness
 //!   and the bench.
 //! - [`http`]: JSON replies and raw requests for API tests.
+//! - [`python`]: virtualenvs for the tests that drive Python clients.
 
 #![warn(missing_docs)]
 
@@ -16,6 +17,7 @@ pub mod cluster;
 #[cfg(feature = "in-process")]
 pub mod http;
 pub mod process;
+pub mod python;
 
 use std::future::Future;
 use std::time::Duration;

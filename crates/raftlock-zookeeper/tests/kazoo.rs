@@ -3,8 +3,8 @@
 //! watches and its recipes (Lock, Election, Semaphore, Barrier,
 //! DoubleBarrier, Counter, Queue, LockingQueue) with several clients
 //! spread over the members. The virtualenv is made once under the target
-//! directory. Without `python3` the test says so loudly and passes; with
-//! it, a failed install fails the test.
+//! directory. Without `python3` (outside CI) the test says so loudly and
+//! passes; with it, a failed install fails the test.
 
 mod common;
 
@@ -15,81 +15,15 @@ use common::{door_config, Cluster};
 
 const KAZOO: &str = "kazoo==2.11.0";
 
-fn python3() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join("python3"))
-            .find(|p| p.is_file())
+/// The python of a virtualenv with kazoo, or `None` after saying loudly
+/// why `test` cannot run (no python3 on PATH).
+async fn kazoo_python(test: &'static str) -> Option<PathBuf> {
+    tokio::task::spawn_blocking(move || {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kazoo-2.11.0-venv");
+        raftlock_testkit::python::venv(test, &dir, &[KAZOO])
     })
-}
-
-fn run(cmd: &mut std::process::Command) -> bool {
-    match cmd.status() {
-        Ok(status) => status.success(),
-        Err(e) => panic!("{cmd:?}: {e}"),
-    }
-}
-
-/// A virtualenv with kazoo, made on first use; its python.
-fn venv(python3: &Path) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kazoo-2.11.0-venv");
-    let python = dir.join("bin").join("python");
-    let marker = dir.join(".installed");
-    if marker.is_file() {
-        return python;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    if !run(std::process::Command::new(python3)
-        .args(["-m", "venv"])
-        .arg(&dir))
-    {
-        // Debian's python3 without python3-venv: virtualenv from PyPI.
-        let _ = std::fs::remove_dir_all(&dir);
-        let tool = dir.with_extension("virtualenv");
-        assert!(
-            run(std::process::Command::new(python3)
-                .args(["-m", "pip", "install", "--quiet", "--target"])
-                .arg(&tool)
-                .arg("virtualenv")),
-            "installing virtualenv failed"
-        );
-        assert!(
-            run(std::process::Command::new(python3)
-                .env("PYTHONPATH", &tool)
-                .args(["-m", "virtualenv", "--quiet"])
-                .arg(&dir)),
-            "virtualenv failed"
-        );
-    }
-    assert!(
-        run(std::process::Command::new(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            KAZOO
-        ])),
-        "pip install {KAZOO} failed"
-    );
-    std::fs::write(&marker, KAZOO).expect("marker");
-    python
-}
-
-/// The virtualenv's python, or `None` after saying loudly why `test`
-/// cannot run (no python3 on PATH).
-async fn kazoo_python(test: &str) -> Option<PathBuf> {
-    let Some(python3) = python3() else {
-        eprintln!("==========================================================");
-        eprintln!("SKIP {test}: no python3 on PATH");
-        eprintln!("==========================================================");
-        return None;
-    };
-    Some(
-        tokio::task::spawn_blocking(move || venv(&python3))
-            .await
-            .expect("venv"),
-    )
+    .await
+    .expect("venv")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

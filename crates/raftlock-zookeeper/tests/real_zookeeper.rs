@@ -777,43 +777,14 @@ fn record_one(listener: TcpListener, upstream: String, rec: Arc<Mutex<Recording>
     let _ = b.join();
 }
 
-/// A python3 that can import kazoo: `$RAFTLOCK_KAZOO_PYTHON`, or a venv
-/// made once under the target directory with kazoo from PyPI.
+/// A python3 that can import kazoo: `$RAFTLOCK_KAZOO_PYTHON`, or the
+/// venv with kazoo from PyPI that the kazoo tests share.
 fn kazoo_python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("RAFTLOCK_KAZOO_PYTHON") {
         return Some(PathBuf::from(p));
     }
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kazoo-venv");
-    let python = venv.join("bin/python");
-    let has_kazoo = |p: &Path| {
-        Command::new(p)
-            .args(["-c", "import kazoo"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if python.is_file() && has_kazoo(&python) {
-        return Some(python);
-    }
-    match Command::new("python3").arg("--version").status() {
-        Ok(s) if s.success() => {}
-        _ => {
-            eprintln!("SKIP: no python3 for the kazoo client");
-            return None;
-        }
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .expect("python3 -m venv");
-    assert!(made.success(), "python3 -m venv {} failed", venv.display());
-    let pip = Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "kazoo==2.11.0"])
-        .status()
-        .expect("pip install kazoo");
-    assert!(pip.success(), "pip install kazoo==2.11.0 failed");
-    assert!(has_kazoo(&python), "kazoo does not import after install");
-    Some(python)
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kazoo-2.11.0-venv");
+    raftlock_testkit::python::venv("kazoo against real ZooKeeper", &dir, &["kazoo==2.11.0"])
 }
 
 const KAZOO_SCRIPT: &str = r#"

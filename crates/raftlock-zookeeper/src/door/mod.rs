@@ -5,7 +5,6 @@
 //! ZooKeeper session a raftlock session, reached only through the node's
 //! typed tree and session operations.
 //!
-//! - [`config`]: where each member's door listens (the cluster file);
 //! - `access`: with bearer tokens, `addauth digest` and the NOAUTH
 //!   answers, from the same grants as the HTTP API;
 //! - [`session`]: ZooKeeper session ids and passwords from raftlock
@@ -21,7 +20,6 @@
 //! - `errors`: raftlock errors as ZooKeeper error codes.
 
 mod access;
-pub mod config;
 mod conn;
 mod errors;
 mod events;
