@@ -8,8 +8,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
 use raftlock_api::{Mode, QueueKind};
-use raftlock_core::{Command, HolderGuard, Response as CoreResponse, TxnOp};
-use raftlock_node::{AcquireOptions, Consistency, Enqueue, Node, NodeError};
+use raftlock_core::HolderGuard;
+use raftlock_node::{AcquireOptions, Consistency, Enqueue, Node, NodeError, TxnAnswer};
 
 mod watch;
 
@@ -141,36 +141,28 @@ fn checked_path(path: &str) -> Result<()> {
 }
 
 /// A node write's answer as the client reports it.
-fn written(response: CoreResponse) -> Result<TxnOpResult> {
-    match response {
-        CoreResponse::Put {
-            path,
-            created,
-            version,
-            create_revision,
-            mod_revision,
-            ..
-        } => Ok(TxnOpResult::Put(NodeWritten {
-            path,
-            created,
-            version,
-            create_revision,
-            mod_revision,
-        })),
-        CoreResponse::Deleted { path } => Ok(TxnOpResult::Delete(path)),
-        other => Err(ClientError::Protocol(format!(
-            "unexpected answer to a node write: {other:?}"
-        ))),
+fn written(w: raftlock_node::Written) -> NodeWritten {
+    NodeWritten {
+        path: w.path,
+        created: w.created,
+        version: w.version,
+        create_revision: w.create_revision,
+        mod_revision: w.mod_revision,
     }
 }
 
 impl EmbeddedClient {
-    /// Submits a write that must not be applied twice: a lost answer is
-    /// `OutcomeUnknown` at once, as over HTTP (`http` module docs).
-    async fn submit_once(&self, command: Command) -> Result<CoreResponse> {
+    /// Runs a write that must not be applied twice: a lost answer is
+    /// `OutcomeUnknown` at once, as over HTTP (`http` module docs); only
+    /// "no leader" (nothing proposed) is retried.
+    async fn write_once<T, F, Fut>(&self, write: F) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = std::result::Result<T, NodeError>>,
+    {
         for attempt in 0..self.retry.attempts() {
             tokio::time::sleep(self.retry.backoff(attempt)).await;
-            match self.node.submit(command.clone()).await {
+            match write().await {
                 Err(NodeError::NoLeader) => continue,
                 other => return other.map_err(ClientError::from),
             }
@@ -406,32 +398,17 @@ impl LockClient for EmbeddedClient {
             if let Some(g) = guard {
                 checked(&g.lock)?;
             }
-            let (path, data) = (path.to_string(), data.to_vec());
-            let command = match guard {
-                Some(guard) => Command::GuardedWrite {
-                    guard: guard.clone(),
-                    op: TxnOp::Put {
-                        path,
-                        data,
-                        session: None,
-                        sequential: false,
-                        expected_version: None,
-                    },
-                },
-                None => Command::Put {
-                    path,
-                    data,
+            let put = || {
+                self.node.put_node(raftlock_node::PutNode {
+                    path: path.to_string(),
+                    data: data.to_vec(),
                     session: None,
                     sequential: false,
                     expected_version: None,
-                },
+                    guard: guard.cloned(),
+                })
             };
-            match written(self.submit_once(command).await?)? {
-                TxnOpResult::Put(node) => Ok(node),
-                TxnOpResult::Delete(_) => {
-                    Err(ClientError::Protocol("a put answered as a delete".into()))
-                }
-            }
+            Ok(written(self.write_once(put).await?))
         })
     }
 
@@ -452,23 +429,25 @@ impl LockClient for EmbeddedClient {
             for op in txn.success.iter().chain(&txn.failure) {
                 checked_path(op.path())?;
             }
-            let command = Command::Txn {
-                compare: txn.compare.clone(),
-                success: txn.success.clone(),
-                failure: txn.failure.clone(),
+            let run = || {
+                self.node.txn(
+                    txn.compare.clone(),
+                    txn.success.clone(),
+                    txn.failure.clone(),
+                )
             };
-            match self.submit_once(command).await? {
-                CoreResponse::Txn {
-                    succeeded,
-                    responses,
-                } => Ok(TxnOutcome {
-                    succeeded,
-                    responses: responses.into_iter().map(written).collect::<Result<_>>()?,
-                }),
-                other => Err(ClientError::Protocol(format!(
-                    "unexpected answer to a transaction: {other:?}"
-                ))),
-            }
+            let outcome = self.write_once(run).await?;
+            Ok(TxnOutcome {
+                succeeded: outcome.succeeded,
+                responses: outcome
+                    .answers
+                    .into_iter()
+                    .map(|answer| match answer {
+                        TxnAnswer::Put(w) => TxnOpResult::Put(written(w)),
+                        TxnAnswer::Deleted(path) => TxnOpResult::Delete(path),
+                    })
+                    .collect(),
+            })
         })
     }
 

@@ -72,7 +72,7 @@ async fn measure(
                 };
                 match path {
                     Path::Proposer => {
-                        node.submit(command).await?;
+                        node.submit_command(command).await?;
                     }
                     Path::EntryPerWrite => {
                         node.raft().client_write(Proposal::one(command)).await?;

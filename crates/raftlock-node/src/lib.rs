@@ -27,6 +27,8 @@ pub mod fuzzing;
 mod history;
 mod hold_offs;
 mod identity;
+#[cfg(feature = "internals")]
+mod internals;
 pub mod join;
 mod kinds;
 mod kv_ops;
@@ -83,5 +85,8 @@ pub use status::{ClusterStatus, MemberStatus};
 pub use tree_ops::{
     AtRevision, NodeAndChildren, NodeView, PutNode, TxnAnswer, TxnOutcome, Written,
 };
-pub use typ::{Member, NodeId, Proposal, Raft, Reply, TypeConfig};
+pub use typ::{Member, NodeId};
+/// openraft's wiring, for the simulator (`internals` feature).
+#[cfg(feature = "internals")]
+pub use typ::{Proposal, Raft, Reply, TypeConfig};
 pub use views::{SessionCounts, StateCounts};

@@ -189,13 +189,14 @@ impl Node {
         Ok(())
     }
 
-    /// Commits any command; for generic node writes and tools.
-    pub async fn submit(&self, command: Command) -> Result<Response, NodeError> {
+    /// Commits any command: the typed operations' common path.
+    pub(crate) async fn submit(&self, command: Command) -> Result<Response, NodeError> {
         Ok(self.replica.write(command).await?.1.result?)
     }
 
-    /// Runs `f` on the state, after a read-index barrier unless stale.
-    pub async fn read<T>(
+    /// Runs `f` on the state, after a read-index barrier unless stale:
+    /// the typed reads' common path.
+    pub(crate) async fn read<T>(
         &self,
         consistency: Consistency,
         f: impl FnOnce(&StateMachine) -> T,
@@ -260,11 +261,6 @@ impl Node {
             fsyncs: sync.barriers,
             fsync_micros: sync.barrier_micros,
         }
-    }
-
-    /// The openraft handle, for tests and tools (e.g. forcing an election).
-    pub fn raft(&self) -> crate::typ::Raft {
-        self.replica.raft.current()
     }
 
     /// Adds member `id` at `member`'s addresses, through the leader: as a

@@ -154,6 +154,28 @@ fn view(s: &StateMachine, path: &str) -> Option<NodeView> {
     })
 }
 
+/// The nodes below `path`, `None` when `path` has no children list.
+fn descendants(state: &StateMachine, path: &str) -> Option<u64> {
+    let mut count = 0;
+    let mut stack = vec![(path.to_string(), state.children(path)?)];
+    while let Some((parent, children)) = stack.pop() {
+        for child in children {
+            count += 1;
+            let child = if parent == "/" {
+                format!("/{child}")
+            } else {
+                format!("{parent}/{child}")
+            };
+            if let Some(below) = state.children(&child) {
+                if !below.is_empty() {
+                    stack.push((child, below));
+                }
+            }
+        }
+    }
+    Some(count)
+}
+
 /// `command` with this member's wall-clock time, which the state machine
 /// turns into the written nodes' times (`Command::Stamped`). A clock
 /// before 1970 reads as 0; the state's clock never goes back anyway.
@@ -209,6 +231,22 @@ impl Node {
                 node: view(s, path),
                 children: s.children(path),
             },
+            revision: s.revision(),
+        })
+        .await
+    }
+
+    /// How many nodes are below `path` (children, theirs, and so on;
+    /// `path` itself not counted), read at one revision: `None` when
+    /// nothing is at or below it. Paths that only hold queue nodes count
+    /// as nodes, as reads show them.
+    pub async fn count_below(
+        &self,
+        path: &str,
+        consistency: Consistency,
+    ) -> Result<AtRevision<Option<u64>>, NodeError> {
+        self.read(consistency, |s| AtRevision {
+            value: descendants(s, path).or(s.node(path).is_some().then_some(0)),
             revision: s.revision(),
         })
         .await

@@ -14,7 +14,7 @@ const BOUND: Duration = Duration::from_secs(10);
 
 /// The waiters of lock `name`, in queue order (linearizable).
 async fn waiters(node: &Node, name: &str) -> Vec<raftlock_node::core::SessionId> {
-    node.read(Consistency::Linearizable, |s| {
+    node.read_state(Consistency::Linearizable, |s| {
         s.queue(QueueKind::Lock, name)
             .waiters
             .into_iter()

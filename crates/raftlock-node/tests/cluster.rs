@@ -29,7 +29,7 @@ async fn locks_through_every_node_with_increasing_tokens() {
         // Every replica agrees, linearizably, on who holds it.
         for other in cluster.running() {
             let holder = other
-                .read(Consistency::Linearizable, |s| {
+                .read_state(Consistency::Linearizable, |s| {
                     s.queue(QueueKind::Lock, "jobs/1").holder
                 })
                 .await
@@ -195,7 +195,7 @@ async fn each_write_in_a_shared_proposal_gets_its_own_outcome() {
             assert_eq!(grant.session, session, "someone else's grant");
             assert!(tokens.insert(grant.fencing_token), "token given twice");
             let holder = node
-                .read(Consistency::Linearizable, |s| {
+                .read_state(Consistency::Linearizable, |s| {
                     s.queue(QueueKind::Lock, &lock).holder
                 })
                 .await
@@ -325,7 +325,7 @@ async fn expiry_stays_bounded_while_leaders_keep_changing() {
         "tokens increase across failovers"
     );
     let gone = node
-        .read(Consistency::Linearizable, |s| {
+        .read_state(Consistency::Linearizable, |s| {
             s.session(silent.id).is_none()
         })
         .await
@@ -367,7 +367,7 @@ async fn a_lagging_follower_catches_up_through_a_snapshot_and_restarts_lose_noth
                     sequential: false,
                     expected_version: None,
                 };
-                match node.submit(command).await {
+                match node.submit_command(command).await {
                     Ok(Response::Put { .. }) => written += 1,
                     other => panic!("write {i}: {other:?}"),
                 }
@@ -381,7 +381,7 @@ async fn a_lagging_follower_catches_up_through_a_snapshot_and_restarts_lose_noth
     cluster.restart(lagging).await;
     let node = cluster.node(lagging).clone();
     let count = node
-        .read(Consistency::Linearizable, |s| {
+        .read_state(Consistency::Linearizable, |s| {
             s.children("/data").map_or(0, |c| c.len())
         })
         .await
@@ -405,7 +405,7 @@ async fn a_lagging_follower_catches_up_through_a_snapshot_and_restarts_lose_noth
     cluster.leader().await;
     for node in cluster.running() {
         let count = node
-            .read(Consistency::Linearizable, |s| {
+            .read_state(Consistency::Linearizable, |s| {
                 s.children("/data").map_or(0, |c| c.len())
             })
             .await

@@ -208,7 +208,7 @@ async fn leader_disk_fault(fault: fn(&Node), refusal: fn(&NodeError) -> bool) {
         after.as_ref().is_err_and(refusal),
         "after the failure: {after:?}"
     );
-    let read = failed.read(Consistency::Linearizable, |_| ()).await;
+    let read = failed.read_state(Consistency::Linearizable, |_| ()).await;
     assert!(
         read.as_ref().is_err_and(refusal),
         "a linearizable read on the failed member: {read:?}"
@@ -324,7 +324,7 @@ async fn a_follower_whose_disk_fills_up_refuses_writes_and_the_cluster_serves_on
         .await
         .expect("writes go on");
     leader
-        .read(Consistency::Linearizable, |_| ())
+        .read_state(Consistency::Linearizable, |_| ())
         .await
         .expect("reads go on");
     let other = leader
@@ -350,11 +350,11 @@ async fn a_follower_whose_disk_fills_up_refuses_writes_and_the_cluster_serves_on
     assert_eq!(full.storage_recoveries(), 1);
     every_member_applies_what_the_leader_wrote(&cluster, &leader).await;
     let on_the_rejoined = full
-        .read(Consistency::Stale, |s| s.clone())
+        .read_state(Consistency::Stale, |s| s.clone())
         .await
         .expect("a read on the rejoined member");
     let on_the_leader = leader
-        .read(Consistency::Stale, |s| s.clone())
+        .read_state(Consistency::Stale, |s| s.clone())
         .await
         .expect("a read on the leader");
     assert!(

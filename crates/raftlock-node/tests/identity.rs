@@ -64,7 +64,7 @@ async fn a_wiped_member_is_refused_until_removed_and_added_again() {
         message.contains(&format!("raftlock member remove {wiped}")),
         "{message}"
     );
-    match node.read(Consistency::Stale, |_| ()).await {
+    match node.read_state(Consistency::Stale, |_| ()).await {
         Err(NodeError::Membership(MembershipError::Replaced { id, .. })) => assert_eq!(id, wiped),
         other => panic!("a wiped member served a read: {other:?}"),
     }
@@ -130,7 +130,7 @@ async fn a_wiped_member_is_refused_until_removed_and_added_again() {
     })
     .await;
     let sessions = node
-        .read(Consistency::Linearizable, |sm| {
+        .read_state(Consistency::Linearizable, |sm| {
             sm.session(kept.id).is_some()
         })
         .await

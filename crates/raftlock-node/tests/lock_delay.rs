@@ -79,7 +79,7 @@ async fn an_expired_holder_keeps_the_lock_from_everyone_for_the_delay() {
     let deadline = Instant::now() + WAIT;
     let (valid, current) = loop {
         let read = node
-            .read(Consistency::Linearizable, |s| {
+            .read_state(Consistency::Linearizable, |s| {
                 let gone = s.session(holder.id).is_none();
                 (gone, s.fencing_check("ledger", held.fencing_token))
             })

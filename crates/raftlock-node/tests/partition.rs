@@ -117,7 +117,7 @@ async fn writes_through_an_isolated_leader_end_in_bounded_time() {
         tokio::spawn(async move {
             let started = Instant::now();
             let outcome = leader
-                .submit(Command::Put {
+                .submit_command(Command::Put {
                     path: "/app/k".into(),
                     data: b"v".to_vec(),
                     session: None,
@@ -204,7 +204,7 @@ async fn expiry_survives_a_leader_that_lost_its_quorum() {
     // share entries), past what a member keeps after a snapshot (1,000).
     for i in 0..1_200 {
         majority
-            .submit(Command::Put {
+            .submit_command(Command::Put {
                 path: format!("/fill/{i}"),
                 data: vec![0; 16],
                 session: None,
@@ -239,7 +239,7 @@ async fn expiry_survives_a_leader_that_lost_its_quorum() {
     let deadline = Instant::now() + BOUND;
     loop {
         let gone = leader
-            .read(raftlock_node::Consistency::Linearizable, |s| {
+            .read_state(raftlock_node::Consistency::Linearizable, |s| {
                 s.session(silent.id).is_none()
             })
             .await
@@ -277,7 +277,7 @@ async fn expiry_survives_a_leader_that_lost_its_quorum() {
     let expired = async {
         loop {
             let gone = leader
-                .read(raftlock_node::Consistency::Linearizable, |s| {
+                .read_state(raftlock_node::Consistency::Linearizable, |s| {
                     s.session(later.id).is_none()
                 })
                 .await;

@@ -259,7 +259,7 @@ fn put(path: &str) -> Command {
 /// Whether `node`'s own replica holds `path`.
 async fn holds(node: &Node, path: &str) -> bool {
     let path = path.to_string();
-    node.read(Consistency::Stale, move |sm| sm.node(&path).is_some())
+    node.read_state(Consistency::Stale, move |sm| sm.node(&path).is_some())
         .await
         .unwrap_or(false)
 }
@@ -289,14 +289,16 @@ async fn stall_break_and_heal(cluster: Cluster, dialed: fn(&[u8]) -> bool) {
     let link = &cluster.proxies[&(follower, leader)];
 
     // Healthy: the follower's write reaches the leader over a pipe.
-    node.submit(put("/healthy")).await.expect("forwarded write");
+    node.submit_command(put("/healthy"))
+        .await
+        .expect("forwarded write");
     assert!(link.opened(dialed) >= 1, "the forward went over a pipe");
 
     // Stalled: the pooled pipe's call times out instead of hanging, and
     // so does every new one (the proxy accepts, then forwards nothing).
     link.set(Link::Stall);
     let started = Instant::now();
-    let stalled = node.submit(put("/stalled")).await;
+    let stalled = node.submit_command(put("/stalled")).await;
     assert!(
         stalled.is_err(),
         "a write through a stalled link: {stalled:?}"
@@ -311,7 +313,7 @@ async fn stall_break_and_heal(cluster: Cluster, dialed: fn(&[u8]) -> bool) {
     // succeeds only on a newly dialed pipe.
     let before = link.opened(dialed);
     link.set(Link::Up);
-    node.submit(put("/after-stall"))
+    node.submit_command(put("/after-stall"))
         .await
         .expect("a write after the link healed");
     assert!(link.opened(dialed) > before, "a new pipe was dialed");
@@ -320,7 +322,7 @@ async fn stall_break_and_heal(cluster: Cluster, dialed: fn(&[u8]) -> bool) {
     // pooled pipe; the follower learns it when it next uses the pool.
     link.set(Link::Reset);
     let started = Instant::now();
-    let broken = node.submit(put("/broken")).await;
+    let broken = node.submit_command(put("/broken")).await;
     assert!(broken.is_err(), "a write through a broken link: {broken:?}");
     assert!(started.elapsed() < BOUND);
 
@@ -329,7 +331,7 @@ async fn stall_break_and_heal(cluster: Cluster, dialed: fn(&[u8]) -> bool) {
     // found closed in the pool is dropped before anything is written.
     let before = link.opened(dialed);
     link.set(Link::Up);
-    let pooled_then_closed = node.submit(put("/warm")).await;
+    let pooled_then_closed = node.submit_command(put("/warm")).await;
     pooled_then_closed.expect("write after heal");
     link.set(Link::Reset);
     eventually("the proxy to close every connection", WAIT, || {
@@ -337,7 +339,7 @@ async fn stall_break_and_heal(cluster: Cluster, dialed: fn(&[u8]) -> bool) {
     })
     .await;
     link.set(Link::Up);
-    node.submit(put("/after-reset"))
+    node.submit_command(put("/after-reset"))
         .await
         .expect("a write on a new pipe, not the closed pooled one");
     assert!(link.opened(dialed) > before + 1);
@@ -348,7 +350,7 @@ async fn stall_break_and_heal(cluster: Cluster, dialed: fn(&[u8]) -> bool) {
     let append_link = &cluster.proxies[&(leader, follower)];
     append_link.set(Link::Stall);
     cluster.nodes[&leader]
-        .submit(put("/while-stalled"))
+        .submit_command(put("/while-stalled"))
         .await
         .expect("the leader and the other follower commit");
     assert!(!holds(node, "/while-stalled").await, "nothing got through");

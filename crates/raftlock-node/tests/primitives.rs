@@ -108,7 +108,7 @@ async fn rwlock_releases_wake_only_the_entries_they_grant() {
         holders.push(t.await.expect("task").expect("granted"));
     }
     let view = node
-        .read(Consistency::Linearizable, |s| {
+        .read_state(Consistency::Linearizable, |s| {
             s.shared_queue(SharedKind::RwLock, "rw")
         })
         .await
@@ -209,7 +209,7 @@ async fn semaphore_release_wakes_one_waiter() {
         );
     }
     let view = node
-        .read(Consistency::Linearizable, |s| {
+        .read_state(Consistency::Linearizable, |s| {
             s.shared_queue(SharedKind::Semaphore, "sem")
         })
         .await
@@ -256,7 +256,7 @@ async fn overlapping_multi_locks_in_opposite_orders_both_complete() {
     .await;
     // `a` is reserved for the first set while it waits for `b`.
     let a_holder = node
-        .read(Consistency::Linearizable, |s| {
+        .read_state(Consistency::Linearizable, |s| {
             s.holder(QueueKind::Lock, "a")
         })
         .await
@@ -288,7 +288,7 @@ async fn overlapping_multi_locks_in_opposite_orders_both_complete() {
         .await;
     assert_eq!(timed_out, Err(NodeError::Timeout));
     let queued = node
-        .read(Consistency::Linearizable, |s| {
+        .read_state(Consistency::Linearizable, |s| {
             (
                 s.queue(QueueKind::Lock, "a").waiters.len(),
                 s.queue(QueueKind::Lock, "b").holder,

@@ -143,11 +143,7 @@ pub(crate) async fn watch(
     let latest = app.node.history().subscribe();
     let sent = match since {
         Some(revision) => revision,
-        None => {
-            app.node
-                .read(Consistency::Linearizable, |s| s.revision())
-                .await?
-        }
+        None => app.node.revision(Consistency::Linearizable).await?,
     };
     let keepalive = Duration::from_millis(app.config.sse_keepalive_ms.max(1));
     let watching = Watching {

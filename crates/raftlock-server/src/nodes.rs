@@ -147,20 +147,20 @@ fn owner_as_seen(node: &raftlock_node::NodeView, caller: &Caller) -> Option<Sess
 /// never changes, so the local state answers unless this member has not
 /// applied the session yet; only then does it take a linearizable read.
 async fn visible_owner(app: &AppState, caller: &Caller, owner: SessionId) -> Option<SessionId> {
-    let seen = |s: &raftlock_core::StateMachine| {
-        s.session_principal(owner)
-            .map(|principal| caller.visibility(principal).session_id(owner).is_some())
-    };
-    let known = match app.node.read(Consistency::Stale, seen).await {
-        Ok(Some(visible)) => Some(visible),
+    let known = match app.node.session_principal(owner, Consistency::Stale).await {
+        Ok(Some(principal)) => Some(principal),
         _ => app
             .node
-            .read(Consistency::Linearizable, seen)
+            .session_principal(owner, Consistency::Linearizable)
             .await
             .ok()
             .flatten(),
     };
-    known.unwrap_or(false).then_some(owner)
+    let principal = known?;
+    caller
+        .visibility(principal.as_deref())
+        .session_id(owner)
+        .map(|_| owner)
 }
 
 /// Creates or updates a node (`201` created, `200` updated).

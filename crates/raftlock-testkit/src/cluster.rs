@@ -163,7 +163,7 @@ impl TestCluster {
     /// member.
     pub async fn state(&self) -> StateMachine {
         let node = self.running().next().expect("a running member");
-        node.read(Consistency::Linearizable, |s| s.clone())
+        node.read_state(Consistency::Linearizable, |s| s.clone())
             .await
             .expect("linearizable read")
     }

@@ -50,14 +50,19 @@ fn event(change: Change) -> WatchEvent {
 /// The node at `path` and the revision of the (linearizable) read.
 pub(super) async fn read_node(client: &EmbeddedClient, path: &str) -> Result<(NodeData, u64)> {
     checked_path(path)?;
-    let read = || {
-        client.node.read(Consistency::Linearizable, |s| {
-            (s.node(path).map(node_data), s.revision())
-        })
-    };
-    match client.retrying(None, read).await? {
-        (Some(node), revision) => Ok((node, revision)),
-        (None, _) => Err(ClientError::NotFound(format!("no node at {path}"))),
+    let read = || client.node.get_node(path, Consistency::Linearizable);
+    let read = client.retrying(None, read).await?;
+    match read.value {
+        Some(node) => Ok((
+            NodeData {
+                data: node.data,
+                version: node.version,
+                create_revision: node.create_revision,
+                mod_revision: node.mod_revision,
+            },
+            read.revision,
+        )),
+        None => Err(ClientError::NotFound(format!("no node at {path}"))),
     }
 }
 
@@ -128,11 +133,7 @@ pub(super) fn watch(client: &EmbeddedClient, path: &str, since_revision: Option<
         let sent = match since_revision {
             Some(revision) => revision,
             None => {
-                let read = || {
-                    client
-                        .node
-                        .read(Consistency::Linearizable, |s| s.revision())
-                };
+                let read = || client.node.revision(Consistency::Linearizable);
                 client.retrying(None, read).await?
             }
         };

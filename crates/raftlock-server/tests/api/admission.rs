@@ -59,7 +59,7 @@ async fn past_the_in_flight_limit_requests_wait_then_get_503_but_a_holder_keepal
     ];
     eventually("both long polls wait", || async {
         c.node(l)
-            .read(Consistency::Stale, |s| {
+            .read_state(Consistency::Stale, |s| {
                 s.queue(QueueKind::Lock, "busy").waiters.len()
             })
             .await

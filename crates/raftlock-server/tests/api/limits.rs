@@ -75,7 +75,7 @@ async fn session_and_waiter_limits_answer_429_with_retry_after() {
     // A follower enforces the same limit once it has applied the opens.
     eventually("the follower applied every open", || async {
         c.node(f)
-            .read(Consistency::Stale, |s| s.session_count())
+            .read_state(Consistency::Stale, |s| s.session_count())
             .await
             .is_ok_and(|n| n == 4)
     })
@@ -101,7 +101,7 @@ async fn session_and_waiter_limits_answer_429_with_retry_after() {
     );
     eventually("b2 is queued", || async {
         c.node(l)
-            .read(Consistency::Stale, |s| {
+            .read_state(Consistency::Stale, |s| {
                 s.queue_place(
                     raftlock_core::QueueKind::Lock,
                     "job",
@@ -146,7 +146,7 @@ async fn session_and_waiter_limits_answer_429_with_retry_after() {
     );
     eventually("b2 is a candidate", || async {
         c.node(l)
-            .read(Consistency::Stale, |s| {
+            .read_state(Consistency::Stale, |s| {
                 s.queue_place(
                     raftlock_core::QueueKind::Election,
                     "boss",

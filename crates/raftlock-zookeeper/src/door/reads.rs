@@ -5,7 +5,6 @@
 //! to the revision it saw, then leaves its own watch.
 
 use raftlock_core::path::validate_node_path;
-use raftlock_core::StateMachine;
 use raftlock_node::Consistency;
 
 use super::conn::Conn;
@@ -19,30 +18,6 @@ use crate::wire::{
 
 /// `/zookeeper`'s nodes below it: `config` and `quota`.
 const ZK_SUBTREE_BELOW_ROOT: u64 = 2;
-
-/// The nodes below `path` (children, theirs, and so on; `path` itself
-/// not counted), `None` when nothing is at or below it. Paths that only
-/// hold queue nodes count as nodes, as reads show them.
-fn descendants(state: &StateMachine, path: &str) -> Option<u64> {
-    let mut count = 0;
-    let mut stack = vec![(path.to_string(), state.children(path)?)];
-    while let Some((parent, children)) = stack.pop() {
-        for child in children {
-            count += 1;
-            let child = if parent == "/" {
-                format!("/{child}")
-            } else {
-                format!("{parent}/{child}")
-            };
-            if let Some(below) = state.children(&child) {
-                if !below.is_empty() {
-                    stack.push((child, below));
-                }
-            }
-        }
-    }
-    Some(count)
-}
 
 impl Conn {
     /// The node at `path` as ZooKeeper shows it, and the revision read.
@@ -201,15 +176,12 @@ impl Conn {
             };
             (revision, found)
         } else {
-            // One read of the state: the count is of one revision.
-            self.node
-                .read(Consistency::Linearizable, |s| {
-                    let node = s.node(&path).is_some();
-                    let below = descendants(s, &path);
-                    (s.revision(), below.or(node.then_some(0)))
-                })
+            let counted = self
+                .node
+                .count_below(&path, Consistency::Linearizable)
                 .await
-                .map_err(|e| failure(&e, OpKind::Other))?
+                .map_err(|e| failure(&e, OpKind::Other))?;
+            (counted.revision, counted.value)
         };
         let found = match found {
             // The root also holds ZooKeeper's own subtree.
