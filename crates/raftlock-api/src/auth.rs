@@ -132,8 +132,8 @@ impl Token {
             // The interval holding `cursor` that reaches furthest.
             let mut reach: Option<Option<&Vec<u8>>> = None;
             for (start, stop) in &intervals {
-                let holds = *start <= cursor.as_slice()
-                    && stop.as_ref().is_none_or(|s| cursor < *s);
+                let holds =
+                    *start <= cursor.as_slice() && stop.as_ref().is_none_or(|s| cursor < *s);
                 if !holds {
                     continue;
                 }

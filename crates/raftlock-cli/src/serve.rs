@@ -114,9 +114,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                         &api_config.auth,
                     )?
                 }
-                None => {
-                    raftlock_etcd::Door::start(node.clone(), listener, all, &api_config.auth)?
-                }
+                None => raftlock_etcd::Door::start(node.clone(), listener, all, &api_config.auth)?,
             };
             tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
                 tls = tls.is_some(), tokens = api_config.auth.enabled(),

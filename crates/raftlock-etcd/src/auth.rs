@@ -263,7 +263,11 @@ impl Etcd {
             None => Ok(()),
             Some(Some(p)) if p == principal => Ok(()),
             Some(_) => {
-                tracing::debug!(principal, lease = id.0, "etcd door: another principal's lease");
+                tracing::debug!(
+                    principal,
+                    lease = id.0,
+                    "etcd door: another principal's lease"
+                );
                 Err(permission_denied())
             }
         }

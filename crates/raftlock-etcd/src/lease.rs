@@ -87,9 +87,7 @@ impl Lease for Etcd {
                         // Another principal's lease ends the stream.
                         Err(refused) => Err(refused),
                         Ok(()) => match this.node.keepalive(id).await {
-                            Ok(ttl) => {
-                                Ok(secs(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)))
-                            }
+                            Ok(ttl) => Ok(secs(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))),
                             // etcd answers an unknown lease with TTL 0.
                             Err(NodeError::Core(CoreError::SessionNotFound(_))) => Ok(0),
                             Err(e) => Err(errors::status(e)),

@@ -115,7 +115,14 @@ impl Door {
     ) -> std::io::Result<Door> {
         let addr = listener.local_addr()?;
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-        Ok(Self::serve(node, addr, incoming, client_addrs, "http", auth))
+        Ok(Self::serve(
+            node,
+            addr,
+            incoming,
+            client_addrs,
+            "http",
+            auth,
+        ))
     }
 
     /// As [`start`](Self::start), over TLS with `server` (the API's
@@ -130,7 +137,14 @@ impl Door {
     ) -> std::io::Result<Door> {
         let addr = listener.local_addr()?;
         let incoming = tls::incoming(listener, server)?;
-        Ok(Self::serve(node, addr, incoming, client_addrs, "https", auth))
+        Ok(Self::serve(
+            node,
+            addr,
+            incoming,
+            client_addrs,
+            "https",
+            auth,
+        ))
     }
 
     fn serve<S, IO>(

@@ -12,8 +12,8 @@
 //! delete it when their wait fails.
 
 use raftlock_core::kv::{
-    prefix_end, DeleteRangeRequest, KvCompare, KvCompareResult, KvCompareTarget, KvOp,
-    KvRequest, KvResponseOp, PutRequest, RangeRequest, TxnRequest,
+    prefix_end, DeleteRangeRequest, KvCompare, KvCompareResult, KvCompareTarget, KvOp, KvRequest,
+    KvResponseOp, PutRequest, RangeRequest, TxnRequest,
 };
 use raftlock_core::SessionId;
 use raftlock_node::Consistency;
