@@ -667,6 +667,24 @@ fn v3lock_service_through_grpcio() {
     run_python_scenario(&python, &cluster, &doors, "v3lock.py");
 }
 
+/// etcd's Election service (v3election), which neither etcdctl nor
+/// python-etcd3 calls, through grpcio with hand-encoded messages
+/// (`tests/etcd3/v3election.py`): two campaigners on different members,
+/// the second elected when the first resigns, a third when the leader's
+/// lease is revoked; Proclaim by the leader and refused to a waiting
+/// campaigner and to a resigned LeaderKey; Observe on a third member
+/// seeing every leader and value in order; Leader without one answering
+/// etcd's error; lease 0 and a revoked lease refused, and a campaign
+/// given up by its caller leaving no key.
+#[test]
+fn v3election_service_through_grpcio() {
+    let Some(python) = etcd3_python("v3election_service_through_grpcio") else {
+        return;
+    };
+    let (cluster, doors) = start_cluster();
+    run_python_scenario(&python, &cluster, &doors, "v3election.py");
+}
+
 /// Runs `tests/etcd3/<scenario>` against the doors once they answer, and
 /// fails with its output unless it passed every check.
 fn run_python_scenario(python: &Path, cluster: &ProcessCluster, doors: &[String], scenario: &str) {

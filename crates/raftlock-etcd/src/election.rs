@@ -3,7 +3,8 @@
 //! `name/<lease hex>` with its value and lease and becomes leader when
 //! its key is the oldest under `name/` (`turn`, shared with the Lock
 //! service: lease 0 and an expired lease refused, never orphaned);
-//! Proclaim puts a new value while the key is still the leader's,
+//! Proclaim puts a new value while the key is still the leader's (it
+//! exists with the leader's revision and none under the name is older),
 //! Resign deletes it, Leader reads the oldest key, Observe streams each
 //! leader and each of its values in revision order.
 //!
@@ -134,8 +135,16 @@ impl pb::election_server::Election for Etcd {
             .ok()
             .filter(|r| *r > 0)
             .ok_or_else(not_leader)?;
+        // Only the leader proclaims: the key must be the oldest under the
+        // name (etcd's recipe checks only that the key still exists; a
+        // LeaderKey is only handed out to the leader, so no client of the
+        // recipe sees a difference).
+        let prefix = prefix_of(&leader.name);
+        if !leader.key.starts_with(&prefix) {
+            return Err(not_leader());
+        }
         let (proclaimed, at) = self
-            .put_if_still(&leader.key, revision, r.value, session)
+            .put_if_still(&leader.key, revision, r.value, session, Some(&prefix))
             .await?;
         if !proclaimed {
             return Err(not_leader());

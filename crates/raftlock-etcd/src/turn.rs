@@ -129,18 +129,29 @@ impl Etcd {
     }
 
     /// Puts `value` at `key` with `lease` if the key's create revision is
-    /// still `revision` and the key is that lease's; `false` if it is not
-    /// (the key went, was put again, or is another lease's). Returns the
-    /// revision of the write too.
+    /// still `revision` and the key is that lease's (and, with
+    /// `oldest_under`, no key under that prefix is older: the key holds
+    /// the turn); `false` if it is not (the key went, was put again, is
+    /// another lease's, or waits). Returns the revision of the write too.
     pub(crate) async fn put_if_still(
         &self,
         key: &[u8],
         revision: u64,
         value: Vec<u8>,
         lease: SessionId,
+        oldest_under: Option<&[u8]>,
     ) -> Result<(bool, u64), Status> {
+        let mut compare = still_with(key, revision, Some(Some(lease)));
+        if let Some(prefix) = oldest_under {
+            compare.push(KvCompare {
+                result: KvCompareResult::Greater,
+                target: KvCompareTarget::Create(revision.saturating_sub(1)),
+                key: prefix.to_vec(),
+                range_end: prefix_end(prefix),
+            });
+        }
         let txn = TxnRequest {
-            compare: still_with(key, revision, Some(Some(lease))),
+            compare,
             success: vec![KvRequest::Put(PutRequest {
                 key: key.to_vec(),
                 value,
@@ -202,7 +213,7 @@ impl Etcd {
                     let found = r.kvs.first().ok_or_else(errors::lease_not_found)?;
                     if existing == Existing::Update && found.value != value {
                         let (updated, at) = self
-                            .put_if_still(&key, found.create_revision, value, session)
+                            .put_if_still(&key, found.create_revision, value, session, None)
                             .await?;
                         if !updated {
                             return Err(errors::lease_not_found());
