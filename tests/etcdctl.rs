@@ -1130,3 +1130,80 @@ fn etcdctl_logs_in_over_tls() {
         String::from_utf8_lossy(&denied.stderr)
     );
 }
+
+/// `raftlock up --auth FILE` serves the etcd door with the file's tokens
+/// and says how etcdctl logs in.
+#[test]
+fn raftlock_up_with_auth_serves_the_etcd_door() {
+    if !have_etcdctl("raftlock_up_with_auth_serves_the_etcd_door") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens.toml");
+    std::fs::write(&tokens, auth_tokens_toml()).expect("tokens");
+    // API, Raft, ZooKeeper and etcd ports of three members, all free.
+    let base = (20_000..60_000u16)
+        .step_by(991)
+        .find(|b| {
+            (0..3).all(|o| {
+                [0, 100, 200, 300]
+                    .iter()
+                    .all(|d| std::net::TcpListener::bind(("127.0.0.1", b + d + o)).is_ok())
+            })
+        })
+        .expect("a free port range");
+    let mut up = Command::new(env!("CARGO_BIN_EXE_raftlock"))
+        .args(["up", "--base-port", &base.to_string(), "--auth"])
+        .arg(&tokens)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("raftlock up");
+    let stdout = up.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut etcd_line = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains("etcd v3 clients") => etcd_line = Some(line),
+            Ok(line) if line.contains("Ctrl-C") => break,
+            Ok(_) => {}
+            Err(e) => panic!("raftlock up never finished starting: {e}"),
+        }
+    }
+    let etcd_line = etcd_line.expect("up prints the etcd endpoints");
+    let door = format!("127.0.0.1:{}", base + 300);
+    assert!(etcd_line.contains(&door), "{etcd_line}");
+    assert!(
+        etcd_line.contains("etcdctl --user <name>:<token>"),
+        "{etcd_line}"
+    );
+    let app = format!("etcd-app:{APP_TOKEN}");
+    let endpoints = (0..3)
+        .map(|o| format!("127.0.0.1:{}", base + 300 + o))
+        .collect::<Vec<_>>()
+        .join(",");
+    assert_eq!(
+        ok_as(&endpoints, &app, &["put", "app/up", "1"]).trim(),
+        "OK"
+    );
+    assert_eq!(ok_as(&door, &app, &["get", "app/up"]), "app/up\n1\n");
+    let none = refused(&door, None, &["get", "app/up"]);
+    assert!(none.contains("etcdserver: user name is empty"), "{none}");
+    let _ = Command::new("kill")
+        .args(["-INT", &up.id().to_string()])
+        .status();
+    let stop = Instant::now() + Duration::from_secs(30);
+    while up.try_wait().ok().flatten().is_none() {
+        assert!(Instant::now() < stop, "raftlock up did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -140,7 +140,8 @@ def keys():
 def wait_for(what, predicate, within=20):
     deadline = time.monotonic() + within
     while not predicate():
-        check(what, time.monotonic() < deadline)
+        if time.monotonic() >= deadline:
+            check(what, False)
         time.sleep(0.05)
     check(what, True)
 
