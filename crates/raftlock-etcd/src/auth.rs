@@ -345,3 +345,101 @@ auth_service! {
     role_grant_permission(AuthRoleGrantPermissionRequest) -> AuthRoleGrantPermissionResponse;
     role_revoke_permission(AuthRoleRevokePermissionRequest) -> AuthRoleRevokePermissionResponse;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raftlock_api::auth::Grant;
+    use raftlock_core::kv::{DeleteRangeRequest, KvCompare, KvCompareResult, KvCompareTarget};
+    use raftlock_core::kv::{PutRequest, RangeRequest};
+
+    fn caller() -> Caller {
+        Caller::Token(Arc::new(Token {
+            name: "app".into(),
+            sha256: raftlock_api::hash_token("t"),
+            grants: vec![
+                Grant {
+                    prefix: "app/".into(),
+                    allow: vec![Permission::Read, Permission::Write],
+                },
+                Grant {
+                    prefix: "shared/".into(),
+                    allow: vec![Permission::Read],
+                },
+            ],
+        }))
+    }
+
+    #[test]
+    fn ranges_follow_etcds_conventions() {
+        let c = caller();
+        assert!(c.check_key(Permission::Write, b"app/x").is_ok());
+        assert!(c.check_range(Permission::Read, b"app/", b"app0").is_ok());
+        // "\0" as the end: every key from `key` on.
+        assert!(c.check_range(Permission::Read, b"app/", b"\0").is_err());
+        assert!(c.check_range(Permission::Read, b"\0", b"\0").is_err());
+        let denied = c
+            .check_key(Permission::Write, b"shared/x")
+            .expect_err("read-only");
+        assert_eq!(denied.code(), tonic::Code::PermissionDenied);
+        assert_eq!(denied.message(), "etcdserver: permission denied");
+        assert!(Caller::Open
+            .check_range(Permission::Write, b"\0", b"\0")
+            .is_ok());
+        assert!(Caller::Open.check_cluster_admin().is_ok());
+        assert!(c.check_cluster_admin().is_err());
+        assert!(c.check_somewhere(Permission::Lock).is_err());
+    }
+
+    #[test]
+    fn a_transaction_is_checked_on_compares_and_both_branches() {
+        let c = caller();
+        let put = |key: &[u8], lease: Option<u128>| {
+            KvRequest::Put(PutRequest {
+                key: key.to_vec(),
+                lease: lease.map(SessionId),
+                ..PutRequest::default()
+            })
+        };
+        let compare = |key: &[u8]| KvCompare {
+            result: KvCompareResult::Equal,
+            target: KvCompareTarget::Version(1),
+            key: key.to_vec(),
+            range_end: Vec::new(),
+        };
+        let ok = TxnRequest {
+            compare: vec![compare(b"shared/flag")],
+            success: vec![put(b"app/a", Some(7))],
+            failure: vec![KvRequest::Txn(TxnRequest {
+                compare: Vec::new(),
+                success: vec![KvRequest::Range(RangeRequest {
+                    key: b"shared/".to_vec(),
+                    range_end: b"shared0".to_vec(),
+                    ..RangeRequest::default()
+                })],
+                failure: vec![put(b"app/b", Some(9))],
+            })],
+        };
+        assert_eq!(
+            c.check_txn(&ok).expect("within the grants"),
+            vec![SessionId(7), SessionId(9)]
+        );
+        let compare_outside = TxnRequest {
+            compare: vec![compare(b"other/x")],
+            ..ok.clone()
+        };
+        assert!(c.check_txn(&compare_outside).is_err());
+        let nested_write = TxnRequest {
+            failure: vec![KvRequest::Txn(TxnRequest {
+                failure: vec![KvRequest::DeleteRange(DeleteRangeRequest {
+                    key: b"shared/".to_vec(),
+                    range_end: b"shared0".to_vec(),
+                    ..DeleteRangeRequest::default()
+                })],
+                ..TxnRequest::default()
+            })],
+            ..ok
+        };
+        assert!(c.check_txn(&nested_write).is_err());
+    }
+}
