@@ -622,6 +622,24 @@ fn v3lock_service_through_grpcio() {
     run_python_scenario(&python, &cluster, &doors, "v3lock.py");
 }
 
+/// etcd's Election service (v3election), which neither etcdctl nor
+/// python-etcd3 calls, through grpcio with hand-encoded messages
+/// (`tests/etcd3/v3election.py`): two campaigners on different members,
+/// the second elected when the first resigns, a third when the leader's
+/// lease is revoked; Proclaim by the leader and refused to a waiting
+/// campaigner and to a resigned LeaderKey; Observe on a third member
+/// seeing every leader and value in order; Leader without one answering
+/// etcd's error; lease 0 and a revoked lease refused, and a campaign
+/// given up by its caller leaving no key.
+#[test]
+fn v3election_service_through_grpcio() {
+    let Some(python) = etcd3_python("v3election_service_through_grpcio") else {
+        return;
+    };
+    let (cluster, doors) = start_cluster();
+    run_python_scenario(&python, &cluster, &doors, "v3election.py");
+}
+
 /// Runs `tests/etcd3/<scenario>` against the doors once they answer, and
 /// fails with its output unless it passed every check.
 fn run_python_scenario(python: &Path, cluster: &ProcessCluster, doors: &[String], scenario: &str) {
@@ -782,4 +800,365 @@ fn crosscheck_against_a_real_etcd() {
         String::from_utf8_lossy(&out.stderr)
     );
     drop(etcd);
+}
+
+/// Tokens of the auth tests: `etcd-app` reads, writes and locks under
+/// `app/` and reads `shared/`; `other` locks and writes under `other/`;
+/// `ops` is a cluster admin. The token strings, as `raftlock token new`
+/// would print them.
+const APP_TOKEN: &str = "rlt_app_5f0c1d2e3a4b5c6d7e8f90a1b2c3d4e5";
+const OTHER_TOKEN: &str = "rlt_other_0a1b2c3d4e5f60718293a4b5c6d7e8f9";
+const OPS_TOKEN: &str = "rlt_ops_99887766554433221100ffeeddccbbaa";
+
+fn auth_tokens_toml() -> String {
+    format!(
+        "[[auth.tokens]]\nname = \"etcd-app\"\nsha256 = \"{}\"\n\
+         grants = [ {{ prefix = \"app/\", allow = [\"read\", \"write\", \"lock\"] }},\n\
+                    {{ prefix = \"shared/\", allow = [\"read\"] }} ]\n\
+         [[auth.tokens]]\nname = \"other\"\nsha256 = \"{}\"\n\
+         grants = [ {{ prefix = \"other/\", allow = [\"read\", \"write\", \"lock\"] }} ]\n\
+         [[auth.tokens]]\nname = \"ops\"\nsha256 = \"{}\"\n\
+         grants = [ {{ prefix = \"\", allow = [\"admin\"] }} ]\n",
+        raftlock_api::hash_token(APP_TOKEN),
+        raftlock_api::hash_token(OTHER_TOKEN),
+        raftlock_api::hash_token(OPS_TOKEN),
+    )
+}
+
+/// Runs etcdctl as `user` (`name:password`, before the command's own
+/// arguments) and fails unless it succeeds.
+fn ok_as(endpoints: &str, user: &str, args: &[&str]) -> String {
+    let mut all = vec!["--user", user];
+    all.extend_from_slice(args);
+    ok(endpoints, &all)
+}
+
+/// Runs etcdctl as `user` (`None`: without one), expects it to fail, and
+/// returns its stderr.
+fn refused(endpoints: &str, user: Option<&str>, args: &[&str]) -> String {
+    let mut all = Vec::new();
+    if let Some(user) = user {
+        all.extend(["--user", user]);
+    }
+    all.extend_from_slice(args);
+    let out = run(endpoints, &all);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "etcdctl {all:?} should have been refused: {}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    stderr
+}
+
+/// Tokens through etcd's `Authenticate`: `etcdctl --user name:token`
+/// (the token's principal and the token) puts, reads and locks within
+/// the token's grants; no user, a wrong password, or a token under
+/// another name are refused with etcd's errors; a key outside the grants
+/// (or readable only) is `permission denied`; a lease belongs to the
+/// principal that granted it; Compact is a cluster admin's; the Auth
+/// API's user management points at the cluster file.
+#[test]
+fn etcdctl_logs_in_with_a_token_and_is_held_to_its_grants() {
+    if !have_etcdctl("etcdctl_logs_in_with_a_token_and_is_held_to_its_grants") {
+        return;
+    }
+    let (cluster, doors) = start_cluster_with(|c| c.append_config(&auth_tokens_toml()));
+    // `endpoint status` needs no token (etcd's Status is not checked).
+    wait_ready(&cluster, &doors);
+    let app = format!("etcd-app:{APP_TOKEN}");
+    let other = format!("other:{OTHER_TOKEN}");
+    let ops = format!("ops:{OPS_TOKEN}");
+    let all = doors.join(",");
+
+    // Within the grants, through every member.
+    assert_eq!(ok_as(&doors[0], &app, &["put", "app/x", "1"]).trim(), "OK");
+    assert_eq!(ok_as(&doors[1], &app, &["get", "app/x"]), "app/x\n1\n");
+    assert_eq!(
+        ok_as(&doors[2], &app, &["get", "--prefix", "app/", "--keys-only"]).trim(),
+        "app/x"
+    );
+    let held = ok_as(&all, &app, &["lock", "app/nightly", "echo", "held"]);
+    assert_eq!(held.trim(), "held");
+
+    // No user, a wrong password, another principal's name.
+    let none = refused(&doors[0], None, &["get", "app/x"]);
+    assert!(none.contains("etcdserver: user name is empty"), "{none}");
+    let none = refused(&doors[1], None, &["put", "app/x", "2"]);
+    assert!(none.contains("etcdserver: user name is empty"), "{none}");
+    let none = refused(&doors[2], None, &["member", "list"]);
+    assert!(none.contains("etcdserver: user name is empty"), "{none}");
+    let wrong = refused(&doors[0], Some("etcd-app:not-the-token"), &["get", "app/x"]);
+    assert!(
+        wrong.contains("etcdserver: authentication failed, invalid user ID or password"),
+        "{wrong}"
+    );
+    let swapped = format!("ops:{APP_TOKEN}");
+    let wrong = refused(&doors[1], Some(&swapped), &["get", "app/x"]);
+    assert!(
+        wrong.contains("etcdserver: authentication failed, invalid user ID or password"),
+        "{wrong}"
+    );
+
+    // `shared/` is readable, not writable; `other/` neither.
+    assert_eq!(
+        ok_as(&doors[0], &ops, &["put", "shared/motd", "hi"]).trim(),
+        "OK"
+    );
+    assert_eq!(
+        ok_as(&doors[1], &app, &["get", "shared/motd"]),
+        "shared/motd\nhi\n"
+    );
+    for args in [
+        &["put", "shared/motd", "mine"][..],
+        &["del", "shared/motd"],
+        &["get", "other/x"],
+        &["put", "other/x", "1"],
+        &["get", "--prefix", "app"],
+        &["get", "--from-key", "app/"],
+        &["lock", "shared/lock", "echo", "never"],
+        &["compact", "1"],
+    ] {
+        let denied = refused(&doors[2], Some(&app), args);
+        assert!(
+            denied.contains("etcdserver: permission denied"),
+            "{args:?}: {denied}"
+        );
+    }
+    assert_eq!(
+        ok_as(&doors[2], &app, &["get", "shared/motd"]),
+        "shared/motd\nhi\n"
+    );
+    // A transaction is checked on every compare and both branches.
+    let mut txn = etcdctl(&doors[0], &["--user", &app, "txn"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("etcdctl txn");
+    txn.stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"value(\"app/x\") = \"1\"\n\nput app/y 2\n\nput shared/motd no\n\n")
+        .expect("txn input");
+    let out = txn.wait_with_output().expect("txn ran");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("etcdserver: permission denied"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let untouched = json(&doors[0], &["--user", &app, "get", "app/y"]);
+    assert_eq!(untouched["count"].as_i64().unwrap_or(0), 0, "{untouched}");
+
+    // A watch outside the grants is canceled with permission denied.
+    let watch = Command::new("timeout")
+        .args(["20", ETCDCTL])
+        .env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={}", doors[1]))
+        .args(["--user", &app, "watch", "other/x"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("etcdctl watch");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&watch.stdout),
+        String::from_utf8_lossy(&watch.stderr)
+    );
+    assert!(said.contains("permission denied"), "{said}");
+
+    // A lease is its principal's: another cannot see, renew or revoke it.
+    let granted = ok_as(&doors[0], &app, &["lease", "grant", "60"]);
+    let lease = granted
+        .split_whitespace()
+        .nth(1)
+        .expect("lease <id> granted")
+        .to_string();
+    assert_eq!(
+        ok_as(
+            &doors[1],
+            &app,
+            &["put", "app/leased", "v", "--lease", &lease]
+        )
+        .trim(),
+        "OK"
+    );
+    assert!(ok_as(&doors[2], &app, &["lease", "list"]).contains(&lease));
+    assert!(!ok_as(&doors[2], &other, &["lease", "list"]).contains(&lease));
+    assert!(ok_as(&doors[2], &ops, &["lease", "list"]).contains(&lease));
+    for args in [
+        &["lease", "revoke", &lease][..],
+        &["lease", "keep-alive", "--once", &lease],
+        &["lease", "timetolive", &lease],
+        &["put", "other/leased", "v", "--lease", &lease],
+    ] {
+        let denied = refused(&doors[0], Some(&other), args);
+        assert!(
+            denied.contains("etcdserver: permission denied"),
+            "{args:?}: {denied}"
+        );
+    }
+    // `other` may grant its own lease and lock under its prefix.
+    let mine = ok_as(&doors[1], &other, &["lock", "other/job", "echo", "mine"]);
+    assert_eq!(mine.trim(), "mine");
+    assert!(ok_as(&doors[1], &app, &["lease", "revoke", &lease]).contains("revoked"));
+    let gone = json(&doors[0], &["--user", &app, "get", "app/leased"]);
+    assert_eq!(gone["count"].as_i64().unwrap_or(0), 0, "{gone}");
+
+    // Compact is a cluster admin's.
+    let rev = revision_of(&json(&doors[0], &["--user", &ops, "get", "app/x"]));
+    ok_as(&doors[0], &ops, &["compact", &rev.to_string()]);
+
+    // Users and roles are the cluster file's.
+    for args in [
+        &["user", "add", "bob:pw"][..],
+        &["role", "add", "readers"],
+        &["auth", "enable"],
+        &["user", "list"],
+    ] {
+        let managed = refused(&doors[0], Some(&ops), args);
+        assert!(managed.contains("[[auth.tokens]]"), "{args:?}: {managed}");
+    }
+}
+
+/// The same login over TLS, with client certificates required: a token
+/// puts and reads, no token is refused.
+#[test]
+fn etcdctl_logs_in_over_tls() {
+    if !have_etcdctl("etcdctl_logs_in_over_tls") {
+        return;
+    }
+    let mut ca = None;
+    let (cluster, doors) = start_cluster_with(|c| {
+        ca = Some(c.enable_tls("required"));
+        c.append_config(&auth_tokens_toml());
+    });
+    let ca = ca.expect("a CA");
+    let https: Vec<String> = doors.iter().map(|d| format!("https://{d}")).collect();
+    let app = format!("etcd-app:{APP_TOKEN}");
+    let tls_ctl = |endpoint: &str, user: Option<&str>, args: &[&str]| {
+        let mut flags = vec![
+            format!("--cacert={}", ca.ca_path().display()),
+            format!("--cert={}", ca.client.cert.display()),
+            format!("--key={}", ca.client.key.display()),
+        ];
+        if let Some(user) = user {
+            flags.push(format!("--user={user}"));
+        }
+        let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        etcdctl(endpoint, &all).output().expect("run etcdctl")
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = tls_ctl(&https[0], Some(&app), &["put", "app/secure", "1"]);
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no TLS put with a token: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let got = tls_ctl(&https[1], Some(&app), &["get", "app/secure"]);
+    assert_eq!(String::from_utf8_lossy(&got.stdout), "app/secure\n1\n");
+    let locked = tls_ctl(
+        &https[2],
+        Some(&app),
+        &["lock", "app/tls-lock", "echo", "held"],
+    );
+    assert_eq!(String::from_utf8_lossy(&locked.stdout).trim(), "held");
+    let anonymous = tls_ctl(&https[0], None, &["get", "app/secure"]);
+    assert!(!anonymous.status.success());
+    assert!(
+        String::from_utf8_lossy(&anonymous.stderr).contains("etcdserver: user name is empty"),
+        "{}",
+        String::from_utf8_lossy(&anonymous.stderr)
+    );
+    let denied = tls_ctl(&https[1], Some(&app), &["put", "shared/x", "1"]);
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains("etcdserver: permission denied"),
+        "{}",
+        String::from_utf8_lossy(&denied.stderr)
+    );
+}
+
+/// `raftlock up --auth FILE` serves the etcd door with the file's tokens
+/// and says how etcdctl logs in.
+#[test]
+fn raftlock_up_with_auth_serves_the_etcd_door() {
+    if !have_etcdctl("raftlock_up_with_auth_serves_the_etcd_door") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens.toml");
+    std::fs::write(&tokens, auth_tokens_toml()).expect("tokens");
+    // API, Raft, ZooKeeper and etcd ports of three members, all free.
+    let base = (20_000..60_000u16)
+        .step_by(991)
+        .find(|b| {
+            (0..3).all(|o| {
+                [0, 100, 200, 300]
+                    .iter()
+                    .all(|d| std::net::TcpListener::bind(("127.0.0.1", b + d + o)).is_ok())
+            })
+        })
+        .expect("a free port range");
+    let mut up = Command::new(env!("CARGO_BIN_EXE_raftlock"))
+        .args(["up", "--base-port", &base.to_string(), "--auth"])
+        .arg(&tokens)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("raftlock up");
+    let stdout = up.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut etcd_line = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains("etcd v3 clients") => etcd_line = Some(line),
+            Ok(line) if line.contains("Ctrl-C") => break,
+            Ok(_) => {}
+            Err(e) => panic!("raftlock up never finished starting: {e}"),
+        }
+    }
+    let etcd_line = etcd_line.expect("up prints the etcd endpoints");
+    let door = format!("127.0.0.1:{}", base + 300);
+    assert!(etcd_line.contains(&door), "{etcd_line}");
+    assert!(
+        etcd_line.contains("etcdctl --user <name>:<token>"),
+        "{etcd_line}"
+    );
+    let app = format!("etcd-app:{APP_TOKEN}");
+    let endpoints = (0..3)
+        .map(|o| format!("127.0.0.1:{}", base + 300 + o))
+        .collect::<Vec<_>>()
+        .join(",");
+    assert_eq!(
+        ok_as(&endpoints, &app, &["put", "app/up", "1"]).trim(),
+        "OK"
+    );
+    assert_eq!(ok_as(&door, &app, &["get", "app/up"]), "app/up\n1\n");
+    let none = refused(&door, None, &["get", "app/up"]);
+    assert!(none.contains("etcdserver: user name is empty"), "{none}");
+    let _ = Command::new("kill")
+        .args(["-INT", &up.id().to_string()])
+        .status();
+    let stop = Instant::now() + Duration::from_secs(30);
+    while up.try_wait().ok().flatten().is_none() {
+        assert!(Instant::now() < stop, "raftlock up did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

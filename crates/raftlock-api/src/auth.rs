@@ -62,11 +62,29 @@ pub struct Grant {
 
 impl Grant {
     fn allows(&self, permission: Permission, name: &str) -> bool {
-        name.starts_with(&self.prefix)
-            && self
-                .allow
-                .iter()
-                .any(|&p| p == permission || p == Permission::Admin)
+        name.starts_with(&self.prefix) && self.permits(permission)
+    }
+
+    /// Does this grant give `permission` (itself, or by `admin`), on
+    /// whatever its prefix covers?
+    pub fn permits(&self, permission: Permission) -> bool {
+        self.allow
+            .iter()
+            .any(|&p| p == permission || p == Permission::Admin)
+    }
+
+    /// The byte keys this grant covers, `[prefix, end)`; `None` as the
+    /// end: no end (the empty prefix covers every key). Prefixes hold
+    /// only ASCII characters, so the end is the prefix with its last
+    /// byte raised by one.
+    fn key_interval(&self) -> (&[u8], Option<Vec<u8>>) {
+        let start = self.prefix.as_bytes();
+        let end = start.split_last().map(|(last, head)| {
+            let mut end = head.to_vec();
+            end.push(last.saturating_add(1));
+            end
+        });
+        (start, end)
     }
 }
 
@@ -88,6 +106,50 @@ impl Token {
     /// May this token do `permission` on `name`?
     pub fn allows(&self, permission: Permission, name: &str) -> bool {
         self.grants.iter().any(|g| g.allows(permission, name))
+    }
+
+    /// May this token do `permission` on the byte key `key` (an etcd
+    /// key: the grants' prefixes are compared byte for byte)?
+    pub fn allows_key(&self, permission: Permission, key: &[u8]) -> bool {
+        self.grants
+            .iter()
+            .any(|g| key.starts_with(g.prefix.as_bytes()) && g.permits(permission))
+    }
+
+    /// May this token do `permission` on every byte key in `[key, end)`
+    /// (`end` `None`: every key from `key` on)? The range may be covered
+    /// by several grants together (`a/` and `b/` cover `[a/x, b/y)`).
+    /// An empty range needs `key` itself covered.
+    pub fn allows_key_range(&self, permission: Permission, key: &[u8], end: Option<&[u8]>) -> bool {
+        let intervals: Vec<(&[u8], Option<Vec<u8>>)> = self
+            .grants
+            .iter()
+            .filter(|g| g.permits(permission))
+            .map(Grant::key_interval)
+            .collect();
+        let mut cursor = key.to_vec();
+        loop {
+            // The interval holding `cursor` that reaches furthest.
+            let mut reach: Option<Option<&Vec<u8>>> = None;
+            for (start, stop) in &intervals {
+                let holds =
+                    *start <= cursor.as_slice() && stop.as_ref().is_none_or(|s| cursor < *s);
+                if !holds {
+                    continue;
+                }
+                reach = match (reach, stop.as_ref()) {
+                    (_, None) | (Some(None), _) => Some(None),
+                    (Some(Some(far)), Some(s)) => Some(Some(if s > far { s } else { far })),
+                    (None, Some(s)) => Some(Some(s)),
+                };
+            }
+            match (reach, end) {
+                (None, _) => return false,
+                (Some(None), _) => return true,
+                (Some(Some(far)), Some(end)) if far.as_slice() >= end => return true,
+                (Some(Some(far)), _) => cursor = far.clone(),
+            }
+        }
     }
 
     /// Does it have `permission` anywhere (for opening a session, which
@@ -297,6 +359,61 @@ mod tests {
         assert!(auth.find("secret-x").is_none());
         assert!(auth.find("").is_none());
         assert!(!AuthConfig::default().enabled());
+    }
+
+    #[test]
+    fn byte_ranges_are_covered_by_one_grant_or_several() {
+        let token = Token {
+            name: "t".into(),
+            sha256: hash_token("t"),
+            grants: vec![
+                Grant {
+                    prefix: "a/".into(),
+                    allow: vec![Permission::Read, Permission::Write],
+                },
+                Grant {
+                    prefix: "b/".into(),
+                    allow: vec![Permission::Read],
+                },
+                Grant {
+                    prefix: "c".into(),
+                    allow: vec![Permission::Admin],
+                },
+            ],
+        };
+        let (r, w) = (Permission::Read, Permission::Write);
+        assert!(token.allows_key(w, b"a/x"));
+        assert!(!token.allows_key(w, b"b/x"));
+        assert!(token.allows_key(r, b"b/x"));
+        assert!(!token.allows_key(r, b"a"));
+        assert!(token.allows_key(w, b"c\xff"), "admin covers write");
+        // [a/, a0) is the prefix a/ exactly.
+        assert!(token.allows_key_range(w, b"a/", Some(b"a0")));
+        assert!(!token.allows_key_range(w, b"a/", Some(b"a1")));
+        // a/ and b/ are not adjacent: a0.. lies between them.
+        assert!(!token.allows_key_range(r, b"a/x", Some(b"b/y")));
+        assert!(token.allows_key_range(r, b"b/", Some(b"b0")));
+        // b/ then c (reads): [b/, b0) and [c, d) leave b0..c uncovered.
+        assert!(!token.allows_key_range(r, b"b/", Some(b"c\x01")));
+        assert!(token.allows_key_range(r, b"c", Some(b"d")));
+        assert!(!token.allows_key_range(r, b"c", None));
+        let all = Token {
+            grants: vec![
+                Grant {
+                    prefix: "".into(),
+                    allow: vec![Permission::Read],
+                },
+                Grant {
+                    prefix: "x".into(),
+                    allow: vec![Permission::Write],
+                },
+            ],
+            ..token
+        };
+        assert!(all.allows_key_range(r, b"\0", None));
+        assert!(all.allows_key_range(w, b"x", Some(b"y")));
+        assert!(!all.allows_key_range(w, b"x", Some(b"y\0")));
+        assert!(!all.allows_key_range(w, b"x", None));
     }
 
     #[test]

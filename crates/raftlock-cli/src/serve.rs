@@ -79,13 +79,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
     let zookeeper = zookeeper_listener(&args.config, args.id).await?;
     let etcd = etcd_listener(&args.config, args.id).await?;
-    if etcd.is_some() && api_config.auth.enabled() {
-        return Err(anyhow!(
-            "config {}: the etcd door checks no bearer tokens yet: remove member {}'s etcd table or [[auth.tokens]] (docs/etcd.md)",
-            args.config.display(),
-            args.id
-        ));
-    }
     let data_dir = config.data_dir.clone();
     let tls = config.tls.clone();
     let node = if joining {
@@ -111,12 +104,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let door = match tls.as_ref() {
                 Some(tls) => {
                     let server = raftlock_tls::api_server_config(tls)?;
-                    raftlock_etcd::Door::start_tls(node.clone(), listener, all, server)?
+                    raftlock_etcd::Door::start_tls(
+                        node.clone(),
+                        listener,
+                        all,
+                        server,
+                        &api_config.auth,
+                    )?
                 }
-                None => raftlock_etcd::Door::start(node.clone(), listener, all)?,
+                None => raftlock_etcd::Door::start(node.clone(), listener, all, &api_config.auth)?,
             };
             tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
-                tls = tls.is_some(), "etcd door serving (docs/etcd.md)");
+                tls = tls.is_some(), tokens = api_config.auth.enabled(),
+                "etcd door serving (docs/etcd.md)");
             Some(door)
         }
         None => None,

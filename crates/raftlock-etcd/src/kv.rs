@@ -1,6 +1,7 @@
 //! The KV service: Range, Put, DeleteRange, Txn and Compact, each a
 //! translation onto the node's typed key-space operations.
 
+use raftlock_api::auth::Permission;
 use raftlock_core::kv::{KvOp, KvResponseOp};
 use raftlock_node::Consistency;
 use tonic::{Request, Response, Status};
@@ -20,8 +21,10 @@ impl pb::kv_server::Kv for Etcd {
         &self,
         request: Request<pb::RangeRequest>,
     ) -> Result<Response<pb::RangeResponse>, Status> {
+        let caller = self.caller(&request)?;
         let r = request.into_inner();
         let req = convert::range_request(&r)?;
+        caller.check_range(Permission::Read, &req.key, &req.range_end)?;
         let consistency = if r.serializable {
             Consistency::Stale
         } else {
@@ -40,7 +43,12 @@ impl pb::kv_server::Kv for Etcd {
         &self,
         request: Request<pb::PutRequest>,
     ) -> Result<Response<pb::PutResponse>, Status> {
+        let caller = self.caller(&request)?;
         let put = convert::put_request(&request.into_inner())?;
+        caller.check_key(Permission::Write, &put.key)?;
+        if let Some(lease) = put.lease {
+            self.check_lease(&caller, lease).await?;
+        }
         let done = self
             .node
             .kv_write(KvOp::Put(put))
@@ -59,7 +67,9 @@ impl pb::kv_server::Kv for Etcd {
         &self,
         request: Request<pb::DeleteRangeRequest>,
     ) -> Result<Response<pb::DeleteRangeResponse>, Status> {
+        let caller = self.caller(&request)?;
         let del = convert::delete_request(&request.into_inner())?;
+        caller.check_range(Permission::Write, &del.key, &del.range_end)?;
         let done = self
             .node
             .kv_write(KvOp::DeleteRange(del))
@@ -79,7 +89,11 @@ impl pb::kv_server::Kv for Etcd {
         &self,
         request: Request<pb::TxnRequest>,
     ) -> Result<Response<pb::TxnResponse>, Status> {
+        let caller = self.caller(&request)?;
         let txn = convert::txn_request(&request.into_inner())?;
+        for lease in caller.check_txn(&txn)? {
+            self.check_lease(&caller, lease).await?;
+        }
         let done = self
             .node
             .kv_write(KvOp::Txn(txn))
@@ -102,6 +116,8 @@ impl pb::kv_server::Kv for Etcd {
         &self,
         request: Request<pb::CompactionRequest>,
     ) -> Result<Response<pb::CompactionResponse>, Status> {
+        // Compaction drops every key's history: etcd's admin's alone.
+        self.caller(&request)?.check_cluster_admin()?;
         let revision = u64::try_from(request.into_inner().revision).unwrap_or(0);
         let done = self
             .node

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use raftlock_api::auth::Permission;
 use raftlock_core::{CoreError, SessionId};
 use raftlock_node::{Consistency, NodeError};
 use tokio::sync::mpsc;
@@ -31,6 +32,10 @@ impl Lease for Etcd {
         &self,
         request: Request<pb::LeaseGrantRequest>,
     ) -> Result<Response<pb::LeaseGrantResponse>, Status> {
+        // A lease is a session: opening one needs `lock` on some prefix,
+        // as `POST /v1/sessions` does.
+        let caller = self.caller(&request)?;
+        caller.check_somewhere(Permission::Lock)?;
         let r = request.into_inner();
         if r.id < 0 {
             return Err(Status::invalid_argument(
@@ -40,7 +45,7 @@ impl Lease for Etcd {
         let ttl = Duration::from_secs(u64::try_from(r.ttl).unwrap_or(0));
         let opened = self
             .node
-            .open_lease(lease(r.id), ttl)
+            .open_lease(lease(r.id), ttl, caller.principal())
             .await
             .map_err(errors::status)?;
         let revision = self.revision().await;
@@ -56,7 +61,9 @@ impl Lease for Etcd {
         &self,
         request: Request<pb::LeaseRevokeRequest>,
     ) -> Result<Response<pb::LeaseRevokeResponse>, Status> {
+        let caller = self.caller(&request)?;
         let id = lease(request.into_inner().id).ok_or_else(errors::lease_not_found)?;
+        self.check_lease(&caller, id).await?;
         self.node.close_session(id).await.map_err(errors::status)?;
         let revision = self.revision().await;
         Ok(Response::new(pb::LeaseRevokeResponse {
@@ -68,6 +75,7 @@ impl Lease for Etcd {
         &self,
         request: Request<Streaming<pb::LeaseKeepAliveRequest>>,
     ) -> Result<Response<KeepAliveStream>, Status> {
+        let caller = self.caller(&request)?;
         let mut incoming = request.into_inner();
         let (tx, rx) = mpsc::channel(16);
         let this = self.clone();
@@ -75,11 +83,15 @@ impl Lease for Etcd {
             while let Some(Ok(req)) = incoming.next().await {
                 let answer = match lease(req.id) {
                     None => Ok(0),
-                    Some(id) => match this.node.keepalive(id).await {
-                        Ok(ttl) => Ok(secs(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))),
-                        // etcd answers an unknown lease with TTL 0.
-                        Err(NodeError::Core(CoreError::SessionNotFound(_))) => Ok(0),
-                        Err(e) => Err(errors::status(e)),
+                    Some(id) => match this.check_lease(&caller, id).await {
+                        // Another principal's lease ends the stream.
+                        Err(refused) => Err(refused),
+                        Ok(()) => match this.node.keepalive(id).await {
+                            Ok(ttl) => Ok(secs(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))),
+                            // etcd answers an unknown lease with TTL 0.
+                            Err(NodeError::Core(CoreError::SessionNotFound(_))) => Ok(0),
+                            Err(e) => Err(errors::status(e)),
+                        },
                     },
                 };
                 let revision = this.revision().await;
@@ -101,7 +113,11 @@ impl Lease for Etcd {
         &self,
         request: Request<pb::LeaseTimeToLiveRequest>,
     ) -> Result<Response<pb::LeaseTimeToLiveResponse>, Status> {
+        let caller = self.caller(&request)?;
         let r = request.into_inner();
+        if let Some(id) = lease(r.id) {
+            self.check_lease(&caller, id).await?;
+        }
         let found = match lease(r.id) {
             Some(id) => self
                 .node
@@ -136,11 +152,16 @@ impl Lease for Etcd {
 
     async fn lease_leases(
         &self,
-        _request: Request<pb::LeaseLeasesRequest>,
+        request: Request<pb::LeaseLeasesRequest>,
     ) -> Result<Response<pb::LeaseLeasesResponse>, Status> {
+        // Another principal's leases are not shown (their ids are what
+        // renews and revokes them).
+        let caller = self.caller(&request)?;
         let ids: Vec<SessionId> = self
             .node
-            .leases(Consistency::Linearizable)
+            .leases_visible(Consistency::Linearizable, |owner| {
+                Etcd::sees_lease(&caller, owner)
+            })
             .await
             .map_err(errors::status)?;
         let revision = self.revision().await;

@@ -7,24 +7,30 @@
 //! - `kv`: Range, Put, DeleteRange, Txn, Compact; `convert`: the
 //!   messages to and from the key space's types;
 //! - `watch`: the Watch stream; `lease`: Grant, Revoke, KeepAlive,
-//!   TimeToLive, Leases; `lock`: the v3lock service;
+//!   TimeToLive, Leases; `lock`: the v3lock service; `election`: the
+//!   v3election service; `turn`: the queue both wait in;
 //! - `maintenance`: Status and MemberList;
+//! - `auth`: Authenticate over the cluster's bearer tokens, and the
+//!   grants every call is checked against (ADR 0029);
 //! - `errors`: raftlock errors as etcd's.
 //!
-//! Methods not listed answer UNIMPLEMENTED (generated default stubs, and
-//! tonic's answer for services not served: Auth, Election).
+//! Methods not listed answer UNIMPLEMENTED (generated default stubs).
 
+mod auth;
 mod convert;
+mod election;
 mod errors;
 mod kv;
 mod lease;
 mod lock;
 mod maintenance;
 mod tls;
+mod turn;
 mod watch;
 
 use std::net::SocketAddr;
 
+use raftlock_api::auth::AuthConfig;
 use raftlock_node::{Consistency, Node};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -48,7 +54,7 @@ pub mod pb {
     pub mod v3lockpb {
         tonic::include_proto!("v3lockpb");
     }
-    /// `v3electionpb`: the Election service (not served yet).
+    /// `v3electionpb`: the Election service.
     pub mod v3electionpb {
         tonic::include_proto!("v3electionpb");
     }
@@ -67,6 +73,8 @@ pub(crate) struct Etcd {
     client_addrs: Vec<(u64, String)>,
     /// `http`, or `https` when the door serves TLS (MemberList's URLs).
     scheme: &'static str,
+    /// The cluster's bearer tokens; none: every call is allowed.
+    tokens: auth::Tokens,
 }
 
 impl Etcd {
@@ -95,15 +103,24 @@ pub struct Door {
 impl Door {
     /// Serves etcd's gRPC API for `node` on `listener`, in the clear.
     /// `client_addrs` are every member's etcd client addresses, for
-    /// MemberList.
+    /// MemberList; `auth` the cluster's bearer tokens (with none, every
+    /// call is allowed).
     pub fn start(
         node: Node,
         listener: TcpListener,
         client_addrs: Vec<(u64, String)>,
+        auth: &AuthConfig,
     ) -> std::io::Result<Door> {
         let addr = listener.local_addr()?;
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-        Ok(Self::serve(node, addr, incoming, client_addrs, "http"))
+        Ok(Self::serve(
+            node,
+            addr,
+            incoming,
+            client_addrs,
+            "http",
+            auth,
+        ))
     }
 
     /// As [`start`](Self::start), over TLS with `server` (the API's
@@ -114,10 +131,18 @@ impl Door {
         listener: TcpListener,
         client_addrs: Vec<(u64, String)>,
         server: std::sync::Arc<rustls::ServerConfig>,
+        auth: &AuthConfig,
     ) -> std::io::Result<Door> {
         let addr = listener.local_addr()?;
         let incoming = tls::incoming(listener, server)?;
-        Ok(Self::serve(node, addr, incoming, client_addrs, "https"))
+        Ok(Self::serve(
+            node,
+            addr,
+            incoming,
+            client_addrs,
+            "https",
+            auth,
+        ))
     }
 
     fn serve<S, IO>(
@@ -126,6 +151,7 @@ impl Door {
         incoming: S,
         client_addrs: Vec<(u64, String)>,
         scheme: &'static str,
+        auth: &AuthConfig,
     ) -> Door
     where
         S: futures::Stream<Item = std::io::Result<IO>> + Send + 'static,
@@ -137,14 +163,17 @@ impl Door {
             + 'static,
     {
         use pb::etcdserverpb::{
-            cluster_server::ClusterServer, kv_server::KvServer, lease_server::LeaseServer,
-            maintenance_server::MaintenanceServer, watch_server::WatchServer,
+            auth_server::AuthServer, cluster_server::ClusterServer, kv_server::KvServer,
+            lease_server::LeaseServer, maintenance_server::MaintenanceServer,
+            watch_server::WatchServer,
         };
+        use pb::v3electionpb::election_server::ElectionServer;
         use pb::v3lockpb::lock_server::LockServer;
         let etcd = Etcd {
             node: node.clone(),
             client_addrs,
             scheme,
+            tokens: auth::Tokens::new(auth),
         };
         let router = tonic::transport::Server::builder()
             .add_service(KvServer::new(etcd.clone()).max_decoding_message_size(MAX_REQUEST_BYTES))
@@ -152,7 +181,9 @@ impl Door {
             .add_service(LeaseServer::new(etcd.clone()))
             .add_service(ClusterServer::new(etcd.clone()))
             .add_service(MaintenanceServer::new(etcd.clone()))
-            .add_service(LockServer::new(etcd));
+            .add_service(LockServer::new(etcd.clone()))
+            .add_service(ElectionServer::new(etcd.clone()))
+            .add_service(AuthServer::new(etcd));
         let task = tokio::spawn(async move {
             let stopped = async move { node.stopped().await };
             if let Err(e) = router.serve_with_incoming_shutdown(incoming, stopped).await {

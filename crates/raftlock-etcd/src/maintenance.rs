@@ -47,8 +47,11 @@ impl pb::maintenance_server::Maintenance for Etcd {
 impl pb::cluster_server::Cluster for Etcd {
     async fn member_list(
         &self,
-        _request: Request<pb::MemberListRequest>,
+        request: Request<pb::MemberListRequest>,
     ) -> Result<Response<pb::MemberListResponse>, Status> {
+        // Any valid token may list members, as `GET /v1/cluster/members`
+        // (Status needs none: it shows what `/metrics` shows).
+        self.caller(&request)?;
         let status = self.node.status();
         let members = status
             .members

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
+use raftlock_api::auth::Permission;
 use raftlock_node::Consistency;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -34,6 +35,10 @@ impl pb::watch_server::Watch for Etcd {
         &self,
         request: Request<Streaming<pb::WatchRequest>>,
     ) -> Result<Response<tonic::codegen::BoxStream<pb::WatchResponse>>, Status> {
+        // etcd checks each watch it creates: one without a valid token,
+        // or outside the token's `read` grants, is canceled with
+        // `permission denied` (the stream stays).
+        let caller = self.caller(&request);
         let mut incoming = request.into_inner();
         let (tx, rx) = mpsc::channel(64);
         let this = self.clone();
@@ -53,13 +58,24 @@ impl pb::watch_server::Watch for Etcd {
                             next_id
                         };
                         let revision = this.revision().await;
-                        if watches.contains_key(&id) {
+                        let permitted = caller.as_ref().is_ok_and(|c| {
+                            c.check_range(Permission::Read, &create.key, &create.range_end)
+                                .is_ok()
+                        });
+                        let refused = if !permitted {
+                            Some(crate::auth::permission_denied().message().to_string())
+                        } else if watches.contains_key(&id) {
+                            Some("etcdserver: duplicate watch ID".to_string())
+                        } else {
+                            None
+                        };
+                        if let Some(reason) = refused {
                             let refused = pb::WatchResponse {
                                 header: Some(this.header(revision)),
                                 watch_id: id,
                                 created: true,
                                 canceled: true,
-                                cancel_reason: "etcdserver: duplicate watch ID".into(),
+                                cancel_reason: reason,
                                 ..Default::default()
                             };
                             if tx.send(Ok(refused)).await.is_err() {

@@ -89,11 +89,16 @@ impl Node {
     /// Opens a session to serve as an etcd lease: with id `id` if given
     /// (at most [`MAX_LEASE_ID`]), else a random one in range. A TTL below
     /// the cluster's minimum is raised to it, as etcd raises a lease's TTL
-    /// to its minimum; one above the maximum is refused.
+    /// to its minimum; one above the maximum is refused. With a
+    /// `principal` (the etcd door's authenticated token name) the session
+    /// is recorded as that principal's, as [`open_session_as`] records it.
+    ///
+    /// [`open_session_as`]: Node::open_session_as
     pub async fn open_lease(
         &self,
         id: Option<SessionId>,
         ttl: Duration,
+        principal: Option<&str>,
     ) -> Result<OpenedSession, NodeError> {
         let s = &self.replica.config.settings;
         let ttl_ms = u64::try_from(ttl.as_millis())
@@ -118,10 +123,15 @@ impl Node {
             }
             None => SessionId(rand::random_range(1..=MAX_LEASE_ID)),
         };
-        let command = Command::OpenSession {
-            id,
-            owner: "etcd lease".to_string(),
-            ttl_ms,
+        let owner = "etcd lease".to_string();
+        let command = match principal {
+            None => Command::OpenSession { id, owner, ttl_ms },
+            Some(principal) => Command::OpenSessionAs {
+                id,
+                principal: principal.to_string(),
+                owner,
+                ttl_ms,
+            },
         };
         match self.replica.write(command).await?.1.result? {
             Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession { id, ttl_ms }),
@@ -147,10 +157,21 @@ impl Node {
 
     /// The open sessions whose ids are etcd lease ids, in order.
     pub async fn leases(&self, consistency: Consistency) -> Result<Vec<SessionId>, NodeError> {
+        self.leases_visible(consistency, |_| true).await
+    }
+
+    /// As [`leases`](Self::leases), only those whose principal (`None`:
+    /// opened without one) `visible` lets through.
+    pub async fn leases_visible(
+        &self,
+        consistency: Consistency,
+        visible: impl Fn(Option<&str>) -> bool,
+    ) -> Result<Vec<SessionId>, NodeError> {
         self.read(consistency, |s| {
             s.session_leases()
                 .map(|l| l.id)
                 .filter(|id| id.0 != 0 && id.0 <= MAX_LEASE_ID)
+                .filter(|id| visible(s.session_principal(*id).flatten()))
                 .collect()
         })
         .await
