@@ -204,7 +204,11 @@ impl LeaseReport {
 /// grants read back at their revision, `unchecked` ones it could not
 /// (e.g. compacted away: the verdict is then unknown at best), and the
 /// violations (the grant's op, what was wrong).
-pub fn audit_result(checked: usize, unchecked: Vec<String>, problems: Vec<(u64, String)>) -> CheckResult {
+pub fn audit_result(
+    checked: usize,
+    unchecked: Vec<String>,
+    problems: Vec<(u64, String)>,
+) -> CheckResult {
     let verdict = if !problems.is_empty() {
         Verdict::Invalid
     } else if !unchecked.is_empty() {
@@ -261,7 +265,7 @@ mod tests {
                 .at(10),
         );
         h.push(
-            Event::new(c(1), EventType::Invoke, end, Value::Int(0))
+            Event::new(c(1), EventType::Invoke, end.clone(), Value::Int(0))
                 .with_key("lock")
                 .at(30),
         );

@@ -139,8 +139,8 @@ impl Cluster {
         let ports = if opts.member_bin.is_some() { 3 } else { 2 };
         let doors = if opts.zookeeper { opts.nodes } else { 0 };
         let etcd_doors = if opts.etcd { opts.nodes } else { 0 };
-        let addrs = setup::free_addrs(ports * total + doors + etcd_doors)
-            .context("finding free ports")?;
+        let addrs =
+            setup::free_addrs(ports * total + doors + etcd_doors).context("finding free ports")?;
         let zk_doors: BTreeMap<u64, String> = (1..=doors as u64)
             .zip(&addrs[ports * total..])
             .map(|(id, a)| (id, a.to_string()))

@@ -51,15 +51,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_etcd::pb::etcdserverpb as pb;
-use raftlock_etcd::pb::mvccpb;
 use pb::compare::{CompareResult, CompareTarget, TargetUnion};
+use pb::kv_client::KvClient;
+use pb::lease_client::LeaseClient;
 use pb::range_request::{SortOrder, SortTarget};
 use pb::request_op::Request;
 use pb::response_op::Response;
-use pb::kv_client::KvClient;
-use pb::lease_client::LeaseClient;
 use pb::watch_client::WatchClient;
+use raftlock_etcd::pb::etcdserverpb as pb;
+use raftlock_etcd::pb::mvccpb;
 use rand::rngs::StdRng;
 use rand::Rng;
 use tokio::task::JoinHandle;
@@ -275,10 +275,11 @@ async fn open(ctx: &Arc<Ctx>, idx: usize, pid: u64, rng: &mut StdRng) -> Option<
             continue;
         };
         let invoked = ctx.log.now();
-        let granted = bounded(door.lease.clone().lease_grant(pb::LeaseGrantRequest {
-            ttl: ttl_s,
-            id: 0,
-        }))
+        let granted = bounded(
+            door.lease
+                .clone()
+                .lease_grant(pb::LeaseGrantRequest { ttl: ttl_s, id: 0 }),
+        )
         .await;
         match granted {
             Ok(g) if g.error.is_empty() && g.id > 0 && g.ttl > 0 => {
@@ -685,12 +686,12 @@ async fn wait_delete(s: &EtcdSession, key: &[u8], from: i64) -> Result<Option<i6
     };
     // The request stream stays open: closing it may end the watch.
     let requests = tokio_stream::once(create).chain(tokio_stream::pending());
-    let mut events = match tokio::time::timeout(CALL_FOR, s.door.watch.clone().watch(requests)).await
-    {
-        Ok(Ok(r)) => r.into_inner(),
-        Ok(Err(st)) => return Err(CallError::Status(st)),
-        Err(_) => return Err(CallError::NoAnswer),
-    };
+    let mut events =
+        match tokio::time::timeout(CALL_FOR, s.door.watch.clone().watch(requests)).await {
+            Ok(Ok(r)) => r.into_inner(),
+            Ok(Err(st)) => return Err(CallError::Status(st)),
+            Err(_) => return Err(CallError::NoAnswer),
+        };
     loop {
         match events.message().await {
             Ok(Some(w)) => {
@@ -790,9 +791,13 @@ pub async fn audit(ctx: &Ctx, node: u64) -> Result<Audit, String> {
     let prefix = lock_prefix(ctx).into_bytes();
     let (mut checked, mut unchecked, mut problems) = (0, Vec::new(), Vec::new());
     for g in crate::checker::lease_grant::grants(&ops) {
-        let (Some(key), Some(lease), Some(at), Some(token)) = (&g.key, g.lease, g.revision, g.token)
+        let (Some(key), Some(lease), Some(at), Some(token)) =
+            (&g.key, g.lease, g.revision, g.token)
         else {
-            unchecked.push(format!("#{}: the grant has no key, lease or revision", g.op));
+            unchecked.push(format!(
+                "#{}: the grant has no key, lease or revision",
+                g.op
+            ));
             continue;
         };
         let own = door
@@ -819,7 +824,9 @@ pub async fn audit(ctx: &Ctx, node: u64) -> Result<Audit, String> {
                      then: the cluster had revoked or expired the lease before the grant"
                 ),
             )),
-            Some(kv) if kv.lease != lease || u64::try_from(kv.create_revision).ok() != Some(token) => {
+            Some(kv)
+                if kv.lease != lease || u64::try_from(kv.create_revision).ok() != Some(token) =>
+            {
                 problems.push((
                     g.op,
                     format!(

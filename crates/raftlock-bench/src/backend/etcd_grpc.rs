@@ -18,8 +18,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use raftlock_etcd::pb::etcdserverpb as pb;
-use raftlock_etcd::pb::mvccpb;
 use pb::compare::{CompareResult, CompareTarget, TargetUnion};
 use pb::kv_client::KvClient;
 use pb::lease_client::LeaseClient;
@@ -27,6 +25,8 @@ use pb::range_request::{SortOrder, SortTarget};
 use pb::request_op::Request;
 use pb::response_op::Response;
 use pb::watch_client::WatchClient;
+use raftlock_etcd::pb::etcdserverpb as pb;
+use raftlock_etcd::pb::mvccpb;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt as _;
@@ -206,7 +206,10 @@ impl EtcdGrpc {
                     range_end: Vec::new(),
                     target_union: Some(TargetUnion::CreateRevision(0)),
                 }],
-                success: vec![put_op(key.to_vec(), lease), range_op(first_created(&prefix))],
+                success: vec![
+                    put_op(key.to_vec(), lease),
+                    range_op(first_created(&prefix)),
+                ],
                 failure: vec![
                     range_op(pb::RangeRequest {
                         key: key.to_vec(),

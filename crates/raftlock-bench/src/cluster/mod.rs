@@ -253,7 +253,9 @@ impl Cluster {
     async fn member_ready(&self, i: usize) -> bool {
         let m = &self.members[i];
         match self.system {
-            System::Raftlock | System::RaftlockZk | System::RaftlockEtcd => raftlock::healthy(&self.http, m).await,
+            System::Raftlock | System::RaftlockZk | System::RaftlockEtcd => {
+                raftlock::healthy(&self.http, m).await
+            }
             System::Etcd | System::EtcdGateway => etcd::healthy(&self.http, m).await,
             System::Zookeeper => zookeeper::healthy(m).await,
         }
@@ -342,7 +344,9 @@ impl Cluster {
     pub fn data_bytes(&self, i: usize) -> u64 {
         let id = self.members[i].id;
         let path = match self.system {
-            System::Raftlock | System::RaftlockZk | System::RaftlockEtcd => raftlock::data_dir(&self.dir, id),
+            System::Raftlock | System::RaftlockZk | System::RaftlockEtcd => {
+                raftlock::data_dir(&self.dir, id)
+            }
             System::Etcd | System::EtcdGateway | System::Zookeeper => {
                 self.dir.join(format!("member-{id}"))
             }

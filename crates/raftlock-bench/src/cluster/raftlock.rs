@@ -22,11 +22,7 @@ pub enum Door {
 
 /// Each member's id, client port (the HTTP API, or the door), HTTP API
 /// port, and command line.
-pub fn specs(
-    tools: &Tools,
-    dir: &Path,
-    door: Door,
-) -> anyhow::Result<Vec<(u32, u16, u16, Spawn)>> {
+pub fn specs(tools: &Tools, dir: &Path, door: Door) -> anyhow::Result<Vec<(u32, u16, u16, Spawn)>> {
     let ports = free_ports(9)?;
     let dir = absolute(dir);
     let mut toml = format!(
