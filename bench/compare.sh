@@ -21,9 +21,8 @@
 #   KEEP_SCRATCH=1 bench/compare.sh  # keep the clusters' data and logs
 #
 # Needs root for apt-get (installs etcd-server, etcd-client, zookeeper, and
-# protobuf-compiler: the etcd gRPC client's build script runs protoc, so
-# raftlock-bench is built here with its `etcd-grpc` feature, which CI's
-# workspace build leaves off).
+# protobuf-compiler). raftlock-bench's etcd gRPC rows (`etcd-grpc`, on by
+# default) use the client stubs raftlock-etcd generates with protox.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

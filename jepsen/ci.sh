@@ -48,7 +48,16 @@
 #      members' ZooKeeper doors, fenced by the lock node's czxid, for 15 s
 #      under `all` must be valid, and with its injected client bug (a
 #      waiter that takes its predecessor's deletion for the lock without
-#      listing again) must be caught (linearizable(mutex) INVALID), 10 s.
+#      listing again) must be caught (linearizable(mutex) INVALID), 10 s;
+#   8. run jepsen/tests/etcd_mutex.rs: etcd's lock recipe (clientv3's
+#      concurrency.Mutex) over gRPC through the members' etcd doors,
+#      fenced by the lock key's create revision, for 15 s under `all`
+#      must be valid, with no grant after the client saw its lease end
+#      and every grant read back from the door's history at its revision
+#      (its key alive, no older key left), and with its injected client
+#      bug (a waiter that takes its predecessor's deletion for the lock
+#      without reading again) must be caught (linearizable(mutex) and
+#      lease-grant(door history) INVALID), 10 s; about 35 s in all.
 #
 # How the injected build is made (JEPSEN_INJECTED_BUILD):
 #   target-dir  (default outside CI) `--target-dir target/injected`: never
@@ -107,3 +116,5 @@ echo "== jepsen: nemesis combinations start together"
 cargo test --locked -p raftlock-jepsen --test combinations -- --ignored --test-threads=1 --nocapture
 echo "== jepsen: zk-mutex through the ZooKeeper doors, and its injected bug"
 cargo test --locked -p raftlock-jepsen --test zk_mutex -- --ignored --test-threads=1 --nocapture
+echo "== jepsen: etcd-mutex through the etcd doors, and its injected bug"
+cargo test --locked -p raftlock-jepsen --test etcd_mutex -- --ignored --test-threads=1 --nocapture

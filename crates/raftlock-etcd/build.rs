@@ -1,6 +1,8 @@
-//! Generates the gRPC server code for etcd's v3 services from the `.proto`
-//! files under `proto/` (copied from etcd, README.md), with protox: a
-//! pure-Rust protobuf compiler, so the build needs no system `protoc`.
+//! Generates the gRPC server code for etcd's v3 services, and the client
+//! stubs the Jepsen harness and the benchmark speak to etcd with, from the
+//! `.proto` files under `proto/` (copied from etcd, README.md), with
+//! protox: a pure-Rust protobuf compiler, so the build needs no system
+//! `protoc`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
@@ -10,7 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let descriptors = protox::compile(files, ["proto"])?;
     tonic_prost_build::configure()
-        .build_client(false)
+        .build_client(true)
         .build_server(true)
         .build_transport(false)
         .generate_default_stubs(true)

@@ -60,8 +60,9 @@ enum Command {
 
 #[derive(clap::Args)]
 struct TestArgs {
-    /// mutex, fenced, register, rwlock, semaphore, lock-delay, multilock
-    /// or zk-mutex (fenced through the members' ZooKeeper doors).
+    /// mutex, fenced, register, rwlock, semaphore, lock-delay, multilock,
+    /// zk-mutex (fenced through the members' ZooKeeper doors) or
+    /// etcd-mutex (fenced through the members' etcd doors).
     #[arg(long)]
     workload: Workload,
     /// How clients reach the cluster: sticky (each client stays on one
@@ -107,6 +108,11 @@ struct TestArgs {
     /// which the checkers must catch (exit code 1).
     #[arg(long)]
     inject_zk_no_relist: bool,
+    /// etcd-mutex's self-test: clients with an injected bug (a waiter
+    /// takes its predecessor's deletion for the lock without reading
+    /// again), which the checkers must catch (exit code 1).
+    #[arg(long)]
+    inject_etcd_no_requery: bool,
 }
 
 fn main() -> ExitCode {
@@ -168,6 +174,7 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     opts.clients = args.clients;
     opts.settings.ttl_ms = args.ttl_ms;
     opts.settings.inject_zk_no_relist = args.inject_zk_no_relist;
+    opts.settings.inject_etcd_no_requery = args.inject_etcd_no_requery;
     if let Some(bin) = args.raftlock_bin {
         opts.raftlock_bin = bin;
     }

@@ -112,6 +112,8 @@ impl TestOptions {
             self.seed,
             if self.settings.inject_zk_no_relist {
                 " --inject-zk-no-relist"
+            } else if self.settings.inject_etcd_no_requery {
+                " --inject-etcd-no-requery"
             } else {
                 ""
             }
@@ -130,6 +132,7 @@ pub fn workload_name(w: Workload) -> &'static str {
         Workload::LockDelay => "lock-delay",
         Workload::MultiLock => "multilock",
         Workload::ZkMutex => "zk-mutex",
+        Workload::EtcdMutex => "etcd-mutex",
     }
 }
 
@@ -176,15 +179,23 @@ pub fn cluster_options(opts: &TestOptions, log_dir: PathBuf) -> anyhow::Result<C
         "--clients embedded runs every workload but register (its reads and writes are the HTTP API's)"
     );
     let zookeeper = opts.workload == Workload::ZkMutex;
-    anyhow::ensure!(
-        !zookeeper || !embedded,
-        "--workload zk-mutex speaks ZooKeeper to the members' doors: not with --clients embedded"
-    );
-    anyhow::ensure!(
-        !zookeeper || !opts.faults.iter().any(|f| f.is_disk()),
-        "--workload zk-mutex needs `raftlock serve` members (their ZooKeeper doors), \
-         and the disk faults need `raftlock-jepsen member` processes"
-    );
+    let etcd = opts.workload == Workload::EtcdMutex;
+    if zookeeper || etcd {
+        let (name, door) = if zookeeper {
+            ("zk-mutex", "ZooKeeper")
+        } else {
+            ("etcd-mutex", "etcd")
+        };
+        anyhow::ensure!(
+            !embedded,
+            "--workload {name} speaks {door} to the members' doors: not with --clients embedded"
+        );
+        anyhow::ensure!(
+            !opts.faults.iter().any(|f| f.is_disk()),
+            "--workload {name} needs `raftlock serve` members (their {door} doors), \
+             and the disk faults need `raftlock-jepsen member` processes"
+        );
+    }
     let membership = opts.faults.contains(&Fault::Membership);
     Ok(ClusterOptions {
         nodes: opts.nodes,
@@ -197,6 +208,7 @@ pub fn cluster_options(opts: &TestOptions, log_dir: PathBuf) -> anyhow::Result<C
         log_dir,
         timing: opts.timing.clone(),
         zookeeper,
+        etcd,
         data_tmpfs_mb: opts
             .faults
             .iter()
@@ -242,7 +254,8 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
             (opts.concurrency, opts.clients),
             stop_rx.clone(),
         )
-        .with_zk_doors(cluster.zk_doors.clone()),
+        .with_zk_doors(cluster.zk_doors.clone())
+        .with_etcd_doors(cluster.etcd_doors.clone()),
     );
     let clients = spawn_clients(opts.workload, &ctx, opts.seed);
     let steps = nemesis::schedule(&opts.faults, opts.seed, &opts.pacing, opts.time_limit);
@@ -270,6 +283,11 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
     }
 
     let recovery = quiet::phase(&cluster, &ctx, opts.workload, healed).await;
+    let door_audit = if opts.workload == Workload::EtcdMutex {
+        Some(quiet::etcd_audit(&cluster, &ctx).await)
+    } else {
+        None
+    };
     cluster.shutdown().await;
 
     let history = log.history().context("building the history")?;
@@ -281,6 +299,7 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
         },
     )
     .context("the recorded history is malformed (a harness bug)")?;
+    results.extend(door_audit);
     results.push(recovery);
     let files = write_run_report(&dir, &history, &results).context("writing the report")?;
     link_latest(&opts.store, &dir);

@@ -98,6 +98,7 @@ async fn an_isolated_leader_does_not_keep_a_lost_holder_holding() {
         log_dir: dir.clone(),
         timing: ClusterTiming::default(),
         zookeeper: false,
+        etcd: false,
         data_tmpfs_mb: None,
     })
     .await

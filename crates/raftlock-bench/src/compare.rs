@@ -87,17 +87,17 @@ pub async fn compare(run: Run) -> anyhow::Result<Report> {
                 run_system(system, &make, &run).await
             }
             #[cfg(feature = "etcd-grpc")]
-            System::Etcd => {
+            System::Etcd | System::RaftlockEtcd => {
                 use crate::backend::etcd_grpc::EtcdGrpc;
                 run_system(
                     system,
-                    &|a| Box::pin(async move { EtcdGrpc::new(&a).await }),
+                    &|a| Box::pin(async move { EtcdGrpc::new(&a, system).await }),
                     &run,
                 )
                 .await
             }
             #[cfg(not(feature = "etcd-grpc"))]
-            System::Etcd => SystemReport {
+            System::Etcd | System::RaftlockEtcd => SystemReport {
                 system: system.name().to_string(),
                 notes: vec![
                     "not measured: this raftlock-bench was built without the `etcd-grpc` \

@@ -15,6 +15,7 @@
 //! the `check` subcommand both go through it.
 
 pub mod fenced;
+pub mod lease_grant;
 pub mod linear;
 pub mod lock_delay;
 pub mod lost_write;
@@ -109,6 +110,12 @@ pub enum Workload {
     /// lock node's czxid as the token): the same checks as `fenced`.
     #[serde(rename = "zk-mutex")]
     ZkMutex,
+    /// `fenced` through the etcd door (clientv3's `concurrency.Mutex`
+    /// recipe, the lock key's create revision as the token): the same
+    /// checks as `fenced`, and no grant after the client saw its lease
+    /// expire.
+    #[serde(rename = "etcd-mutex")]
+    EtcdMutex,
 }
 
 impl Workload {
@@ -159,9 +166,10 @@ impl FromStr for Workload {
             "lock-delay" => Ok(Workload::LockDelay),
             "multilock" => Ok(Workload::MultiLock),
             "zk-mutex" => Ok(Workload::ZkMutex),
+            "etcd-mutex" => Ok(Workload::EtcdMutex),
             other => Err(format!(
                 "unknown workload {other:?} \
-                 (register, mutex, fenced, rwlock, semaphore, lock-delay, multilock, zk-mutex)"
+                 (register, mutex, fenced, rwlock, semaphore, lock-delay, multilock, zk-mutex, etcd-mutex)"
             )),
         }
     }
@@ -195,6 +203,11 @@ pub fn check_history(
         Workload::Fenced | Workload::ZkMutex => vec![
             linear_result(&MutexModel, &ops, &opts.linear),
             fenced::check(&ops).into_result(),
+        ],
+        Workload::EtcdMutex => vec![
+            linear_result(&MutexModel, &ops, &opts.linear),
+            fenced::check(&ops).into_result(),
+            lease_grant::check(&ops).into_result(),
         ],
         Workload::RwLock => vec![rwlock::check(&ops).into_result()],
         Workload::Semaphore => vec![semaphore::check(&ops).into_result()],

@@ -61,6 +61,9 @@ pub struct ClusterOptions {
     /// Every founder serves a ZooKeeper door (`zookeeper = { client_addr
     /// }` in its `[[members]]` entry; `raftlock serve` members only).
     pub zookeeper: bool,
+    /// Every founder serves an etcd door (`etcd = { client_addr }` in
+    /// its `[[members]]` entry; `raftlock serve` members only).
+    pub etcd: bool,
     /// `Some(MiB)`: every member's data directory is a tmpfs of that size
     /// (needs root), for the `disk-fill` nemesis.
     pub data_tmpfs_mb: Option<u64>,
@@ -84,6 +87,8 @@ pub struct Cluster {
     pub api: Api,
     /// The ZooKeeper door (`host:port`) of every member that has one.
     pub zk_doors: BTreeMap<u64, String>,
+    /// The etcd door (`host:port`) of every member that has one.
+    pub etcd_doors: BTreeMap<u64, String>,
     /// With embedded clients: a client for every member's control
     /// endpoint (the same paths as the API, see [`crate::member`]).
     pub control: Option<Api>,
@@ -133,9 +138,15 @@ impl Cluster {
         };
         let ports = if opts.member_bin.is_some() { 3 } else { 2 };
         let doors = if opts.zookeeper { opts.nodes } else { 0 };
-        let addrs = setup::free_addrs(ports * total + doors).context("finding free ports")?;
+        let etcd_doors = if opts.etcd { opts.nodes } else { 0 };
+        let addrs =
+            setup::free_addrs(ports * total + doors + etcd_doors).context("finding free ports")?;
         let zk_doors: BTreeMap<u64, String> = (1..=doors as u64)
             .zip(&addrs[ports * total..])
+            .map(|(id, a)| (id, a.to_string()))
+            .collect();
+        let etcd_doors: BTreeMap<u64, String> = (1..=etcd_doors as u64)
+            .zip(&addrs[ports * total + doors..])
             .map(|(id, a)| (id, a.to_string()))
             .collect();
         // Spares too: they join as the same kind of process.
@@ -155,6 +166,7 @@ impl Cluster {
             .collect();
         let mut config_text = setup::cluster_toml(&members, ".", &opts.timing);
         setup::add_zookeeper_doors(&mut config_text, &zk_doors);
+        setup::add_etcd_doors(&mut config_text, &etcd_doors);
         let config = scratch.path().join("cluster.toml");
         std::fs::write(&config, &config_text).context("writing the cluster config")?;
         // A copy for the report (its data_dir is relative to the scratch dir).
@@ -211,6 +223,7 @@ impl Cluster {
             changes: ChangeCounts::default(),
             ids,
             zk_doors,
+            etcd_doors,
             addrs: all,
             founders: opts.nodes,
             net,

@@ -77,6 +77,19 @@ pub fn add_zookeeper_doors(toml: &mut String, doors: &BTreeMap<u64, String>) {
     }
 }
 
+/// Gives each member in `doors` an etcd door: an `etcd = { client_addr =
+/// ... }` line in its `[[members]]` entry of `toml` (as [`cluster_toml`]
+/// wrote it).
+pub fn add_etcd_doors(toml: &mut String, doors: &BTreeMap<u64, String>) {
+    for (id, addr) in doors {
+        let entry = format!("\n[[members]]\nid = {id}\n");
+        if let Some(at) = toml.find(&entry) {
+            let line = format!("etcd = {{ client_addr = \"{addr}\" }}\n");
+            toml.insert_str(at + entry.len(), &line);
+        }
+    }
+}
+
 /// `n` distinct free loopback addresses, on ports below the kernel's
 /// ephemeral range, for members that bind them later.
 ///
@@ -192,6 +205,14 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("zookeeper").count(), 1, "{text}");
+        let etcd = BTreeMap::from([(1, "127.0.0.1:2379".to_string())]);
+        add_etcd_doors(&mut text, &etcd);
+        let one = text.split("[[members]]").nth(1).unwrap_or_default();
+        assert!(
+            one.contains("etcd = { client_addr = \"127.0.0.1:2379\" }"),
+            "{text}"
+        );
+        assert_eq!(text.matches("etcd =").count(), 1, "{text}");
     }
 
     #[test]

@@ -67,8 +67,15 @@ pub async fn phase(
             // The mutex's lock-free probe reads /v1/locks, which this
             // workload never touches: recovery alone is checked here.
         }
-        Workload::Fenced | Workload::Mutex | Workload::LockDelay | Workload::ZkMutex => {
-            if matches!(workload, Workload::Fenced | Workload::ZkMutex) {
+        Workload::Fenced
+        | Workload::Mutex
+        | Workload::LockDelay
+        | Workload::ZkMutex
+        | Workload::EtcdMutex => {
+            if matches!(
+                workload,
+                Workload::Fenced | Workload::ZkMutex | Workload::EtcdMutex
+            ) {
                 let call = Call {
                     pid: ctx.next_pid(),
                     f: F::Read,
@@ -81,10 +88,10 @@ pub async fn phase(
                 ctx.log.ok(&call, value);
                 notes.push(format!("final counter {value}"));
             }
-            let free = if workload == Workload::ZkMutex {
-                zk_lock_comes_free(cluster, ctx).await
-            } else {
-                lock_comes_free(cluster, ctx).await
+            let free = match workload {
+                Workload::ZkMutex => zk_lock_comes_free(cluster, ctx).await,
+                Workload::EtcdMutex => etcd_lock_comes_free(cluster, ctx).await,
+                _ => lock_comes_free(cluster, ctx).await,
             };
             match free {
                 Ok(()) => notes.push("lock free at the end".into()),
@@ -169,6 +176,54 @@ async fn zk_lock_comes_free(cluster: &Cluster, ctx: &Ctx) -> Result<(), String> 
         crate::workload::zk_mutex::lock_dir(ctx),
         LOCK_FREE.as_secs()
     ))
+}
+
+/// Waits until no key is left under the `etcd-mutex` lock's prefix, read
+/// through the members' etcd doors in turn.
+async fn etcd_lock_comes_free(cluster: &Cluster, ctx: &Ctx) -> Result<(), String> {
+    let deadline = Instant::now() + LOCK_FREE;
+    let mut last = String::from("no answer");
+    let mut attempt = 0;
+    while Instant::now() < deadline {
+        let Some(node) = cluster.roster.nth(attempt) else {
+            break;
+        };
+        attempt += 1;
+        match crate::workload::etcd_mutex::lock_is_free(ctx, node).await {
+            Ok(true) => return Ok(()),
+            Ok(false) => last = "keys left under the lock's prefix".into(),
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(format!(
+        "keys left under {} {} s after every lease ended: {last}",
+        crate::workload::etcd_mutex::lock_prefix(ctx),
+        LOCK_FREE.as_secs()
+    ))
+}
+
+/// The `etcd-mutex` grants read back from the door's history, through
+/// the members' doors in turn ([`crate::checker::lease_grant`], check 2).
+pub async fn etcd_audit(cluster: &Cluster, ctx: &Ctx) -> CheckResult {
+    let mut last = String::from("no member");
+    for attempt in 0..READ_ATTEMPTS {
+        let Some(node) = cluster.roster.nth(attempt) else {
+            break;
+        };
+        match crate::workload::etcd_mutex::audit(ctx, node).await {
+            Ok((checked, unchecked, problems)) => {
+                return crate::checker::lease_grant::audit_result(checked, unchecked, problems)
+            }
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    crate::checker::lease_grant::audit_result(
+        0,
+        vec![format!("no member answered the audit: {last}")],
+        Vec::new(),
+    )
 }
 
 /// Waits until the lock has neither holder nor waiters.

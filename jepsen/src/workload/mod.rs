@@ -14,11 +14,14 @@
 //! - [`route`]: which member each request goes to (sticky by default,
 //!   random, or embedded in a member's process);
 //! - [`zk_mutex`]: the `fenced` workload through the members' ZooKeeper
-//!   doors, with ZooKeeper's lock recipe.
+//!   doors, with ZooKeeper's lock recipe;
+//! - [`etcd_mutex`]: the `fenced` workload through the members' etcd
+//!   doors, with etcd's lock recipe (clientv3's `concurrency.Mutex`).
 //!
 //! Process ids are never reused: a client whose op ended `info`, or whose
 //! session is gone, continues under a fresh id ([`Ctx::next_pid`]).
 
+pub mod etcd_mutex;
 pub mod holder;
 pub mod lock;
 pub mod multilock;
@@ -94,6 +97,11 @@ pub struct Settings {
     /// waiter takes its predecessor's deletion event for the lock without
     /// listing the directory again. The checkers must catch it.
     pub inject_zk_no_relist: bool,
+    /// Injected client bug for the `etcd-mutex` workload's self-test: a
+    /// waiter takes the deletion of the key it watches (its immediate
+    /// predecessor) for the lock without reading again whether an older
+    /// key is left. The checkers must catch it.
+    pub inject_etcd_no_requery: bool,
 }
 
 impl Default for Settings {
@@ -116,6 +124,7 @@ impl Default for Settings {
             initial_balance: 100,
             inject_multi_one_lock: false,
             inject_zk_no_relist: false,
+            inject_etcd_no_requery: false,
         }
     }
 }
@@ -188,6 +197,8 @@ pub struct Ctx {
     pub keys: register::KeySpace,
     /// The members' ZooKeeper doors (the `zk-mutex` clients' way in).
     pub zk_doors: zk_mutex::Doors,
+    /// The members' etcd doors (the `etcd-mutex` clients' way in).
+    pub etcd_doors: zk_mutex::Doors,
     /// Notified whenever a client starts holding the lock (the
     /// `isolate-leader` nemesis waits for a holder on the leader).
     pub holding_changed: Notify,
@@ -222,6 +233,7 @@ impl Ctx {
             store: store::FencedStore::default(),
             keys,
             zk_doors: zk_mutex::Doors::new(),
+            etcd_doors: zk_mutex::Doors::new(),
             holding_changed: Notify::new(),
             pids: AtomicU64::new(0),
             stop,
@@ -231,6 +243,11 @@ impl Ctx {
     /// The same context, with the members' ZooKeeper doors.
     pub fn with_zk_doors(self, zk_doors: zk_mutex::Doors) -> Ctx {
         Ctx { zk_doors, ..self }
+    }
+
+    /// The same context, with the members' etcd doors.
+    pub fn with_etcd_doors(self, etcd_doors: zk_mutex::Doors) -> Ctx {
+        Ctx { etcd_doors, ..self }
     }
 
     /// A process id never used before.
@@ -288,6 +305,7 @@ pub fn spawn_clients(workload: Workload, ctx: &Arc<Ctx>, seed: u64) -> Vec<JoinH
                 Workload::MultiLock => tokio::spawn(multilock::client(ctx, idx, rng)),
                 Workload::Register => tokio::spawn(register::client(ctx, idx, rng)),
                 Workload::ZkMutex => tokio::spawn(zk_mutex::client(ctx, idx, rng)),
+                Workload::EtcdMutex => tokio::spawn(etcd_mutex::client(ctx, idx, rng)),
             }
         })
         .collect()

@@ -136,11 +136,67 @@ impl Lease {
         lost
     }
 
+    /// The run time (read from `now` under the lease's lock) at which the
+    /// lease is still not lost, or `None` when it is. Decisions taken on
+    /// it are ordered with every loss noted through [`Lease::end_by`]: a
+    /// loss noted concurrently gets a later time.
+    pub fn alive_by(&self, now: impl FnOnce() -> u64) -> Option<u64> {
+        let mut st = self.state();
+        let now = now();
+        if st.lost.is_none() && st.renewed.saturating_add(self.span) > now {
+            return Some(now);
+        }
+        if st.lost.is_none() {
+            st.lost = Some((st.renewed.saturating_add(self.span), Loss::Deadline));
+            self.lost_tx.send_replace(true);
+        }
+        None
+    }
+
+    /// As [`Lease::end`], with the time read from `now` under the lease's
+    /// lock (see [`Lease::alive_by`]).
+    pub fn end_by(&self, now: impl FnOnce() -> u64, why: Loss) -> (u64, Loss) {
+        let mut st = self.state();
+        let now = now();
+        if st.lost.is_none() {
+            let deadline = st.renewed.saturating_add(self.span);
+            st.lost = Some(if deadline <= now {
+                (deadline, Loss::Deadline)
+            } else {
+                (now, why)
+            });
+            self.lost_tx.send_replace(true);
+        }
+        st.lost.unwrap_or((now, why))
+    }
+
     /// Completes once the loss is noted.
     pub async fn wait_lost(&self) {
         let mut rx = self.lost_tx.subscribe();
         let _ = rx.wait_for(|l| *l).await;
     }
+}
+
+/// Ends `lease` of process `pid` at its loss (now for `why`, unless it
+/// was lost before) and records that loss by process `recorder` on its
+/// behalf: `expire` when the cluster said the session is gone, `lost`
+/// otherwise (the module docs). Says which.
+pub fn record_loss(ctx: &Ctx, recorder: u64, pid: u64, lease: &Lease, why: Loss) -> Loss {
+    let (at, why) = lease.end(ctx.log.now(), why);
+    let call = Call {
+        pid: recorder,
+        f: if why == Loss::Gone {
+            F::Expire
+        } else {
+            F::Lost
+        },
+        key: ctx.settings.lock.clone(),
+        value: Value::Int(i64::try_from(pid).unwrap_or(i64::MAX)),
+        token: None,
+    };
+    ctx.log.invoke_at(&call, at);
+    ctx.log.ok(&call, call.value.clone());
+    why
 }
 
 /// How a session ends.
@@ -239,21 +295,7 @@ impl Session {
         let attempts = match how {
             End::Quiet => 3,
             End::Lost(why) => {
-                let (at, why) = self.lease.end(ctx.log.now(), why);
-                let call = Call {
-                    pid: recorder,
-                    f: if why == Loss::Gone {
-                        F::Expire
-                    } else {
-                        F::Lost
-                    },
-                    key: ctx.settings.lock.clone(),
-                    value: Value::Int(i64::try_from(self.pid).unwrap_or(i64::MAX)),
-                    token: None,
-                };
-                ctx.log.invoke_at(&call, at);
-                ctx.log.ok(&call, call.value.clone());
-                if why == Loss::Gone {
+                if record_loss(ctx, recorder, self.pid, &self.lease, why) == Loss::Gone {
                     return;
                 }
                 // Close it so its lock comes free before its TTL; the

@@ -46,7 +46,7 @@ use rand::Rng;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::session::{End, Lease, Loss};
+use super::session::{record_loss, End, Lease, Loss};
 use super::{backoff, lock, Ctx};
 use crate::history::{Value, F};
 use crate::runlog::Call;
@@ -81,20 +81,7 @@ impl ZkSession {
     async fn end(self, ctx: &Ctx, recorder: u64, how: End) {
         self.keeper.abort();
         if let End::Lost(why) = how {
-            let (at, why) = self.lease.end(ctx.log.now(), why);
-            let call = Call {
-                pid: recorder,
-                f: if why == Loss::Gone {
-                    F::Expire
-                } else {
-                    F::Lost
-                },
-                key: ctx.settings.lock.clone(),
-                value: Value::Int(i64::try_from(self.pid).unwrap_or(i64::MAX)),
-                token: None,
-            };
-            ctx.log.invoke_at(&call, at);
-            ctx.log.ok(&call, call.value.clone());
+            record_loss(ctx, recorder, self.pid, &self.lease, why);
         }
         // Dropped without an end (a run's last clients are aborted), the
         // client's drop closes the session and the keeper sees it.
@@ -253,7 +240,7 @@ async fn session_loop(ctx: &Ctx, idx: usize, s: &ZkSession, rng: &mut StdRng) ->
             Acquired::End(end) => return end,
         };
         lock::increment(ctx, idx, s.pid, token).await;
-        hold(ctx, idx, s, rng).await;
+        hold(ctx, idx, &s.lease, rng).await;
         let released = release(ctx, s, &mine).await;
         ctx.set_holding(idx, false);
         if let Some(end) = released {
@@ -439,8 +426,9 @@ async fn wait_turn(
 
 /// The critical section after the increment: a short random hold, as
 /// long as the nemesis asks for a long one, and a stall while paused.
-/// Ends early when the session is lost (except during a pause).
-async fn hold(ctx: &Ctx, idx: usize, s: &ZkSession, rng: &mut StdRng) {
+/// Ends early when the session is lost (except during a pause). Also the
+/// `etcd-mutex` clients'.
+pub(super) async fn hold(ctx: &Ctx, idx: usize, lease: &Lease, rng: &mut StdRng) {
     let control = &ctx.clients[idx];
     let short = Duration::from_millis(rng.random_range(0..=ctx.settings.max_hold_ms));
     tokio::select! {
@@ -448,7 +436,7 @@ async fn hold(ctx: &Ctx, idx: usize, s: &ZkSession, rng: &mut StdRng) {
             tokio::time::sleep(short).await;
             control.wait_no_long_hold().await;
         } => {}
-        _ = s.lease.wait_lost() => {}
+        _ = lease.wait_lost() => {}
     }
     control.wait_unpaused().await;
 }
@@ -524,11 +512,11 @@ pub async fn lock_is_free(ctx: &Ctx, node: u64) -> Result<bool, String> {
 /// The door address of every member that has one.
 pub type Doors = BTreeMap<u64, String>;
 
-fn ns(d: Duration) -> u64 {
+pub(super) fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn until(at: u64, now: u64) -> Duration {
+pub(super) fn until(at: u64, now: u64) -> Duration {
     Duration::from_nanos(at.saturating_sub(now))
 }
 

@@ -1,6 +1,8 @@
-//! etcd 3.4 over native gRPC (the `etcd-client` crate, tonic): its
-//! fastest client, as Go's clientv3 would talk to it. One client (one
-//! HTTP/2 connection) per member, shared by the sessions that prefer that
+//! etcd's v3 API over native gRPC (tonic, with the client stubs
+//! `raftlock_etcd::pb` generates from etcd's protos): etcd's fastest
+//! client, as Go's clientv3 would talk to it. The same client measures a
+//! real etcd (`etcd`) and raftlock's etcd door (`raftlock-etcd`). One
+//! HTTP/2 connection per member, shared by the sessions that prefer that
 //! member; a lease per session; the lock is clientv3's
 //! `concurrency.Mutex` recipe run here, as a Go program would run it:
 //! one txn puts `{name}/{lease hex}` if absent and reads the oldest key
@@ -9,9 +11,6 @@
 //! txn and a release one delete. (etcd's `Lock` RPC, which the JSON
 //! gateway row uses, runs the same recipe inside the server through a
 //! loopback client, with a session and extra reads per call: slower.)
-//!
-//! Built only with the `etcd-grpc` feature: the crate's build script runs
-//! `protoc`, which CI does not install (bench/compare.sh does).
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
@@ -19,22 +18,48 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, LeaseKeepAliveStream,
-    LeaseKeeper, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, WatchOptions,
-};
+use pb::compare::{CompareResult, CompareTarget, TargetUnion};
+use pb::kv_client::KvClient;
+use pb::lease_client::LeaseClient;
+use pb::range_request::{SortOrder, SortTarget};
+use pb::request_op::Request;
+use pb::response_op::Response;
+use pb::watch_client::WatchClient;
+use raftlock_etcd::pb::etcdserverpb as pb;
+use raftlock_etcd::pb::mvccpb;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt as _;
+use tonic::transport::{Channel, Endpoint};
+use tonic::Streaming;
 
 use super::{retry, Acquired, Backend, Step};
 use crate::cluster::System;
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// The etcd clients of one member (one HTTP/2 connection).
+#[derive(Clone)]
+struct Client {
+    kv: KvClient<Channel>,
+    watch: WatchClient<Channel>,
+    lease: LeaseClient<Channel>,
+}
+
 #[derive(Clone)]
 pub struct EtcdGrpc {
     /// One client per member, in member order.
     clients: Arc<Vec<Client>>,
     admin: Arc<AtomicUsize>,
+    /// `etcd`, or `raftlock-etcd` (raftlock's etcd door).
+    system: System,
 }
+
+/// A lease's keepalive stream: the requests' sender and the answers.
+type Keeper = (
+    mpsc::Sender<pb::LeaseKeepAliveRequest>,
+    Streaming<pb::LeaseKeepAliveResponse>,
+);
 
 pub struct Session {
     lease: i64,
@@ -42,25 +67,19 @@ pub struct Session {
     /// Lock name → the key the lock service created (needed to unlock).
     keys: Mutex<HashMap<String, Vec<u8>>>,
     /// This lease's keepalive stream, opened on first use.
-    keeper: tokio::sync::Mutex<Option<(LeaseKeeper, LeaseKeepAliveStream)>>,
+    keeper: tokio::sync::Mutex<Option<Keeper>>,
 }
 
 /// What a failed call means: the member is unreachable (try another), or
 /// etcd said no for a reason worth retrying (no leader, timeout), or not.
-fn classify<T>(e: etcd_client::Error) -> Step<T> {
+fn classify<T>(s: tonic::Status) -> Step<T> {
     use tonic::Code;
-    match &e {
-        etcd_client::Error::GRpcStatus(s) => match s.code() {
-            Code::Unavailable => Step::Rotate(s.message().to_string()),
-            Code::DeadlineExceeded | Code::Aborted | Code::Internal | Code::Unknown => {
-                Step::Again(s.message().to_string())
-            }
-            _ => Step::Fail(anyhow!("{e}")),
-        },
-        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => {
-            Step::Rotate(e.to_string())
+    match s.code() {
+        Code::Unavailable => Step::Rotate(s.message().to_string()),
+        Code::DeadlineExceeded | Code::Aborted | Code::Internal | Code::Unknown => {
+            Step::Again(s.message().to_string())
         }
-        _ => Step::Fail(anyhow!("{e}")),
+        _ => Step::Fail(anyhow!("{:?}: {}", s.code(), s.message())),
     }
 }
 
@@ -75,21 +94,57 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![0]
 }
 
+/// A count of the keys under `prefix`.
+fn count_under(prefix: &[u8]) -> pb::RangeRequest {
+    pb::RangeRequest {
+        key: prefix.to_vec(),
+        range_end: prefix_end(prefix),
+        count_only: true,
+        ..Default::default()
+    }
+}
+
+fn revision(h: Option<&pb::ResponseHeader>) -> i64 {
+    h.map_or(0, |h| h.revision)
+}
+
+fn put_op(key: Vec<u8>, lease: i64) -> pb::RequestOp {
+    pb::RequestOp {
+        request: Some(Request::RequestPut(pb::PutRequest {
+            key,
+            lease,
+            ..Default::default()
+        })),
+    }
+}
+
+fn range_op(r: pb::RangeRequest) -> pb::RequestOp {
+    pb::RequestOp {
+        request: Some(Request::RequestRange(r)),
+    }
+}
+
 impl EtcdGrpc {
-    pub async fn new(addrs: &[String]) -> anyhow::Result<Self> {
+    pub async fn new(addrs: &[String], system: System) -> anyhow::Result<Self> {
         let mut clients = Vec::with_capacity(addrs.len());
         for a in addrs {
-            let opts = ConnectOptions::new()
-                .with_connect_timeout(Duration::from_secs(2))
-                .with_timeout(CALL_TIMEOUT);
-            let c = Client::connect([format!("http://{a}")], Some(opts))
+            let channel = Endpoint::from_shared(format!("http://{a}"))
+                .with_context(|| format!("etcd gRPC address {a}"))?
+                .connect_timeout(Duration::from_secs(2))
+                .timeout(CALL_TIMEOUT)
+                .connect()
                 .await
                 .with_context(|| format!("etcd gRPC connect to {a}"))?;
-            clients.push(c);
+            clients.push(Client {
+                kv: KvClient::new(channel.clone()),
+                watch: WatchClient::new(channel.clone()),
+                lease: LeaseClient::new(channel),
+            });
         }
         Ok(Self {
             clients: Arc::new(clients),
             admin: Arc::new(AtomicUsize::new(0)),
+            system,
         })
     }
 
@@ -104,14 +159,11 @@ impl EtcdGrpc {
     async fn count(&self, member: &AtomicUsize, lock: &str) -> anyhow::Result<usize> {
         let prefix = format!("{lock}/").into_bytes();
         retry(member, self.members(), |m, _| {
-            let mut c = self.client(m);
-            let prefix = prefix.clone();
+            let mut c = self.client(m).kv;
+            let req = count_under(&prefix);
             async move {
-                let opts = GetOptions::new()
-                    .with_range(prefix_end(&prefix))
-                    .with_count_only();
-                match c.get(prefix, Some(opts)).await {
-                    Ok(r) => Step::Done(r.count().max(0) as usize),
+                match c.range(req).await {
+                    Ok(r) => Step::Done(r.into_inner().count.max(0) as usize),
                     Err(e) => classify(e),
                 }
             }
@@ -121,11 +173,15 @@ impl EtcdGrpc {
 }
 
 /// Oldest key under the prefix (the holder): clientv3's `WithFirstCreate`.
-fn first_created(prefix: &[u8]) -> GetOptions {
-    GetOptions::new()
-        .with_range(prefix_end(prefix))
-        .with_sort(SortTarget::Create, SortOrder::Ascend)
-        .with_limit(1)
+fn first_created(prefix: &[u8]) -> pb::RangeRequest {
+    pb::RangeRequest {
+        key: prefix.to_vec(),
+        range_end: prefix_end(prefix),
+        limit: 1,
+        sort_order: SortOrder::Ascend as i32,
+        sort_target: SortTarget::Create as i32,
+        ..Default::default()
+    }
 }
 
 impl EtcdGrpc {
@@ -141,44 +197,40 @@ impl EtcdGrpc {
         let prefix = format!("{lock}/").into_bytes();
         let lease = s.lease;
         retry(&s.member, self.members(), |m, _| {
-            let mut c = self.client(m);
-            let (key, prefix) = (key.to_vec(), prefix.clone());
+            let mut c = self.client(m).kv;
+            let txn = pb::TxnRequest {
+                compare: vec![pb::Compare {
+                    result: CompareResult::Equal as i32,
+                    target: CompareTarget::Create as i32,
+                    key: key.to_vec(),
+                    range_end: Vec::new(),
+                    target_union: Some(TargetUnion::CreateRevision(0)),
+                }],
+                success: vec![
+                    put_op(key.to_vec(), lease),
+                    range_op(first_created(&prefix)),
+                ],
+                failure: vec![
+                    range_op(pb::RangeRequest {
+                        key: key.to_vec(),
+                        ..Default::default()
+                    }),
+                    range_op(first_created(&prefix)),
+                ],
+            };
             async move {
-                let txn = Txn::new()
-                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                    .and_then([
-                        TxnOp::put(
-                            key.clone(),
-                            Vec::<u8>::new(),
-                            Some(PutOptions::new().with_lease(lease)),
-                        ),
-                        TxnOp::get(prefix.clone(), Some(first_created(&prefix))),
-                    ])
-                    .or_else([
-                        TxnOp::get(key.clone(), None),
-                        TxnOp::get(prefix.clone(), Some(first_created(&prefix))),
-                    ]);
                 let r = match c.txn(txn).await {
-                    Ok(r) => r,
+                    Ok(r) => r.into_inner(),
                     Err(e) => return classify(e),
                 };
-                let at = r.header().map_or(0, |h| h.revision());
-                let ops = r.op_responses();
-                let mine = if r.succeeded() {
-                    Some(at)
-                } else {
-                    match ops.first() {
-                        Some(TxnOpResponse::Get(g)) => {
-                            g.kvs().first().map(|kv| kv.create_revision())
-                        }
-                        _ => None,
-                    }
-                };
-                let holder = match ops.get(1) {
-                    Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()),
+                let at = revision(r.header.as_ref());
+                let created = |i: usize| match r.responses.get(i).and_then(|o| o.response.as_ref())
+                {
+                    Some(Response::ResponseRange(g)) => g.kvs.first().map(|kv| kv.create_revision),
                     _ => None,
                 };
-                match (mine, holder) {
+                let mine = if r.succeeded { Some(at) } else { created(0) };
+                match (mine, created(1)) {
                     (Some(mine), Some(holder)) => Step::Done((mine, holder, at)),
                     _ => Step::Fail(anyhow!(
                         "lock txn on {lock}: our key or the holder is missing"
@@ -201,19 +253,25 @@ impl EtcdGrpc {
         let prefix = format!("{lock}/").into_bytes();
         loop {
             let last_older = retry(&s.member, self.members(), |m, _| {
-                let mut c = self.client(m);
-                let prefix = prefix.clone();
+                let mut c = self.client(m).kv;
+                let req = pb::RangeRequest {
+                    key: prefix.clone(),
+                    range_end: prefix_end(&prefix),
+                    limit: 1,
+                    sort_order: SortOrder::Descend as i32,
+                    sort_target: SortTarget::Create as i32,
+                    max_create_revision: mine - 1,
+                    ..Default::default()
+                };
                 async move {
-                    let opts = GetOptions::new()
-                        .with_range(prefix_end(&prefix))
-                        .with_sort(SortTarget::Create, SortOrder::Descend)
-                        .with_max_create_revision(mine - 1)
-                        .with_limit(1);
-                    match c.get(prefix, Some(opts)).await {
-                        Ok(r) => Step::Done((
-                            r.kvs().first().map(|kv| kv.key().to_vec()),
-                            r.header().map_or(0, |h| h.revision()),
-                        )),
+                    match c.range(req).await {
+                        Ok(r) => {
+                            let r = r.into_inner();
+                            Step::Done((
+                                r.kvs.first().map(|kv| kv.key.clone()),
+                                revision(r.header.as_ref()),
+                            ))
+                        }
                         Err(e) => classify(e),
                     }
                 }
@@ -225,22 +283,29 @@ impl EtcdGrpc {
             at = at.max(rev);
             // Watch from the revision the read saw: a delete after it shows.
             let m = s.member.load(std::sync::atomic::Ordering::Relaxed);
-            let mut stream = match self
-                .client(m)
-                .watch(pred, Some(WatchOptions::new().with_start_revision(at)))
-                .await
-            {
-                Ok(w) => w,
+            let create = pb::WatchRequest {
+                request_union: Some(pb::watch_request::RequestUnion::CreateRequest(
+                    pb::WatchCreateRequest {
+                        key: pred,
+                        start_revision: at,
+                        ..Default::default()
+                    },
+                )),
+            };
+            // The request stream stays open while we watch.
+            let requests = tokio_stream::once(create).chain(tokio_stream::pending());
+            let mut stream = match self.client(m).watch.watch(requests).await {
+                Ok(w) => w.into_inner(),
                 Err(_) => continue,
             };
             // Until our predecessor is deleted, or the stream ends (the
             // member went away): then look again.
             while let Ok(Some(resp)) = stream.message().await {
                 let deleted = resp
-                    .events()
+                    .events
                     .iter()
-                    .any(|e| e.event_type() == EventType::Delete);
-                if deleted || resp.canceled() {
+                    .any(|e| e.r#type == mvccpb::event::EventType::Delete as i32);
+                if deleted || resp.canceled {
                     break;
                 }
             }
@@ -249,10 +314,13 @@ impl EtcdGrpc {
 
     async fn delete(&self, s: &Session, key: Vec<u8>) -> anyhow::Result<()> {
         retry(&s.member, self.members(), |m, _| {
-            let mut c = self.client(m);
-            let key = key.clone();
+            let mut c = self.client(m).kv;
+            let req = pb::DeleteRangeRequest {
+                key: key.clone(),
+                ..Default::default()
+            };
             async move {
-                match c.delete(key, None).await {
+                match c.delete_range(req).await {
                     Ok(_) => Step::Done(()),
                     Err(e) => classify(e),
                 }
@@ -266,17 +334,17 @@ impl Backend for EtcdGrpc {
     type Session = Session;
 
     fn system(&self) -> System {
-        System::Etcd
+        self.system
     }
 
     async fn open(&self, member: usize, ttl: Duration) -> anyhow::Result<Session> {
         let m = AtomicUsize::new(member);
         let ttl = ttl.as_secs().max(1) as i64;
         let lease = retry(&m, self.members(), |m, _| {
-            let mut c = self.client(m);
+            let mut c = self.client(m).lease;
             async move {
-                match c.lease_grant(ttl, None).await {
-                    Ok(r) => Step::Done(r.id()),
+                match c.lease_grant(pb::LeaseGrantRequest { ttl, id: 0 }).await {
+                    Ok(r) => Step::Done(r.into_inner().id),
                     Err(e) => classify(e),
                 }
             }
@@ -337,10 +405,14 @@ impl Backend for EtcdGrpc {
     async fn put(&self, s: &Session, key: &str, value: &[u8]) -> anyhow::Result<()> {
         let key = format!("bench-put/{key}").into_bytes();
         retry(&s.member, self.members(), |m, _| {
-            let mut c = self.client(m);
-            let (key, value) = (key.clone(), value.to_vec());
+            let mut c = self.client(m).kv;
+            let req = pb::PutRequest {
+                key: key.clone(),
+                value: value.to_vec(),
+                ..Default::default()
+            };
             async move {
-                match c.put(key, value, None).await {
+                match c.put(req).await {
                     Ok(_) => Step::Done(()),
                     Err(e) => classify(e),
                 }
@@ -353,25 +425,32 @@ impl Backend for EtcdGrpc {
         let mut slot = s.keeper.lock().await;
         if slot.is_none() {
             let m = s.member.load(std::sync::atomic::Ordering::Relaxed);
-            let pair = self
+            let (tx, rx) = mpsc::channel(4);
+            let answers = self
                 .client(m)
-                .lease_keep_alive(s.lease)
+                .lease
+                .lease_keep_alive(ReceiverStream::new(rx))
                 .await
-                .context("keepalive stream")?;
-            *slot = Some(pair);
+                .context("keepalive stream")?
+                .into_inner();
+            *slot = Some((tx, answers));
         }
         let Some((keeper, stream)) = slot.as_mut() else {
             return Err(anyhow!("keepalive stream missing"));
         };
-        let r = async {
-            keeper.keep_alive().await?;
-            stream.message().await
-        }
-        .await;
+        let sent = keeper
+            .send(pb::LeaseKeepAliveRequest { id: s.lease })
+            .await
+            .is_ok();
+        let r = if sent {
+            stream.message().await.ok().flatten()
+        } else {
+            None
+        };
         match r {
-            Ok(Some(resp)) if resp.ttl() > 0 => Ok(()),
-            Ok(Some(_)) => Err(anyhow!("keepalive: lease expired")),
-            Ok(None) | Err(_) => {
+            Some(resp) if resp.ttl > 0 => Ok(()),
+            Some(_) => Err(anyhow!("keepalive: lease expired")),
+            None => {
                 // The stream broke (member gone): a new one next time.
                 *slot = None;
                 Err(anyhow!("keepalive stream closed"))
@@ -386,12 +465,12 @@ impl Backend for EtcdGrpc {
     async fn close(&self, s: Session) -> anyhow::Result<()> {
         let lease = s.lease;
         retry(&s.member, self.members(), |m, _| {
-            let mut c = self.client(m);
+            let mut c = self.client(m).lease;
             async move {
-                match c.lease_revoke(lease).await {
+                match c.lease_revoke(pb::LeaseRevokeRequest { id: lease }).await {
                     Ok(_) => Step::Done(()),
                     // Already expired.
-                    Err(e) if e.to_string().contains("not found") => Step::Done(()),
+                    Err(e) if e.message().contains("not found") => Step::Done(()),
                     Err(e) => classify(e),
                 }
             }
@@ -412,19 +491,16 @@ impl Backend for EtcdGrpc {
     /// have created for this lease (`{name}/{lease in hex}`).
     async fn bulk_hold(&self, s: &Session, locks: &[String]) -> anyhow::Result<()> {
         let lease = s.lease;
-        let ops: Vec<TxnOp> = locks
+        let ops: Vec<pb::RequestOp> = locks
             .iter()
-            .map(|l| {
-                TxnOp::put(
-                    format!("{l}/{lease:x}"),
-                    Vec::<u8>::new(),
-                    Some(PutOptions::new().with_lease(lease)),
-                )
-            })
+            .map(|l| put_op(format!("{l}/{lease:x}").into_bytes(), lease))
             .collect();
         retry(&s.member, self.members(), |m, _| {
-            let mut c = self.client(m);
-            let txn = Txn::new().and_then(ops.clone());
+            let mut c = self.client(m).kv;
+            let txn = pb::TxnRequest {
+                success: ops.clone(),
+                ..Default::default()
+            };
             async move {
                 match c.txn(txn).await {
                     Ok(_) => Step::Done(()),
@@ -436,14 +512,11 @@ impl Backend for EtcdGrpc {
     }
 
     async fn serves_on(&self, member: usize, lock: &str) -> bool {
-        let prefix = format!("{lock}/").into_bytes();
-        let opts = GetOptions::new()
-            .with_range(prefix_end(&prefix))
-            .with_count_only();
-        let mut c = self.client(member);
+        let req = count_under(format!("{lock}/").as_bytes());
+        let mut c = self.client(member).kv;
         matches!(
-            tokio::time::timeout(Duration::from_secs(2), c.get(prefix, Some(opts))).await,
-            Ok(Ok(r)) if r.count() > 0
+            tokio::time::timeout(Duration::from_secs(2), c.range(req)).await,
+            Ok(Ok(r)) if r.get_ref().count > 0
         )
     }
 }

@@ -43,6 +43,11 @@ pub enum System {
     #[value(name = "raftlock-zk")]
     #[serde(rename = "raftlock-zk")]
     RaftlockZk,
+    /// raftlock through its etcd door, with the etcd row's gRPC client
+    /// and recipe.
+    #[value(name = "raftlock-etcd")]
+    #[serde(rename = "raftlock-etcd")]
+    RaftlockEtcd,
 }
 
 impl System {
@@ -53,6 +58,7 @@ impl System {
             System::EtcdGateway => "etcd-gateway",
             System::Zookeeper => "zookeeper",
             System::RaftlockZk => "raftlock-zk",
+            System::RaftlockEtcd => "raftlock-etcd",
         }
     }
 }
@@ -153,8 +159,9 @@ impl Cluster {
                 .collect::<Vec<_>>()
         };
         let specs = match system {
-            System::Raftlock => raftlock::specs(tools, dir, false)?,
-            System::RaftlockZk => raftlock::specs(tools, dir, true)?,
+            System::Raftlock => raftlock::specs(tools, dir, raftlock::Door::None)?,
+            System::RaftlockZk => raftlock::specs(tools, dir, raftlock::Door::Zookeeper)?,
+            System::RaftlockEtcd => raftlock::specs(tools, dir, raftlock::Door::Etcd)?,
             System::Etcd | System::EtcdGateway => same(etcd::specs(tools, dir)?),
             System::Zookeeper => same(zookeeper::specs(tools, dir)?),
         };
@@ -246,7 +253,9 @@ impl Cluster {
     async fn member_ready(&self, i: usize) -> bool {
         let m = &self.members[i];
         match self.system {
-            System::Raftlock | System::RaftlockZk => raftlock::healthy(&self.http, m).await,
+            System::Raftlock | System::RaftlockZk | System::RaftlockEtcd => {
+                raftlock::healthy(&self.http, m).await
+            }
             System::Etcd | System::EtcdGateway => etcd::healthy(&self.http, m).await,
             System::Zookeeper => zookeeper::healthy(m).await,
         }
@@ -292,7 +301,7 @@ impl Cluster {
     /// Index of the current leader.
     pub async fn leader(&self) -> anyhow::Result<usize> {
         let found = match self.system {
-            System::Raftlock | System::RaftlockZk => {
+            System::Raftlock | System::RaftlockZk | System::RaftlockEtcd => {
                 raftlock::leader(&self.http, &self.members).await
             }
             System::Etcd | System::EtcdGateway => etcd::leader(&self.http, &self.members).await,
@@ -335,7 +344,9 @@ impl Cluster {
     pub fn data_bytes(&self, i: usize) -> u64 {
         let id = self.members[i].id;
         let path = match self.system {
-            System::Raftlock | System::RaftlockZk => raftlock::data_dir(&self.dir, id),
+            System::Raftlock | System::RaftlockZk | System::RaftlockEtcd => {
+                raftlock::data_dir(&self.dir, id)
+            }
             System::Etcd | System::EtcdGateway | System::Zookeeper => {
                 self.dir.join(format!("member-{id}"))
             }
@@ -354,7 +365,7 @@ impl Cluster {
 
     pub async fn version(&self) -> String {
         match self.system {
-            System::Raftlock | System::RaftlockZk => {
+            System::Raftlock | System::RaftlockZk | System::RaftlockEtcd => {
                 raftlock::version(&self.members[0].spawn.program)
             }
             System::Etcd | System::EtcdGateway => etcd::version(&self.members[0].spawn.program),

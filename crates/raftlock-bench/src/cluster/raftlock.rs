@@ -1,7 +1,7 @@
 //! raftlock: three `raftlock serve` processes from one generated config
 //! (defaults otherwise, so fsync on), member N's data in `node-N`; with
-//! `zookeeper`, each member also serves a ZooKeeper door, the port its
-//! clients use.
+//! a [`Door`], each member also serves a ZooKeeper or an etcd door, the
+//! port its clients use.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,13 +12,17 @@ use serde_json::Value;
 
 use super::{absolute, free_ports, Member, Spawn, Tools};
 
-/// Each member's id, client port (the HTTP API, or with `zookeeper` the
-/// door), HTTP API port, and command line.
-pub fn specs(
-    tools: &Tools,
-    dir: &Path,
-    zookeeper: bool,
-) -> anyhow::Result<Vec<(u32, u16, u16, Spawn)>> {
+/// The protocol door each member serves besides its HTTP API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
+    None,
+    Zookeeper,
+    Etcd,
+}
+
+/// Each member's id, client port (the HTTP API, or the door), HTTP API
+/// port, and command line.
+pub fn specs(tools: &Tools, dir: &Path, door: Door) -> anyhow::Result<Vec<(u32, u16, u16, Spawn)>> {
     let ports = free_ports(9)?;
     let dir = absolute(dir);
     let mut toml = format!(
@@ -37,9 +41,14 @@ pub fn specs(
             ports[i],
             ports[3 + i]
         );
-        if zookeeper {
+        let entry = match door {
+            Door::None => None,
+            Door::Zookeeper => Some("zookeeper"),
+            Door::Etcd => Some("etcd"),
+        };
+        if let Some(entry) = entry {
             toml += &format!(
-                "zookeeper = {{ client_addr = \"127.0.0.1:{}\" }}\n",
+                "{entry} = {{ client_addr = \"127.0.0.1:{}\" }}\n",
                 ports[6 + i]
             );
         }
@@ -72,10 +81,10 @@ pub fn specs(
                 log: member.log.clone(),
             };
             let api = ports[i as usize];
-            let client = if zookeeper {
-                ports[6 + i as usize]
-            } else {
+            let client = if door == Door::None {
                 api
+            } else {
+                ports[6 + i as usize]
             };
             (i + 1, client, api, spawn)
         })

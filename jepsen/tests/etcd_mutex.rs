@@ -1,0 +1,113 @@
+//! `etcd-mutex` end to end: etcd's lock recipe (clientv3's
+//! `concurrency.Mutex`) through the etcd doors of real `raftlock serve`
+//! members, over gRPC, under faults; the lock key's create revision
+//! fences the counter, and every grant is read back from the door's
+//! history at its revision.
+//!
+//! `#[ignore]`d like tests/cluster.rs (they need target/debug/raftlock);
+//! jepsen/ci.sh builds it and runs
+//! `cargo test -p raftlock-jepsen --test etcd_mutex -- --ignored --test-threads=1`.
+//!
+//! - under every fault (`all`) for 15 s the run must be valid, with
+//!   grants and increments through the doors, no grant after the client
+//!   saw its lease end, and every grant's key alive and the oldest at its
+//!   revision;
+//! - with the injected client bug (a waiter that takes its predecessor's
+//!   deletion for the lock without reading again) the mutex checker and
+//!   the door-history audit must find two holders at once.
+
+mod process;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use raftlock_jepsen::control::default_raftlock_bin;
+use raftlock_jepsen::runner::TestOutcome;
+use raftlock_jepsen::{Verdict, Workload};
+
+use process::binary;
+
+fn run(
+    nemesis: &str,
+    seed: u64,
+    tune: impl FnOnce(&mut raftlock_jepsen::runner::TestOptions),
+) -> TestOutcome {
+    let _one = process::one_at_a_time();
+    let mut opts = process::options(Workload::EtcdMutex, nemesis, seed, Duration::from_secs(15));
+    opts.raftlock_bin = binary(default_raftlock_bin(), "cargo build -p raftlock-cli");
+    opts.member_bin = PathBuf::from(env!("CARGO_BIN_EXE_raftlock-jepsen"));
+    tune(&mut opts);
+    process::run(&opts)
+}
+
+/// The check named `name`.
+fn result<'a>(outcome: &'a TestOutcome, name: &str) -> &'a raftlock_jepsen::CheckResult {
+    outcome
+        .results
+        .iter()
+        .find(|r| r.checker == name)
+        .unwrap_or_else(|| panic!("no {name} check:\n{}", outcome.summary))
+}
+
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn etcd_mutex_under_all_faults_is_valid() {
+    let outcome = run("all", 71, |_| {});
+    process::assert_valid(&outcome);
+    assert!(
+        outcome.faults >= 1,
+        "no fault injected:\n{}",
+        outcome.summary
+    );
+    for needle in ["fenced", "linearizable(mutex)", "final counter"] {
+        assert!(
+            outcome.summary.contains(needle),
+            "{needle}:\n{}",
+            outcome.summary
+        );
+    }
+    // The lease checks ran over real grants, and read every one back.
+    let lease = result(&outcome, "lease-grant");
+    assert_eq!(lease.verdict, Verdict::Valid, "{}", outcome.summary);
+    let grants = lease.details["grants"].as_u64().unwrap_or(0);
+    assert!(grants >= 1, "no grant:\n{}", outcome.summary);
+    let audit = result(&outcome, "lease-grant(door history)");
+    assert_eq!(audit.verdict, Verdict::Valid, "{}", outcome.summary);
+    assert_eq!(
+        audit.details["checked"].as_u64(),
+        Some(grants),
+        "{}",
+        outcome.summary
+    );
+}
+
+/// Without the second read, a waiter whose predecessor withdrew (its wait
+/// ran out) holds beside the real holder. Short waits make withdrawals
+/// common; no faults are needed.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn etcd_mutex_without_requery_is_caught() {
+    let outcome = run("none", 72, |o| {
+        o.time_limit = Duration::from_secs(10);
+        o.settings.inject_etcd_no_requery = true;
+        o.settings.max_wait_ms = 700;
+    });
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Invalid,
+        "the injected bug was not caught:\n{}",
+        outcome.summary
+    );
+    assert_eq!(
+        result(&outcome, "linearizable(mutex)").verdict,
+        Verdict::Invalid,
+        "{}",
+        outcome.summary
+    );
+    assert_eq!(
+        result(&outcome, "lease-grant(door history)").verdict,
+        Verdict::Invalid,
+        "{}",
+        outcome.summary
+    );
+}
