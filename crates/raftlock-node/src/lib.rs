@@ -44,6 +44,8 @@ mod quorum;
 mod replica;
 mod routes;
 mod shutdown;
+#[doc(hidden)]
+pub mod simulation;
 mod snapshot_file;
 mod state_machine;
 mod stats;

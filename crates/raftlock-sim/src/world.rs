@@ -8,7 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use raftlock_core::SessionId;
+use raftlock_jepsen::history::fmt_ns;
 use raftlock_jepsen::{Event, History};
+use raftlock_node::simulation::{QuorumClock, SessionTracker};
 use raftlock_node::{NodeId, Raft};
 use tokio::time::Instant;
 
@@ -49,6 +52,8 @@ impl WorldRef {
             nodes,
             links: Links::default(),
             history: History::new(),
+            lock_history: History::new(),
+            sessions: SessionOracle::default(),
             oracle: Oracle::default(),
             next_process: 0,
             stopping: false,
@@ -56,6 +61,7 @@ impl WorldRef {
             failed_syncs: 0,
             committed_synced: true,
             restore_leadership: false,
+            lock_clients: 0,
             paused: BTreeSet::new(),
             resumed: Vec::new(),
             applied_waiters: Vec::new(),
@@ -85,6 +91,12 @@ pub struct World {
     pub links: Links,
     /// Client operations and nemesis events, in simulated time.
     pub history: History,
+    /// The lock clients' operations (and the nemesis events), judged by
+    /// the Jepsen harness's mutex and fencing checkers.
+    pub lock_history: History,
+    /// What the cluster promised each lock client's session, and when it
+    /// expired them.
+    pub sessions: SessionOracle,
     /// Invariants checked as the run goes.
     pub oracle: Oracle,
     /// Next client process id (a process whose op ended `info` continues
@@ -96,6 +108,8 @@ pub struct World {
     pub faults: u64,
     /// Log sync batches that failed (disk-error fault).
     pub failed_syncs: u64,
+    /// Lock clients in the run (none: the session machinery stays off).
+    pub lock_clients: usize,
     /// Whether a saved committed log id is synced at once, or only with the
     /// next log sync.
     pub committed_synced: bool,
@@ -140,6 +154,12 @@ impl World {
     /// Nanoseconds of simulated time since the run started.
     pub fn now_ns(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Appends a lock client's `event` at the current simulated time.
+    pub fn record_lock(&mut self, event: Event) -> u64 {
+        let now = self.now_ns();
+        self.lock_history.push(event.at(now))
     }
 
     /// Appends `event` at the current simulated time.
@@ -197,6 +217,83 @@ pub struct Member {
     pub sync_failed: Option<&'static str>,
     /// Tasks to abort when the member crashes.
     pub tasks: Vec<tokio::task::AbortHandle>,
+    /// The node's session tracker of this incarnation (in memory: a
+    /// restart starts a fresh one, as a restarted node does).
+    pub tracker: Option<Arc<SessionTracker>>,
+    /// The node's quorum clock of this incarnation, fed by its
+    /// AppendEntries answers.
+    pub quorum: Option<Arc<QuorumClock>>,
+    /// The same answers, per peer (vote and send instant of the latest),
+    /// for the injected off-by-one quorum rule.
+    pub acks: BTreeMap<NodeId, (openraft::Vote<NodeId>, Instant)>,
+}
+
+/// A session's promise as the lock clients saw it acknowledged.
+#[derive(Debug, Clone, Copy)]
+pub struct Promise {
+    /// The client process that owns the session.
+    pub pid: u64,
+    /// Its TTL.
+    pub ttl_ms: u64,
+    /// Send time (ns) of its open or of its latest acknowledged
+    /// keepalive: no member may expire it before this + TTL.
+    pub renewed: u64,
+}
+
+/// Sessions of the lock clients: what each was promised, when each
+/// expired. An expiry before the last acknowledged keepalive + TTL breaks
+/// the promise every lock rests on.
+#[derive(Default)]
+pub struct SessionOracle {
+    /// Per session, its promise.
+    pub promised: BTreeMap<SessionId, Promise>,
+    /// Per session, when its `ExpireSession` was first applied (ns).
+    pub expired: BTreeMap<SessionId, u64>,
+    /// Sessions expired by the cluster.
+    pub expiries: u64,
+    /// Keepalives acknowledged.
+    pub keepalives: u64,
+}
+
+impl SessionOracle {
+    fn broken(&self, id: SessionId, expired: u64) -> Option<String> {
+        let p = self.promised.get(&id)?;
+        let due = p.renewed.saturating_add(p.ttl_ms.saturating_mul(1_000_000));
+        (expired < due).then(|| {
+            format!(
+                "session expiry: session {id} of process {} expired at {}, before its last \
+                 acknowledged keepalive (sent at {}) + TTL {} ms = {}",
+                p.pid,
+                fmt_ns(expired),
+                fmt_ns(p.renewed),
+                p.ttl_ms,
+                fmt_ns(due)
+            )
+        })
+    }
+
+    /// The cluster applied the expiry of `id` at `now` (first apply
+    /// counts).
+    pub fn on_expired(&mut self, id: SessionId, now: u64) -> Option<String> {
+        if self.expired.contains_key(&id) {
+            return None;
+        }
+        self.expired.insert(id, now);
+        self.expiries += 1;
+        self.broken(id, now)
+    }
+
+    /// A keepalive (or the open) of `id` sent at `sent` was acknowledged.
+    pub fn on_renewed(&mut self, id: SessionId, pid: u64, ttl_ms: u64, sent: u64) -> Option<String> {
+        let p = self.promised.entry(id).or_insert(Promise {
+            pid,
+            ttl_ms,
+            renewed: sent,
+        });
+        p.renewed = p.renewed.max(sent);
+        let expired = *self.expired.get(&id)?;
+        self.broken(id, expired)
+    }
 }
 
 /// Invariants the simulator checks while the run goes, besides the
