@@ -116,6 +116,7 @@ pub async fn crash_member_torn(world: &WorldRef, id: NodeId, torn: Option<(usize
             Some((kept, torn_at)) => m.disk.crash_torn(kept, torn_at),
             None => m.disk.crash(),
         }
+        w.check_committed_durable(id);
         // Reads waiting on its state machine end: their sender is dropped.
         w.applied_waiters.retain(|(n, _, _)| *n != id);
         let m = w.nodes.get_mut(&id)?;

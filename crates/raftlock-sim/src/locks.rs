@@ -15,8 +15,9 @@
 //! (a holder counted until it observes its loss) and its fencing checker
 //! (grant tokens strictly increase per lock).
 //!
-//! Keepalives go to a member picked at random and on to the member it
-//! names as leader (as a follower forwards them), and are answered there
+//! Keepalives go through one member (sticky, as the harness's clients:
+//! another one only after a failure) and on to the member it names as
+//! leader (as a follower forwards them), and are answered there
 //! by the node's session logic (`sessions`). Every acknowledged keepalive
 //! is also told to the world's `SessionOracle`, which checks that no
 //! expiry comes before the last one's send time + TTL.
@@ -38,7 +39,7 @@ pub const LOCK: &str = "sim";
 /// The lock's key in the history.
 const KEY: &str = "lock";
 /// The TTL of every session.
-pub const TTL_MS: u64 = 2_000;
+pub const TTL_MS: u64 = 1_000;
 /// A client gives up on an operation after this long: outcome unknown.
 const OP_TIMEOUT: Duration = Duration::from_millis(1_000);
 /// Hops along leader hints before giving up.
@@ -320,6 +321,15 @@ async fn keepalive_loop(world: WorldRef, id: SessionId, pid: u64, lease: Arc<Lea
     let retry = ns((ttl / 10).clamp(Duration::from_millis(50), Duration::from_secs(1)));
     let patience = ttl / 3;
     let mut next = lease.renewed() + interval;
+    // Sticky, as the harness's clients are: keepalives go through one
+    // member until it fails to answer, then through another.
+    let pick = |world: &WorldRef| {
+        world.with(|w| {
+            let ids = w.ids();
+            ids[w.rng.pick(ids.len())]
+        })
+    };
+    let mut home = pick(&world);
     loop {
         let now = world.with(|w| w.now_ns());
         if lease.lost(now).is_some() {
@@ -332,7 +342,7 @@ async fn keepalive_loop(world: WorldRef, id: SessionId, pid: u64, lease: Arc<Lea
             continue;
         }
         let wait = until(deadline, sent).min(patience);
-        let reply = tokio::time::timeout(wait, keepalive(&world, id)).await;
+        let reply = tokio::time::timeout(wait, keepalive(&world, home, id)).await;
         let now = world.with(|w| w.now_ns());
         match reply {
             Ok(Ok(ttl_ms)) => {
@@ -349,17 +359,18 @@ async fn keepalive_loop(world: WorldRef, id: SessionId, pid: u64, lease: Arc<Lea
                 lease.end(now, Loss::Gone);
                 return;
             }
-            Ok(Err(_)) | Err(_) => next = now + retry,
+            Ok(Err(_)) | Err(_) => {
+                next = now + retry;
+                home = pick(&world);
+            }
         }
     }
 }
 
-/// One keepalive through a member picked at random, on to its leader.
-async fn keepalive(world: &WorldRef, session: SessionId) -> Result<u64, Refused> {
-    let mut target = world.with(|w| {
-        let ids = w.ids();
-        ids[w.rng.pick(ids.len())]
-    });
+/// One keepalive through member `home`, on to the member it names as
+/// leader.
+async fn keepalive(world: &WorldRef, home: NodeId, session: SessionId) -> Result<u64, Refused> {
+    let mut target = home;
     for _ in 0..MAX_HOPS {
         world.wait_unpaused(&[target]).await;
         match keepalive_at(world, target, session).await {

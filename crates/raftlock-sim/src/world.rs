@@ -184,6 +184,39 @@ impl World {
         self.nodes.keys().copied().collect()
     }
 
+    /// After member `crashed` lost its unsynced writes: every entry some
+    /// member applied (so committed) must still be durable on a majority
+    /// (a snapshot covering it counts), or a committed write is lost even
+    /// if no later leader has overwritten it yet. The majority is of one
+    /// voter fewer than the members, as a membership fault may have
+    /// demoted one.
+    pub fn check_committed_durable(&mut self, crashed: NodeId) {
+        let need = (self.nodes.len().saturating_sub(1)) / 2 + 1;
+        let lost = self.oracle.applied.iter().find_map(|(index, (log_id, _, by))| {
+            let held = self
+                .nodes
+                .values()
+                .filter(|m| {
+                    let covered = m
+                        .disk
+                        .snapshot
+                        .as_ref()
+                        .and_then(|(meta, _)| meta.last_log_id)
+                        .is_some_and(|l| l.index >= *index)
+                        || m.disk.durable.purged.is_some_and(|l| l.index >= *index);
+                    covered || m.disk.durable.entries.get(index).is_some_and(|e| e.log_id == *log_id)
+                })
+                .count();
+            (held < need).then(|| (*log_id, *by, held))
+        });
+        if let Some((log_id, by, held)) = lost {
+            self.violation(format!(
+                "lost committed write: entry {log_id} (applied by member {by}) is durable on \
+                 {held} member(s), fewer than a majority, after member {crashed} crashed"
+            ));
+        }
+    }
+
     /// Records a violated invariant (the run fails).
     pub fn violation(&mut self, what: String) {
         let at = self.now_ns();
@@ -416,6 +449,53 @@ mod tests {
         assert!(o.on_leader(1, vote(4, 1, true)).is_none());
         // Member 3 leads under member 1's leader id: split brain.
         assert!(o.on_leader(3, vote(4, 1, true)).is_some());
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_committed_entry_on_fewer_than_a_majority_of_disks_is_a_violation() {
+        let world = WorldRef::new(0, &[1, 2, 3]);
+        world.with(|w| {
+            let entry = openraft::Entry {
+                log_id: log_id(1, 5),
+                payload: openraft::EntryPayload::Blank,
+            };
+            w.oracle.applied.insert(5, (log_id(1, 5), 0, 1));
+            let disk = &mut w.nodes.get_mut(&1).unwrap().disk;
+            let seq = disk.write(crate::disk::DiskOp::Append(vec![entry.clone()]));
+            disk.sync_to(seq);
+            w.check_committed_durable(2);
+            assert_eq!(w.oracle.violations.len(), 1, "on one disk of three");
+            // Written on a second disk, but not synced: still lost.
+            let disk = &mut w.nodes.get_mut(&2).unwrap().disk;
+            let seq = disk.write(crate::disk::DiskOp::Append(vec![entry]));
+            w.check_committed_durable(3);
+            assert_eq!(w.oracle.violations.len(), 2);
+            w.nodes.get_mut(&2).unwrap().disk.sync_to(seq);
+            w.check_committed_durable(3);
+            assert_eq!(w.oracle.violations.len(), 2, "on two disks of three");
+        });
+    }
+
+    #[test]
+    fn an_expiry_before_the_last_acknowledged_keepalive_plus_ttl_is_a_violation() {
+        let mut o = SessionOracle::default();
+        let (a, b, c) = (SessionId(1), SessionId(2), SessionId(3));
+        // Opened at 0, renewed by a keepalive sent at 600 ms: TTL 1 s.
+        assert!(o.on_renewed(a, 1, 1_000, 0).is_none());
+        assert!(o.on_renewed(a, 1, 1_000, 600 * MS).is_none());
+        assert!(o.on_expired(a, 1_599 * MS).is_some(), "1 ms early");
+        assert!(o.on_renewed(b, 2, 1_000, 600 * MS).is_none());
+        assert!(o.on_expired(b, 1_600 * MS).is_none(), "on time");
+        // An older keepalive acknowledged late never moves it back.
+        assert!(o.on_renewed(b, 2, 1_000, 100 * MS).is_none());
+        // Acknowledged after its expiry, a keepalive promises what the
+        // cluster no longer keeps.
+        assert!(o.on_renewed(c, 3, 1_000, 0).is_none());
+        assert!(o.on_expired(c, 1_000 * MS).is_none());
+        assert!(o.on_renewed(c, 3, 1_000, 500 * MS).is_some());
+        assert_eq!(o.expiries, 3);
     }
 
     #[test]
