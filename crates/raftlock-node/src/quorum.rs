@@ -84,11 +84,7 @@ impl QuorumClock {
     /// during a joint membership change), a majority accepted requests of
     /// this leadership sent at or after T. This node counts as accepting
     /// at `now`.
-    pub fn confirmed_at(
-        &self,
-        leadership: &Leadership<'_>,
-        now: Instant,
-    ) -> Option<Instant> {
+    pub fn confirmed_at(&self, leadership: &Leadership<'_>, now: Instant) -> Option<Instant> {
         let acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
         let heard = |id: &NodeId| -> Option<Instant> {
             if *id == leadership.me {

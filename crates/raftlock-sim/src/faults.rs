@@ -104,7 +104,12 @@ impl Fault {
 
 fn note(world: &WorldRef, f: F, what: &str) {
     world.with(|w| {
-        let event = Event::new(Process::Nemesis, EventType::Info, f, Value::Str(what.into()));
+        let event = Event::new(
+            Process::Nemesis,
+            EventType::Info,
+            f,
+            Value::Str(what.into()),
+        );
         if w.lock_clients > 0 {
             w.record_lock(event.clone());
         }

@@ -235,9 +235,8 @@ async fn release(world: &WorldRef, session: &Session) -> Option<End> {
                 Ok(Response::Released {
                     was_holder: true, ..
                 }) => {
-                    world.with(|w| {
-                        w.record_lock(event(pid, EventType::Ok, F::Release, Value::Nil))
-                    });
+                    world
+                        .with(|w| w.record_lock(event(pid, EventType::Ok, F::Release, Value::Nil)));
                     return None;
                 }
                 Err(CoreError::SessionNotFound(_)) => {
@@ -287,7 +286,11 @@ async fn end_session(world: &WorldRef, session: Session, recorder: u64, how: End
         End::Lost(why) => {
             let now = world.with(|w| w.now_ns());
             let (at, why) = session.lease.end(now, why);
-            let f = if why == Loss::Gone { F::Expire } else { F::Lost };
+            let f = if why == Loss::Gone {
+                F::Expire
+            } else {
+                F::Lost
+            };
             let value = Value::Int(i64::try_from(session.pid).unwrap_or(i64::MAX));
             world.with(|w| {
                 // Invoked at the loss (put in time order when the run
@@ -377,7 +380,8 @@ async fn keepalive(world: &WorldRef, home: NodeId, session: SessionId) -> Result
             Err(Refused::NotLeader(Some(leader))) if leader != target => {
                 // Forwarded over the member's link to its leader.
                 let cut = world.with(|w| {
-                    w.links.cut.contains(&(target, leader)) || w.links.cut.contains(&(leader, target))
+                    w.links.cut.contains(&(target, leader))
+                        || w.links.cut.contains(&(leader, target))
                 });
                 if cut {
                     return Err(Refused::Unavailable("leader unreachable".into()));

@@ -106,7 +106,9 @@ impl RunReport {
         self.lock_history
             .events()
             .iter()
-            .filter(|e| e.kind == raftlock_jepsen::EventType::Ok && e.f == raftlock_jepsen::F::Acquire)
+            .filter(|e| {
+                e.kind == raftlock_jepsen::EventType::Ok && e.f == raftlock_jepsen::F::Acquire
+            })
             .count()
     }
 

@@ -199,7 +199,9 @@ pub async fn expire_sessions(world: WorldRef, id: NodeId) {
         }
         let (ended, next_end) = tracker.take_due_hold_offs();
         if !ended.is_empty() {
-            let command = Command::EndLockDelays { nodes: ended.clone() };
+            let command = Command::EndLockDelays {
+                nodes: ended.clone(),
+            };
             if write(&raft, command).await.is_err() {
                 tracker.retry_hold_offs(&ended, EXPIRE_RETRY);
             }
@@ -234,7 +236,11 @@ pub enum Refused {
 /// A keepalive of `session` arriving at member `id` now (the node's
 /// `keepalive_many_here` for one session); the session's TTL when
 /// acknowledged.
-pub async fn keepalive_at(world: &WorldRef, id: NodeId, session: SessionId) -> Result<u64, Refused> {
+pub async fn keepalive_at(
+    world: &WorldRef,
+    id: NodeId,
+    session: SessionId,
+) -> Result<u64, Refused> {
     let arrived = Instant::now();
     let Some((raft, tracker)) = parts(world, id) else {
         return Err(Refused::Unavailable(format!("member {id} is down")));

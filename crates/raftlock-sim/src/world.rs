@@ -192,23 +192,32 @@ impl World {
     /// demoted one.
     pub fn check_committed_durable(&mut self, crashed: NodeId) {
         let need = (self.nodes.len().saturating_sub(1)) / 2 + 1;
-        let lost = self.oracle.applied.iter().find_map(|(index, (log_id, _, by))| {
-            let held = self
-                .nodes
-                .values()
-                .filter(|m| {
-                    let covered = m
-                        .disk
-                        .snapshot
-                        .as_ref()
-                        .and_then(|(meta, _)| meta.last_log_id)
-                        .is_some_and(|l| l.index >= *index)
-                        || m.disk.durable.purged.is_some_and(|l| l.index >= *index);
-                    covered || m.disk.durable.entries.get(index).is_some_and(|e| e.log_id == *log_id)
-                })
-                .count();
-            (held < need).then(|| (*log_id, *by, held))
-        });
+        let lost = self
+            .oracle
+            .applied
+            .iter()
+            .find_map(|(index, (log_id, _, by))| {
+                let held = self
+                    .nodes
+                    .values()
+                    .filter(|m| {
+                        let covered = m
+                            .disk
+                            .snapshot
+                            .as_ref()
+                            .and_then(|(meta, _)| meta.last_log_id)
+                            .is_some_and(|l| l.index >= *index)
+                            || m.disk.durable.purged.is_some_and(|l| l.index >= *index);
+                        covered
+                            || m.disk
+                                .durable
+                                .entries
+                                .get(index)
+                                .is_some_and(|e| e.log_id == *log_id)
+                    })
+                    .count();
+                (held < need).then(|| (*log_id, *by, held))
+            });
         if let Some((log_id, by, held)) = lost {
             self.violation(format!(
                 "lost committed write: entry {log_id} (applied by member {by}) is durable on \
@@ -317,7 +326,13 @@ impl SessionOracle {
     }
 
     /// A keepalive (or the open) of `id` sent at `sent` was acknowledged.
-    pub fn on_renewed(&mut self, id: SessionId, pid: u64, ttl_ms: u64, sent: u64) -> Option<String> {
+    pub fn on_renewed(
+        &mut self,
+        id: SessionId,
+        pid: u64,
+        ttl_ms: u64,
+        sent: u64,
+    ) -> Option<String> {
         let p = self.promised.entry(id).or_insert(Promise {
             pid,
             ttl_ms,

@@ -75,7 +75,10 @@ fn a_budget_of_seeds_passes() {
             .collect();
         assert_eq!(
             lock_checks,
-            [raftlock_jepsen::Verdict::Valid, raftlock_jepsen::Verdict::Valid],
+            [
+                raftlock_jepsen::Verdict::Valid,
+                raftlock_jepsen::Verdict::Valid
+            ],
             "seed {seed}"
         );
     }
