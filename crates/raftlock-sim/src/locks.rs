@@ -72,7 +72,7 @@ impl Session {
 /// How a proposal ended.
 enum Outcome {
     /// Committed and applied: the state machine's answer.
-    Applied(Applied),
+    Applied(Box<Applied>),
     /// Certainly not applied.
     Fail(String),
     /// Maybe applied.
@@ -420,7 +420,7 @@ async fn propose_inner(world: &WorldRef, command: Command) -> Outcome {
         match raft.client_write(Proposal::one(command.clone())).await {
             Ok(resp) => {
                 return match resp.data.0.into_iter().next() {
-                    Some(a) => Outcome::Applied(a),
+                    Some(a) => Outcome::Applied(Box::new(a)),
                     None => Outcome::Info("no reply for the command".into()),
                 }
             }

@@ -216,7 +216,7 @@ impl World {
                                 .is_some_and(|e| e.log_id == *log_id)
                     })
                     .count();
-                (held < need).then(|| (*log_id, *by, held))
+                (held < need).then_some((*log_id, *by, held))
             });
         if let Some((log_id, by, held)) = lost {
             self.violation(format!(
