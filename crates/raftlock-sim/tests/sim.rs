@@ -310,7 +310,8 @@ fn disk_errors_and_torn_crashes_pass_and_happen() {
 #[cfg(feature = "inject-keepalive-quorum-off-by-one")]
 #[test]
 fn a_keepalive_quorum_one_short_is_caught_under_partitions() {
-    let caught: Vec<u64> = (0..4)
+    let caught: Vec<u64> = BUDGET
+        .take(4)
         .filter(|&s| {
             let r = run(RunConfig {
                 faults: vec![
@@ -331,7 +332,7 @@ fn a_keepalive_quorum_one_short_is_caught_under_partitions() {
 #[cfg(feature = "inject-follower-ack-before-sync")]
 #[test]
 fn a_follower_acking_before_its_sync_is_caught_after_a_crash() {
-    let caught = (0..8).any(|s| {
+    let caught = BUDGET.take(8).any(|s| {
         let r = run(RunConfig {
             faults: vec![raftlock_sim::Fault::PowerLoss],
             ..RunConfig::new(s)
