@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The deterministic simulator's CI budget (docs/testing.md, ADR 0026):
-#  1. a fixed budget of seeds under every fault, split over two processes,
-#     every one of which must pass (runs and faults counted and printed);
+#  1. a fixed budget of seeds under every fault (register and lock
+#     clients), split over two processes, every one of which must pass
+#     (runs and faults counted and printed);
 #  2. a few seeds run twice, their history hashes compared;
 #  3. each injected defect, built behind its feature, caught within its
 #     stated number of seeds.
@@ -72,6 +73,8 @@ echo "sim-check: seeds 0..20 replayed in a second process: the same 20 history h
 defects=(
     "inject-stale-read|1|--faults all"
     "inject-ack-before-sync|12|--faults power-loss"
+    "inject-keepalive-quorum-off-by-one|3|--faults partition,isolate-leader"
+    "inject-follower-ack-before-sync|8|--faults power-loss"
 )
 for d in "${defects[@]}"; do
     IFS='|' read -r feature within args <<<"$d"

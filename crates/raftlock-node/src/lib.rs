@@ -47,6 +47,9 @@ mod quorum;
 mod replica;
 mod routes;
 mod shutdown;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod simulation;
 mod snapshot_file;
 mod state_machine;
 mod stats;

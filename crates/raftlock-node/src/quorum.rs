@@ -36,7 +36,7 @@ struct Ack {
 }
 
 /// Per-peer acceptance times, fed by the transport.
-pub(crate) struct QuorumClock {
+pub struct QuorumClock {
     acks: Mutex<HashMap<NodeId, Ack>>,
     /// Bumped on every recorded acceptance, to wake waiting questions.
     recorded: watch::Sender<u64>,
@@ -53,15 +53,18 @@ impl Default for QuorumClock {
 
 /// Which leadership a question is about: this node's vote and the voters
 /// that must confirm it.
-pub(crate) struct Leadership<'a> {
+pub struct Leadership<'a> {
+    /// This node.
     pub me: NodeId,
+    /// Its current vote.
     pub vote: &'a Vote<NodeId>,
+    /// The voters (one or two configurations) that must confirm it.
     pub membership: &'a Membership<NodeId, Member>,
 }
 
 impl QuorumClock {
     /// `peer` accepted a request of `vote` that was sent at `sent`.
-    pub(crate) fn record(&self, peer: NodeId, vote: Vote<NodeId>, sent: Instant) {
+    pub fn record(&self, peer: NodeId, vote: Vote<NodeId>, sent: Instant) {
         {
             let mut acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
             let newer = match acks.get(&peer) {
@@ -81,11 +84,7 @@ impl QuorumClock {
     /// during a joint membership change), a majority accepted requests of
     /// this leadership sent at or after T. This node counts as accepting
     /// at `now`.
-    pub(crate) fn confirmed_at(
-        &self,
-        leadership: &Leadership<'_>,
-        now: Instant,
-    ) -> Option<Instant> {
+    pub fn confirmed_at(&self, leadership: &Leadership<'_>, now: Instant) -> Option<Instant> {
         let acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
         let heard = |id: &NodeId| -> Option<Instant> {
             if *id == leadership.me {
@@ -108,7 +107,7 @@ impl QuorumClock {
     }
 
     /// Wakes on every recorded acceptance.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.recorded.subscribe()
     }
 }

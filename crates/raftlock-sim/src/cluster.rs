@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::ServerState;
+use raftlock_node::simulation::QuorumClock;
 use raftlock_node::{Member as RaftMember, NodeId, Raft};
 
 use crate::net::SimNetworkFactory;
@@ -27,6 +28,14 @@ pub async fn start_member(world: &WorldRef, id: NodeId) -> Result<(), String> {
         m.incarnation += 1;
         m.sync_failed = None;
         m.sm = SmState::restore(m.disk.snapshot.as_ref())?;
+        // The node's in-memory session state starts afresh, as after a
+        // restart, from what the snapshot holds (the log replays the rest
+        // through the apply hooks).
+        let tracker = crate::sessions::new_tracker();
+        crate::sessions::on_loaded(&tracker, &m.sm.state);
+        m.tracker = Some(tracker);
+        m.quorum = Some(Arc::new(QuorumClock::default()));
+        m.acks.clear();
         Ok::<_, String>((m.incarnation, timeout, m.disk.epoch))
     })?;
     let config = openraft::Config {
@@ -58,6 +67,18 @@ pub async fn start_member(world: &WorldRef, id: NodeId) -> Result<(), String> {
             m.tasks.push(worker.abort_handle());
         }
     });
+    // The leader's session expiry runs where there are sessions to
+    // expire: a run without lock clients is left as it was.
+    if world.with(|w| w.lock_clients > 0) {
+        let leadership = tokio::spawn(crate::sessions::watch_leadership(world.clone(), id));
+        let expiry = tokio::spawn(crate::sessions::expire_sessions(world.clone(), id));
+        world.with(|w| {
+            if let Some(m) = w.nodes.get_mut(&id) {
+                m.tasks.push(leadership.abort_handle());
+                m.tasks.push(expiry.abort_handle());
+            }
+        });
+    }
     Ok(())
 }
 
@@ -95,12 +116,15 @@ pub async fn crash_member_torn(world: &WorldRef, id: NodeId, torn: Option<(usize
             Some((kept, torn_at)) => m.disk.crash_torn(kept, torn_at),
             None => m.disk.crash(),
         }
+        w.check_committed_durable(id);
         // Reads waiting on its state machine end: their sender is dropped.
         w.applied_waiters.retain(|(n, _, _)| *n != id);
         let m = w.nodes.get_mut(&id)?;
         for t in m.tasks.drain(..) {
             t.abort();
         }
+        m.tracker = None;
+        m.quorum = None;
         m.raft.take()
     });
     if let Some(raft) = raft {

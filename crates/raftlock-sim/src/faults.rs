@@ -104,12 +104,16 @@ impl Fault {
 
 fn note(world: &WorldRef, f: F, what: &str) {
     world.with(|w| {
-        w.record(Event::new(
+        let event = Event::new(
             Process::Nemesis,
             EventType::Info,
             f,
-            Value::Str(what.to_string()),
-        ))
+            Value::Str(what.into()),
+        );
+        if w.lock_clients > 0 {
+            w.record_lock(event.clone());
+        }
+        w.record(event)
     });
 }
 

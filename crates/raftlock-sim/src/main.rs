@@ -37,6 +37,10 @@ enum Cmd {
         /// Members of the cluster.
         #[arg(long, default_value_t = 3)]
         members: u64,
+        /// Lock clients (sessions, keepalives, one lock); 0 runs the
+        /// register clients alone.
+        #[arg(long, default_value_t = 3)]
+        lock_clients: usize,
         /// Print the history and the fault timeline of each run.
         #[arg(long)]
         history: bool,
@@ -74,6 +78,9 @@ enum Cmd {
         /// The faults to draw from, as for `run`.
         #[arg(long, default_value = "all")]
         faults: String,
+        /// Lock clients, as for `run`.
+        #[arg(long, default_value_t = 3)]
+        lock_clients: usize,
     },
 }
 
@@ -85,9 +92,10 @@ fn main() -> ExitCode {
         seconds,
         members,
         faults,
+        lock_clients,
     } = cmd
     {
-        return soak(minutes, first, seconds, members, &faults);
+        return soak(minutes, first, seconds, members, &faults, lock_clients);
     }
     let Cmd::Run {
         seed,
@@ -95,6 +103,7 @@ fn main() -> ExitCode {
         first,
         seconds,
         members,
+        lock_clients,
         history,
         committed_with_next_sync,
         restore_leadership,
@@ -123,6 +132,7 @@ fn main() -> ExitCode {
             committed_synced: !committed_with_next_sync,
             restore_leadership,
             faults: faults.clone(),
+            lock_clients,
             ..RunConfig::new(*s)
         };
         let report = match run(config) {
@@ -146,6 +156,9 @@ fn main() -> ExitCode {
             }
             if restore_leadership {
                 extra.push_str(" --restore-leadership");
+            }
+            if lock_clients != 3 {
+                extra.push_str(&format!(" --lock-clients {lock_clients}"));
             }
             if faults != Fault::ALL {
                 let names: Vec<_> = faults.iter().map(|f| f.name()).collect();
@@ -173,7 +186,14 @@ fn main() -> ExitCode {
 }
 
 /// `soak`: seeds from `first` on until `minutes` of real time are spent.
-fn soak(minutes: f64, first: u64, seconds: u64, members: u64, faults: &str) -> ExitCode {
+fn soak(
+    minutes: f64,
+    first: u64,
+    seconds: u64,
+    members: u64,
+    faults: &str,
+    lock_clients: usize,
+) -> ExitCode {
     let faults = match Fault::parse_list(faults) {
         Ok(f) => f,
         Err(e) => {
@@ -181,12 +201,15 @@ fn soak(minutes: f64, first: u64, seconds: u64, members: u64, faults: &str) -> E
             return ExitCode::FAILURE;
         }
     };
-    let extra = if faults == Fault::ALL {
+    let mut extra = if faults == Fault::ALL {
         String::new()
     } else {
         let names: Vec<_> = faults.iter().map(|f| f.name()).collect();
         format!(" --faults '{}'", names.join(","))
     };
+    if lock_clients != 3 {
+        extra.push_str(&format!(" --lock-clients {lock_clients}"));
+    }
     let limit = Duration::from_secs_f64(minutes.max(0.0) * 60.0);
     let started = Instant::now();
     let (mut runs, mut injected, mut simulated, mut failed) = (0u64, 0u64, Duration::ZERO, 0u64);
@@ -196,6 +219,7 @@ fn soak(minutes: f64, first: u64, seconds: u64, members: u64, faults: &str) -> E
             duration: Duration::from_secs(seconds),
             members,
             faults: faults.clone(),
+            lock_clients,
             ..RunConfig::new(seed)
         };
         runs += 1;
@@ -234,10 +258,13 @@ fn soak(minutes: f64, first: u64, seconds: u64, members: u64, faults: &str) -> E
 
 fn summary(r: &RunReport) {
     println!(
-        "seed {:>5}: {} | {} ops ok, {} faults, {} leader ids ({} shared terms), {} unsynced writes lost, {} torn, {} failed syncs | {:.1} s simulated in {:.2} s | {}",
+        "seed {:>5}: {} | {} ops ok, {} grants, {} keepalives, {} expiries, {} faults, {} leader ids ({} shared terms), {} unsynced writes lost, {} torn, {} failed syncs | {:.1} s simulated in {:.2} s | {}",
         r.config.seed,
         if r.passed() { "pass" } else { "FAIL" },
         r.ok_ops(),
+        r.grants(),
+        r.keepalives,
+        r.expiries,
         r.faults,
         r.terms,
         r.shared_terms,
@@ -278,6 +305,12 @@ fn enabled_features() -> String {
     if cfg!(feature = "inject-stale-read") {
         f.push("inject-stale-read");
     }
+    if cfg!(feature = "inject-keepalive-quorum-off-by-one") {
+        f.push("inject-keepalive-quorum-off-by-one");
+    }
+    if cfg!(feature = "inject-follower-ack-before-sync") {
+        f.push("inject-follower-ack-before-sync");
+    }
     if f.is_empty() {
         String::new()
     } else {
@@ -285,9 +318,18 @@ fn enabled_features() -> String {
     }
 }
 
-/// The history, one line per event, faults marked.
+/// The histories, one line per event, faults marked: the register
+/// clients', then the lock clients'.
 fn timeline(r: &RunReport) {
-    for e in r.history.events() {
+    print_events(&r.history);
+    if !r.lock_history.is_empty() {
+        println!("  lock clients:");
+        print_events(&r.lock_history);
+    }
+}
+
+fn print_events(history: &raftlock_jepsen::History) {
+    for e in history.events() {
         let t = raftlock_jepsen::history::fmt_ns(e.time);
         match e.process {
             Process::Nemesis => println!("{t:>14} ---- nemesis {} {}", e.f, e.value),
@@ -304,7 +346,11 @@ fn timeline(r: &RunReport) {
                     .as_deref()
                     .map(|x| format!(" ({x})"))
                     .unwrap_or_default();
-                println!("{t:>14} p{p:<4} {kind:<6} {} {key} {}{err}", e.f, e.value);
+                let token = e.token.map(|t| format!(" token {t}")).unwrap_or_default();
+                println!(
+                    "{t:>14} p{p:<4} {kind:<6} {} {key} {}{token}{err}",
+                    e.f, e.value
+                );
             }
         }
     }

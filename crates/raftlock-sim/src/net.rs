@@ -112,6 +112,30 @@ impl SimConnection {
         })
     }
 
+    /// The peer accepted an AppendEntries of `vote` sent at `sent`: the
+    /// sender's quorum clock notes it, if the sender is still the
+    /// incarnation that sent it.
+    fn accepted(&self, vote: openraft::Vote<NodeId>, sent: tokio::time::Instant) {
+        let quorum = self.world.with(|w| {
+            let m = w.nodes.get_mut(&self.from)?;
+            if m.incarnation != self.incarnation || m.raft.is_none() {
+                return None;
+            }
+            let newer = match m.acks.get(&self.to) {
+                Some((v, t)) if *v == vote => sent > *t,
+                Some((v, _)) => vote > *v,
+                None => true,
+            };
+            if newer {
+                m.acks.insert(self.to, (vote, sent));
+            }
+            m.quorum.clone()
+        });
+        if let Some(q) = quorum {
+            q.record(self.to, vote, sent);
+        }
+    }
+
     /// Sends `req` to the peer's Raft through `call`, as the links decide.
     async fn send<Req, Resp, E, F, Fut>(&self, req: Req, call: F) -> Rpc<Resp, E>
     where
@@ -183,10 +207,20 @@ impl RaftNetwork<TypeConfig> for SimConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> Rpc<AppendEntriesResponse<NodeId>, RaftError<NodeId>> {
-        self.send(rpc, |raft: Raft, rpc| async move {
-            raft.append_entries(rpc).await
-        })
-        .await
+        let (vote, sent) = (rpc.vote, tokio::time::Instant::now());
+        let answer = self
+            .send(rpc, |raft: Raft, rpc| async move {
+                raft.append_entries(rpc).await
+            })
+            .await;
+        // As the node's transport: every answer but a higher vote means
+        // the peer held our vote after `sent`.
+        if let Ok(a) = &answer {
+            if !matches!(a, AppendEntriesResponse::HigherVote(_)) {
+                self.accepted(vote, sent);
+            }
+        }
+        answer
     }
 
     async fn install_snapshot(

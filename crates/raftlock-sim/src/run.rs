@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::cluster::{found, start_member, watch_leaders};
 use crate::faults::{heal, nemesis, Fault};
+use crate::locks::lock_client;
 use crate::workload::client;
 use crate::world::WorldRef;
 
@@ -21,8 +22,11 @@ pub struct RunConfig {
     pub seed: u64,
     /// Members of the cluster.
     pub members: u64,
-    /// Concurrent clients.
+    /// Concurrent register clients.
     pub clients: usize,
+    /// Concurrent lock clients (sessions, keepalives, one lock); with none
+    /// the node's session machinery is not started either.
+    pub lock_clients: usize,
     /// Simulated time under faults.
     pub duration: Duration,
     /// The faults to draw from (empty: none).
@@ -38,13 +42,14 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The default run for `seed`: 3 members, 4 clients, 10 simulated
-    /// seconds under every fault.
+    /// The default run for `seed`: 3 members, 4 register clients, 3 lock
+    /// clients, 10 simulated seconds under every fault.
     pub fn new(seed: u64) -> Self {
         RunConfig {
             seed,
             members: 3,
             clients: 4,
+            lock_clients: 3,
             duration: Duration::from_secs(10),
             faults: Fault::ALL.to_vec(),
             committed_synced: true,
@@ -58,8 +63,14 @@ impl RunConfig {
 pub struct RunReport {
     /// The run's configuration.
     pub config: RunConfig,
-    /// Client operations and faults.
+    /// Register client operations and faults.
     pub history: History,
+    /// Lock client operations and faults.
+    pub lock_history: History,
+    /// Sessions the cluster expired.
+    pub expiries: u64,
+    /// Keepalives acknowledged.
+    pub keepalives: u64,
     /// The history checkers' results.
     pub checks: Vec<CheckResult>,
     /// Invariants violated during the run.
@@ -90,7 +101,18 @@ impl RunReport {
         self.violations.is_empty() && self.checks.iter().all(|c| c.verdict != Verdict::Invalid)
     }
 
-    /// Client operations that completed `ok`.
+    /// Locks granted.
+    pub fn grants(&self) -> usize {
+        self.lock_history
+            .events()
+            .iter()
+            .filter(|e| {
+                e.kind == raftlock_jepsen::EventType::Ok && e.f == raftlock_jepsen::F::Acquire
+            })
+            .count()
+    }
+
+    /// Register client operations that completed `ok`.
     pub fn ok_ops(&self) -> usize {
         self.history
             .events()
@@ -150,6 +172,13 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
         .build()?;
     let (world, simulated) = rt.block_on(simulate(&config))?;
     drop(rt);
+    let (lock_history, expiries, keepalives) = world.with(|w| {
+        (
+            in_time_order(&w.lock_history),
+            w.sessions.expiries,
+            w.sessions.keepalives,
+        )
+    });
     let (history, violations, faults, terms, shared_terms, lost_writes, torn_records, failed_syncs) =
         world.with(|w| {
             let mut per_term = std::collections::BTreeMap::<u64, usize>::new();
@@ -183,11 +212,23 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
             .into_iter()
             .map(|p| format!("a task panicked: {p}")),
     );
-    let checks = check_history(&history, &opts)?;
-    let hash = history_hash(&history, &violations);
+    let mut checks = check_history(&history, &opts)?;
+    if config.lock_clients > 0 {
+        // Mutual exclusion (the mutex model, a holder counted until it
+        // observed its loss) and grant tokens increasing per lock.
+        let lock_opts = CheckOptions {
+            workload: Some(Workload::Fenced),
+            ..opts
+        };
+        checks.extend(check_history(&lock_history, &lock_opts)?);
+    }
+    let hash = history_hash(&[&history, &lock_history], &violations);
     Ok(RunReport {
         config,
         history,
+        lock_history,
+        expiries,
+        keepalives,
         checks,
         violations,
         faults,
@@ -209,6 +250,7 @@ async fn simulate(config: &RunConfig) -> anyhow::Result<(WorldRef, Duration)> {
     world.with(|w| {
         w.committed_synced = config.committed_synced;
         w.restore_leadership = config.restore_leadership;
+        w.lock_clients = config.lock_clients;
     });
     for &id in &ids {
         start_member(&world, id)
@@ -219,6 +261,7 @@ async fn simulate(config: &RunConfig) -> anyhow::Result<(WorldRef, Duration)> {
     let watcher = tokio::spawn(watch_leaders(world.clone(), Duration::from_millis(5)));
     let clients: Vec<_> = (0..config.clients)
         .map(|_| tokio::spawn(client(world.clone())))
+        .chain((0..config.lock_clients).map(|i| tokio::spawn(lock_client(world.clone(), i))))
         .collect();
     nemesis(world.clone(), config.faults.clone(), config.duration).await;
     heal(&world).await;
@@ -257,12 +300,27 @@ async fn recovered(world: &WorldRef) {
     });
 }
 
+/// `history` with its events in time order (a lock client's loss is
+/// recorded with the earlier time it was observed at), indexes renumbered;
+/// events of one time keep their order.
+fn in_time_order(history: &History) -> History {
+    let mut events = history.events().to_vec();
+    events.sort_by_key(|e| e.time);
+    let mut out = History::new();
+    for e in events {
+        out.push(e);
+    }
+    out
+}
+
 /// A digest of everything a run produced, to compare runs bit for bit.
-fn history_hash(history: &History, violations: &[String]) -> String {
+fn history_hash(histories: &[&History], violations: &[String]) -> String {
     let mut h = Sha256::new();
-    for e in history.events() {
-        h.update(serde_json::to_vec(e).unwrap_or_default());
-        h.update(b"\n");
+    for history in histories {
+        for e in history.events() {
+            h.update(serde_json::to_vec(e).unwrap_or_default());
+            h.update(b"\n");
+        }
     }
     for v in violations {
         h.update(v.as_bytes());

@@ -20,7 +20,7 @@ use openraft::{
     Entry, EntryPayload, LogId, OptionalSend, RaftLogReader, RaftSnapshotBuilder, SnapshotMeta,
     StorageError, StorageIOError, StoredMembership, Vote,
 };
-use raftlock_core::StateMachine;
+use raftlock_core::{Command, StateMachine};
 use raftlock_node::{Member as RaftMember, NodeId, Proposal, Reply, TypeConfig};
 use tokio::sync::mpsc;
 
@@ -273,7 +273,14 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
         let seq = self.disk(|d| d.write(DiskOp::Append(entries)))?;
         // The defect acknowledges what is only in the page cache: a power
         // loss then forgets entries the leader counted as replicated.
-        let ack = if cfg!(feature = "inject-ack-before-sync") {
+        // The follower-only defect does the same on a member that does not
+        // lead: the leader's own log stays honest.
+        let follower = cfg!(feature = "inject-follower-ack-before-sync")
+            && self.world.with(|w| {
+                w.raft(self.id)
+                    .is_some_and(|r| r.metrics().borrow().state != openraft::ServerState::Leader)
+            });
+        let ack = if cfg!(feature = "inject-ack-before-sync") || follower {
             callback.log_io_completed(Ok(()));
             None
         } else {
@@ -395,6 +402,7 @@ impl RaftStateMachine<TypeConfig> for SimStateMachine {
                 }
                 let m = w.nodes.get_mut(&id).ok_or_else(stale)?;
                 m.sm.last_applied = Some(entry.log_id);
+                let mut expired = Vec::new();
                 replies.push(match entry.payload {
                     EntryPayload::Blank => Reply::default(),
                     EntryPayload::Membership(membership) => {
@@ -402,9 +410,26 @@ impl RaftStateMachine<TypeConfig> for SimStateMachine {
                         Reply::default()
                     }
                     EntryPayload::Normal(Proposal(commands)) => {
-                        Reply(commands.iter().map(|c| m.sm.state.apply(c)).collect())
+                        let mut applied = Vec::with_capacity(commands.len());
+                        for c in &commands {
+                            let a = m.sm.state.apply(c);
+                            if let Some(tracker) = &m.tracker {
+                                crate::sessions::publish(tracker, c, &a);
+                            }
+                            if let (Command::ExpireSession { id }, Ok(_)) = (c, &a.result) {
+                                expired.push(*id);
+                            }
+                            applied.push(a);
+                        }
+                        Reply(applied)
                     }
                 });
+                let now = w.now_ns();
+                for session in expired {
+                    if let Some(v) = w.sessions.on_expired(session, now) {
+                        w.violation(v);
+                    }
+                }
             }
             let applied = w.nodes.get(&id).and_then(|m| m.sm.last_applied);
             if let Some(applied) = applied {
@@ -435,6 +460,9 @@ impl RaftStateMachine<TypeConfig> for SimStateMachine {
         self.member(|w| {
             let m = w.nodes.get_mut(&id).ok_or_else(stale)?;
             m.sm.state = state;
+            if let Some(tracker) = &m.tracker {
+                crate::sessions::on_loaded(tracker, &m.sm.state);
+            }
             m.sm.last_applied = meta.last_log_id;
             m.sm.membership = meta.last_membership.clone();
             m.disk.snapshot = Some((meta.clone(), bytes));

@@ -200,22 +200,8 @@ async fn read(
             }
             Err(e) => return Err(Hop::Fail(e.to_string())),
         };
-        let wait = world.with(|w| {
-            let applied = w
-                .nodes
-                .get(&id)
-                .and_then(|m| m.sm.last_applied)
-                .map_or(0, |l| l.index);
-            (applied < read_index).then(|| {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                w.applied_waiters.push((id, read_index, tx));
-                rx
-            })
-        });
-        if let Some(wait) = wait {
-            if wait.await.is_err() {
-                return Err(Hop::Fail(format!("member {id} stopped")));
-            }
+        if wait_applied(world, id, read_index).await.is_err() {
+            return Err(Hop::Fail(format!("member {id} stopped")));
         }
     }
     world.with(|w| {
@@ -228,4 +214,25 @@ async fn read(
                 .map_or(Value::Nil, Value::Int),
         })
     })
+}
+
+/// Waits until member `id` applied up to `index`; `Err` if it stopped
+/// first.
+pub async fn wait_applied(world: &WorldRef, id: NodeId, index: u64) -> Result<(), ()> {
+    let wait = world.with(|w| {
+        let applied = w
+            .nodes
+            .get(&id)
+            .and_then(|m| m.sm.last_applied)
+            .map_or(0, |l| l.index);
+        (applied < index).then(|| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            w.applied_waiters.push((id, index, tx));
+            rx
+        })
+    });
+    match wait {
+        Some(wait) => wait.await.map_err(drop),
+        None => Ok(()),
+    }
 }

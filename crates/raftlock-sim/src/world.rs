@@ -8,7 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use raftlock_core::SessionId;
+use raftlock_jepsen::history::fmt_ns;
 use raftlock_jepsen::{Event, History};
+use raftlock_node::simulation::{QuorumClock, SessionTracker};
 use raftlock_node::{NodeId, Raft};
 use tokio::time::Instant;
 
@@ -49,6 +52,8 @@ impl WorldRef {
             nodes,
             links: Links::default(),
             history: History::new(),
+            lock_history: History::new(),
+            sessions: SessionOracle::default(),
             oracle: Oracle::default(),
             next_process: 0,
             stopping: false,
@@ -56,6 +61,7 @@ impl WorldRef {
             failed_syncs: 0,
             committed_synced: true,
             restore_leadership: false,
+            lock_clients: 0,
             paused: BTreeSet::new(),
             resumed: Vec::new(),
             applied_waiters: Vec::new(),
@@ -85,6 +91,12 @@ pub struct World {
     pub links: Links,
     /// Client operations and nemesis events, in simulated time.
     pub history: History,
+    /// The lock clients' operations (and the nemesis events), judged by
+    /// the Jepsen harness's mutex and fencing checkers.
+    pub lock_history: History,
+    /// What the cluster promised each lock client's session, and when it
+    /// expired them.
+    pub sessions: SessionOracle,
     /// Invariants checked as the run goes.
     pub oracle: Oracle,
     /// Next client process id (a process whose op ended `info` continues
@@ -96,6 +108,8 @@ pub struct World {
     pub faults: u64,
     /// Log sync batches that failed (disk-error fault).
     pub failed_syncs: u64,
+    /// Lock clients in the run (none: the session machinery stays off).
+    pub lock_clients: usize,
     /// Whether a saved committed log id is synced at once, or only with the
     /// next log sync.
     pub committed_synced: bool,
@@ -142,6 +156,12 @@ impl World {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
+    /// Appends a lock client's `event` at the current simulated time.
+    pub fn record_lock(&mut self, event: Event) -> u64 {
+        let now = self.now_ns();
+        self.lock_history.push(event.at(now))
+    }
+
     /// Appends `event` at the current simulated time.
     pub fn record(&mut self, event: Event) -> u64 {
         let now = self.now_ns();
@@ -162,6 +182,48 @@ impl World {
     /// The ids of the members.
     pub fn ids(&self) -> Vec<NodeId> {
         self.nodes.keys().copied().collect()
+    }
+
+    /// After member `crashed` lost its unsynced writes: every entry some
+    /// member applied (so committed) must still be durable on a majority
+    /// (a snapshot covering it counts), or a committed write is lost even
+    /// if no later leader has overwritten it yet. The majority is of one
+    /// voter fewer than the members, as a membership fault may have
+    /// demoted one.
+    pub fn check_committed_durable(&mut self, crashed: NodeId) {
+        let need = (self.nodes.len().saturating_sub(1)) / 2 + 1;
+        let lost = self
+            .oracle
+            .applied
+            .iter()
+            .find_map(|(index, (log_id, _, by))| {
+                let held = self
+                    .nodes
+                    .values()
+                    .filter(|m| {
+                        let covered = m
+                            .disk
+                            .snapshot
+                            .as_ref()
+                            .and_then(|(meta, _)| meta.last_log_id)
+                            .is_some_and(|l| l.index >= *index)
+                            || m.disk.durable.purged.is_some_and(|l| l.index >= *index);
+                        covered
+                            || m.disk
+                                .durable
+                                .entries
+                                .get(index)
+                                .is_some_and(|e| e.log_id == *log_id)
+                    })
+                    .count();
+                (held < need).then_some((*log_id, *by, held))
+            });
+        if let Some((log_id, by, held)) = lost {
+            self.violation(format!(
+                "lost committed write: entry {log_id} (applied by member {by}) is durable on \
+                 {held} member(s), fewer than a majority, after member {crashed} crashed"
+            ));
+        }
     }
 
     /// Records a violated invariant (the run fails).
@@ -197,6 +259,89 @@ pub struct Member {
     pub sync_failed: Option<&'static str>,
     /// Tasks to abort when the member crashes.
     pub tasks: Vec<tokio::task::AbortHandle>,
+    /// The node's session tracker of this incarnation (in memory: a
+    /// restart starts a fresh one, as a restarted node does).
+    pub tracker: Option<Arc<SessionTracker>>,
+    /// The node's quorum clock of this incarnation, fed by its
+    /// AppendEntries answers.
+    pub quorum: Option<Arc<QuorumClock>>,
+    /// The same answers, per peer (vote and send instant of the latest),
+    /// for the injected off-by-one quorum rule.
+    pub acks: BTreeMap<NodeId, (openraft::Vote<NodeId>, Instant)>,
+}
+
+/// A session's promise as the lock clients saw it acknowledged.
+#[derive(Debug, Clone, Copy)]
+pub struct Promise {
+    /// The client process that owns the session.
+    pub pid: u64,
+    /// Its TTL.
+    pub ttl_ms: u64,
+    /// Send time (ns) of its open or of its latest acknowledged
+    /// keepalive: no member may expire it before this + TTL.
+    pub renewed: u64,
+}
+
+/// Sessions of the lock clients: what each was promised, when each
+/// expired. An expiry before the last acknowledged keepalive + TTL breaks
+/// the promise every lock rests on.
+#[derive(Default)]
+pub struct SessionOracle {
+    /// Per session, its promise.
+    pub promised: BTreeMap<SessionId, Promise>,
+    /// Per session, when its `ExpireSession` was first applied (ns).
+    pub expired: BTreeMap<SessionId, u64>,
+    /// Sessions expired by the cluster.
+    pub expiries: u64,
+    /// Keepalives acknowledged.
+    pub keepalives: u64,
+}
+
+impl SessionOracle {
+    fn broken(&self, id: SessionId, expired: u64) -> Option<String> {
+        let p = self.promised.get(&id)?;
+        let due = p.renewed.saturating_add(p.ttl_ms.saturating_mul(1_000_000));
+        (expired < due).then(|| {
+            format!(
+                "session expiry: session {id} of process {} expired at {}, before its last \
+                 acknowledged keepalive (sent at {}) + TTL {} ms = {}",
+                p.pid,
+                fmt_ns(expired),
+                fmt_ns(p.renewed),
+                p.ttl_ms,
+                fmt_ns(due)
+            )
+        })
+    }
+
+    /// The cluster applied the expiry of `id` at `now` (first apply
+    /// counts).
+    pub fn on_expired(&mut self, id: SessionId, now: u64) -> Option<String> {
+        if self.expired.contains_key(&id) {
+            return None;
+        }
+        self.expired.insert(id, now);
+        self.expiries += 1;
+        self.broken(id, now)
+    }
+
+    /// A keepalive (or the open) of `id` sent at `sent` was acknowledged.
+    pub fn on_renewed(
+        &mut self,
+        id: SessionId,
+        pid: u64,
+        ttl_ms: u64,
+        sent: u64,
+    ) -> Option<String> {
+        let p = self.promised.entry(id).or_insert(Promise {
+            pid,
+            ttl_ms,
+            renewed: sent,
+        });
+        p.renewed = p.renewed.max(sent);
+        let expired = *self.expired.get(&id)?;
+        self.broken(id, expired)
+    }
 }
 
 /// Invariants the simulator checks while the run goes, besides the
@@ -319,6 +464,53 @@ mod tests {
         assert!(o.on_leader(1, vote(4, 1, true)).is_none());
         // Member 3 leads under member 1's leader id: split brain.
         assert!(o.on_leader(3, vote(4, 1, true)).is_some());
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_committed_entry_on_fewer_than_a_majority_of_disks_is_a_violation() {
+        let world = WorldRef::new(0, &[1, 2, 3]);
+        world.with(|w| {
+            let entry = openraft::Entry {
+                log_id: log_id(1, 5),
+                payload: openraft::EntryPayload::Blank,
+            };
+            w.oracle.applied.insert(5, (log_id(1, 5), 0, 1));
+            let disk = &mut w.nodes.get_mut(&1).unwrap().disk;
+            let seq = disk.write(crate::disk::DiskOp::Append(vec![entry.clone()]));
+            disk.sync_to(seq);
+            w.check_committed_durable(2);
+            assert_eq!(w.oracle.violations.len(), 1, "on one disk of three");
+            // Written on a second disk, but not synced: still lost.
+            let disk = &mut w.nodes.get_mut(&2).unwrap().disk;
+            let seq = disk.write(crate::disk::DiskOp::Append(vec![entry]));
+            w.check_committed_durable(3);
+            assert_eq!(w.oracle.violations.len(), 2);
+            w.nodes.get_mut(&2).unwrap().disk.sync_to(seq);
+            w.check_committed_durable(3);
+            assert_eq!(w.oracle.violations.len(), 2, "on two disks of three");
+        });
+    }
+
+    #[test]
+    fn an_expiry_before_the_last_acknowledged_keepalive_plus_ttl_is_a_violation() {
+        let mut o = SessionOracle::default();
+        let (a, b, c) = (SessionId(1), SessionId(2), SessionId(3));
+        // Opened at 0, renewed by a keepalive sent at 600 ms: TTL 1 s.
+        assert!(o.on_renewed(a, 1, 1_000, 0).is_none());
+        assert!(o.on_renewed(a, 1, 1_000, 600 * MS).is_none());
+        assert!(o.on_expired(a, 1_599 * MS).is_some(), "1 ms early");
+        assert!(o.on_renewed(b, 2, 1_000, 600 * MS).is_none());
+        assert!(o.on_expired(b, 1_600 * MS).is_none(), "on time");
+        // An older keepalive acknowledged late never moves it back.
+        assert!(o.on_renewed(b, 2, 1_000, 100 * MS).is_none());
+        // Acknowledged after its expiry, a keepalive promises what the
+        // cluster no longer keeps.
+        assert!(o.on_renewed(c, 3, 1_000, 0).is_none());
+        assert!(o.on_expired(c, 1_000 * MS).is_none());
+        assert!(o.on_renewed(c, 3, 1_000, 500 * MS).is_some());
+        assert_eq!(o.expiries, 3);
     }
 
     #[test]

@@ -40,10 +40,16 @@ fn the_same_seeds_replay_identically_in_another_process() {
     assert_eq!(first, hashes());
 }
 
-#[cfg(not(any(feature = "inject-ack-before-sync", feature = "inject-stale-read")))]
+#[cfg(not(any(
+    feature = "inject-ack-before-sync",
+    feature = "inject-stale-read",
+    feature = "inject-keepalive-quorum-off-by-one",
+    feature = "inject-follower-ack-before-sync"
+)))]
 #[test]
 fn a_budget_of_seeds_passes() {
     let (mut faults, mut lost, mut ok) = (0, 0, 0);
+    let (mut grants, mut keepalives, mut expiries) = (0, 0, 0);
     for seed in BUDGET {
         let r = run(RunConfig::new(seed)).expect("run");
         assert!(
@@ -56,7 +62,31 @@ fn a_budget_of_seeds_passes() {
         faults += r.faults;
         lost += r.lost_writes;
         ok += r.ok_ops();
+        grants += r.grants();
+        keepalives += r.keepalives;
+        expiries += r.expiries;
+        // The lock clients' history went through the mutex and fencing
+        // checkers, and both judged it.
+        let lock_checks: Vec<_> = r
+            .checks
+            .iter()
+            .filter(|c| c.checker == "linearizable(mutex)" || c.checker == "fenced")
+            .map(|c| c.verdict)
+            .collect();
+        assert_eq!(
+            lock_checks,
+            [
+                raftlock_jepsen::Verdict::Valid,
+                raftlock_jepsen::Verdict::Valid
+            ],
+            "seed {seed}"
+        );
     }
+    // Locks were granted, sessions kept alive, and some expired under the
+    // faults (the node's tracker on simulated time).
+    assert!(grants > 200, "{grants} grants");
+    assert!(keepalives > 200, "{keepalives} keepalives");
+    assert!(expiries > 0, "no session expired");
     // The runs did something: faults, crashes that lost unsynced writes,
     // and client operations that succeeded.
     assert!(faults >= BUDGET.count() as u64 * 4, "{faults} faults");
@@ -64,7 +94,12 @@ fn a_budget_of_seeds_passes() {
     assert!(ok > 5_000, "{ok} ok ops");
 }
 
-#[cfg(not(any(feature = "inject-ack-before-sync", feature = "inject-stale-read")))]
+#[cfg(not(any(
+    feature = "inject-ack-before-sync",
+    feature = "inject-stale-read",
+    feature = "inject-keepalive-quorum-off-by-one",
+    feature = "inject-follower-ack-before-sync"
+)))]
 #[test]
 fn a_committed_id_synced_late_is_safe_once_no_leadership_is_restored() {
     // openraft 0.9 restores a member whose committed vote names itself as
@@ -78,6 +113,8 @@ fn a_committed_id_synced_late_is_safe_once_no_leadership_is_restored() {
         committed_synced,
         restore_leadership,
         faults: vec![raftlock_sim::Fault::PowerLoss],
+        // The register clients alone, as when seed 8 was found.
+        lock_clients: 0,
         ..RunConfig::new(8)
     };
     let stale = run(config(false, true)).expect("run");
@@ -88,7 +125,12 @@ fn a_committed_id_synced_late_is_safe_once_no_leadership_is_restored() {
     assert!(synced.passed(), "{:?}", synced.violations);
 }
 
-#[cfg(not(any(feature = "inject-ack-before-sync", feature = "inject-stale-read")))]
+#[cfg(not(any(
+    feature = "inject-ack-before-sync",
+    feature = "inject-stale-read",
+    feature = "inject-keepalive-quorum-off-by-one",
+    feature = "inject-follower-ack-before-sync"
+)))]
 #[test]
 fn power_losses_with_the_stores_own_rules_pass() {
     // raftlock-storage's rules: the committed id durable with the next
@@ -108,7 +150,12 @@ fn power_losses_with_the_stores_own_rules_pass() {
     }
 }
 
-#[cfg(not(any(feature = "inject-ack-before-sync", feature = "inject-stale-read")))]
+#[cfg(not(any(
+    feature = "inject-ack-before-sync",
+    feature = "inject-stale-read",
+    feature = "inject-keepalive-quorum-off-by-one",
+    feature = "inject-follower-ack-before-sync"
+)))]
 #[test]
 fn a_failing_seed_prints_its_replay_command_and_timeline() {
     let out = Command::new(env!("CARGO_BIN_EXE_raftlock-sim"))
@@ -120,6 +167,8 @@ fn a_failing_seed_prints_its_replay_command_and_timeline() {
             "power-loss",
             "--committed-with-next-sync",
             "--restore-leadership",
+            "--lock-clients",
+            "0",
         ])
         .output()
         .expect("run the binary");
@@ -128,7 +177,7 @@ fn a_failing_seed_prints_its_replay_command_and_timeline() {
     assert!(
         stdout.contains("replay: cargo run -p raftlock-sim")
             && stdout.contains(
-                "-- run --seed 8 --seconds 10 --members 3 --committed-with-next-sync --restore-leadership --faults 'power-loss' --history"
+                "-- run --seed 8 --seconds 10 --members 3 --committed-with-next-sync --restore-leadership --lock-clients 0 --faults 'power-loss' --history"
             ),
         "{stdout}"
     );
@@ -167,15 +216,29 @@ fn stale_reads_are_caught_by_the_first_seed() {
 /// openraft 0.9's leader ids are `(term, node id)`: in seed 311 two members
 /// lead one term, one after the other, legally. The oracle keys leaders by
 /// leader id and passes it; keyed by term it failed this seed.
-#[cfg(not(any(feature = "inject-ack-before-sync", feature = "inject-stale-read")))]
+#[cfg(not(any(
+    feature = "inject-ack-before-sync",
+    feature = "inject-stale-read",
+    feature = "inject-keepalive-quorum-off-by-one",
+    feature = "inject-follower-ack-before-sync"
+)))]
 #[test]
 fn two_leader_ids_in_one_term_pass() {
-    let r = run(RunConfig::new(311)).expect("run");
+    let r = run(RunConfig {
+        lock_clients: 0,
+        ..RunConfig::new(311)
+    })
+    .expect("run");
     assert!(r.shared_terms >= 1, "seed 311 no longer shares a term");
     assert!(r.passed(), "{:?}", r.violations);
 }
 
-#[cfg(not(any(feature = "inject-ack-before-sync", feature = "inject-stale-read")))]
+#[cfg(not(any(
+    feature = "inject-ack-before-sync",
+    feature = "inject-stale-read",
+    feature = "inject-keepalive-quorum-off-by-one",
+    feature = "inject-follower-ack-before-sync"
+)))]
 #[test]
 fn a_soak_runs_seeds_until_its_time_is_up_and_reports_them() {
     let out = Command::new(env!("CARGO_BIN_EXE_raftlock-sim"))
@@ -208,7 +271,12 @@ fn a_soak_runs_seeds_until_its_time_is_up_and_reports_them() {
     );
 }
 
-#[cfg(not(any(feature = "inject-ack-before-sync", feature = "inject-stale-read")))]
+#[cfg(not(any(
+    feature = "inject-ack-before-sync",
+    feature = "inject-stale-read",
+    feature = "inject-keepalive-quorum-off-by-one",
+    feature = "inject-follower-ack-before-sync"
+)))]
 #[test]
 fn disk_errors_and_torn_crashes_pass_and_happen() {
     // EIO / ENOSPC on sync (nothing of a failed sync acknowledged, the
@@ -234,4 +302,45 @@ fn disk_errors_and_torn_crashes_pass_and_happen() {
     }
     assert!(torn > 0, "no crash tore a record");
     assert!(failed > 0, "no sync failed");
+}
+
+/// The keepalive quorum rule one acknowledgement short: a leader cut off
+/// by a partition renews sessions alone while the majority side expires
+/// them. The session-expiry check catches it.
+#[cfg(feature = "inject-keepalive-quorum-off-by-one")]
+#[test]
+fn a_keepalive_quorum_one_short_is_caught_under_partitions() {
+    let caught: Vec<u64> = BUDGET
+        .take(4)
+        .filter(|&s| {
+            let r = run(RunConfig {
+                faults: vec![
+                    raftlock_sim::Fault::Partition,
+                    raftlock_sim::Fault::IsolateLeader,
+                ],
+                ..RunConfig::new(s)
+            })
+            .expect("run");
+            r.violations.iter().any(|v| v.contains("session expiry"))
+        })
+        .collect();
+    assert!(!caught.is_empty(), "no seed of 0..4 caught the defect");
+}
+
+/// Followers acknowledging appends before their sync: a power loss then
+/// leaves committed entries on fewer than a majority of disks.
+#[cfg(feature = "inject-follower-ack-before-sync")]
+#[test]
+fn a_follower_acking_before_its_sync_is_caught_after_a_crash() {
+    let caught = BUDGET.take(8).any(|s| {
+        let r = run(RunConfig {
+            faults: vec![raftlock_sim::Fault::PowerLoss],
+            ..RunConfig::new(s)
+        })
+        .expect("run");
+        r.violations
+            .iter()
+            .any(|v| v.contains("lost committed write") || v.contains("state machine safety"))
+    });
+    assert!(caught, "no seed of 0..8 caught the defect");
 }
