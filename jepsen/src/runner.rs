@@ -165,7 +165,9 @@ const DATA_TMPFS_MB: u64 = 64;
 /// - a disk fault (`disk-full`, `slow-fsync`) or embedded clients: every
 ///   member, the spares too, is a `raftlock-jepsen member` process (the
 ///   fault hooks and the embedded clients live there), otherwise
-///   `raftlock serve`;
+///   `raftlock serve`; both serve the ZooKeeper and etcd doors the
+///   cluster file gives them, so `zk-mutex` and `etcd-mutex` take every
+///   fault (but not embedded clients: they speak to the doors);
 /// - `membership`: two spare ids, which join with `--join` as the same
 ///   kind of process as the founders;
 /// - `disk-fill`: every member's data directory, the spares' too, on a
@@ -189,11 +191,6 @@ pub fn cluster_options(opts: &TestOptions, log_dir: PathBuf) -> anyhow::Result<C
         anyhow::ensure!(
             !embedded,
             "--workload {name} speaks {door} to the members' doors: not with --clients embedded"
-        );
-        anyhow::ensure!(
-            !opts.faults.iter().any(|f| f.is_disk()),
-            "--workload {name} needs `raftlock serve` members (their {door} doors), \
-             and the disk faults need `raftlock-jepsen member` processes"
         );
     }
     let membership = opts.faults.contains(&Fault::Membership);
@@ -449,6 +446,8 @@ mod tests {
             Workload::Semaphore,
             Workload::LockDelay,
             Workload::MultiLock,
+            Workload::ZkMutex,
+            Workload::EtcdMutex,
         ]
         .into_iter()
         .map(TestOptions::new)
@@ -469,16 +468,23 @@ mod tests {
                     let plan = match cluster_options(&o, PathBuf::new()) {
                         Ok(plan) => plan,
                         Err(e) => {
-                            // The one combination that cannot run.
+                            // The combinations that cannot run: embedded
+                            // clients with a workload that speaks the
+                            // HTTP API's reads or a door's protocol.
+                            let door = matches!(workload, Workload::ZkMutex | Workload::EtcdMutex);
                             assert!(
-                                clients == Routing::Embedded && workload == Workload::Register,
+                                clients == Routing::Embedded
+                                    && (workload == Workload::Register || door),
                                 "{what}: refused: {e:#}"
                             );
-                            assert!(format!("{e:#}").contains("register"), "{what}: {e:#}");
+                            let named = if door { "embedded" } else { "register" };
+                            assert!(format!("{e:#}").contains(named), "{what}: {e:#}");
                             continue;
                         }
                     };
                     planned += 1;
+                    assert_eq!(plan.zookeeper, workload == Workload::ZkMutex, "{what}");
+                    assert_eq!(plan.etcd, workload == Workload::EtcdMutex, "{what}");
                     let disk = set.iter().any(|f| f.is_disk());
                     let members = plan.member_bin.is_some();
                     // The fault hooks and embedded clients need member
@@ -497,7 +503,7 @@ mod tests {
                 }
             }
         }
-        assert!(planned > 600_000, "{planned}");
+        assert!(planned > 700_000, "{planned}");
     }
 
     /// Every word `--nemesis` accepts parses, and nothing else does.

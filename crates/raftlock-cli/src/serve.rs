@@ -1,12 +1,11 @@
 //! `raftlock serve`: one member, until SIGINT or SIGTERM.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{anyhow, Context};
 use clap::Args;
-use raftlock_node::{DoorAddrs, Node, NodeConfig, NodeId, TlsSettings};
+use raftlock_node::{Node, NodeConfig, NodeId, TlsSettings};
 use raftlock_server::ApiConfig;
-use raftlock_zookeeper::door::{Door, DoorConfig};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -65,7 +64,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         _ if joining => NodeConfig::from_cluster_file_joining(&args.config, args.id, None)?,
         _ => NodeConfig::from_cluster_file_with_binds(&args.config, args.id)?,
     };
-    let api_config = load_api_config(&args.config)?;
+    let cluster_toml = std::fs::read_to_string(&args.config)
+        .with_context(|| format!("cannot read config {}", args.config.display()))?;
+    let api_config = ApiConfig::from_cluster_toml(&cluster_toml)
+        .with_context(|| format!("config {}", args.config.display()))?;
     config.peer_overrides.extend(args.peers);
     let api_addr = config.me().api_addr.clone();
     // Bind the API first: a port conflict should fail before Raft starts.
@@ -77,8 +79,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let raft = TcpListener::bind(&binds.raft)
         .await
         .with_context(|| format!("cannot listen on raft_bind {}", binds.raft))?;
-    let zookeeper = zookeeper_listener(&args.config, args.id).await?;
-    let etcd = etcd_listener(&args.config, args.id).await?;
+    let zookeeper = raftlock_zookeeper::door::member::MemberDoor::bind(&cluster_toml, args.id)
+        .await
+        .with_context(|| format!("config {}", args.config.display()))?;
+    let etcd = raftlock_etcd::member::MemberDoor::bind(&cluster_toml, args.id)
+        .await
+        .with_context(|| format!("config {}", args.config.display()))?;
     let data_dir = config.data_dir.clone();
     let tls = config.tls.clone();
     let node = if joining {
@@ -89,38 +95,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if joining {
         join(&node, &args.join, tls.as_ref(), &args.token).await?;
     }
-    let _door = match zookeeper {
-        Some((listener, addrs)) => {
-            let door = zookeeper_door(&node, listener, &api_config, tls.as_ref())?;
-            tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
-                tls = tls.is_some(), tokens = api_config.auth.enabled(),
-                "ZooKeeper door serving (docs/zookeeper.md)");
-            Some(door)
-        }
-        None => None,
-    };
-    let _etcd_door = match etcd {
-        Some((listener, addrs, all)) => {
-            let door = match tls.as_ref() {
-                Some(tls) => {
-                    let server = raftlock_tls::api_server_config(tls)?;
-                    raftlock_etcd::Door::start_tls(
-                        node.clone(),
-                        listener,
-                        all,
-                        server,
-                        &api_config.auth,
-                    )?
-                }
-                None => raftlock_etcd::Door::start(node.clone(), listener, all, &api_config.auth)?,
-            };
-            tracing::info!(client_addr = %addrs.client_addr, bind = %door.local_addr(),
-                tls = tls.is_some(), tokens = api_config.auth.enabled(),
-                "etcd door serving (docs/etcd.md)");
-            Some(door)
-        }
-        None => None,
-    };
+    let _zookeeper_door = zookeeper
+        .map(|door| door.start(&node, &api_config.auth, tls.as_ref()))
+        .transpose()?;
+    let _etcd_door = etcd
+        .map(|door| door.start(&node, &api_config.auth, tls.as_ref()))
+        .transpose()?;
     tracing::info!(
         id = args.id,
         api = %api_addr,
@@ -140,75 +120,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let served = raftlock_server::serve(node.clone(), api, api_config, shutdown).await;
     node.shutdown().await;
     served.map_err(|e| anyhow!("API server failed: {e}"))
-}
-
-/// This member's ZooKeeper door listener, if the cluster file gives it
-/// one (`zookeeper = { client_addr = ... }` in its `[[members]]` entry).
-async fn zookeeper_listener(
-    path: &Path,
-    id: NodeId,
-) -> anyhow::Result<Option<(TcpListener, DoorAddrs)>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read config {}", path.display()))?;
-    let Some(addrs) = raftlock_node::door_addrs(&text, "zookeeper", id)
-        .map_err(|e| anyhow!("config {}: {e}", path.display()))?
-    else {
-        return Ok(None);
-    };
-    let listener = TcpListener::bind(addrs.bind_addr())
-        .await
-        .with_context(|| format!("cannot listen on zookeeper bind {}", addrs.bind_addr()))?;
-    Ok(Some((listener, addrs)))
-}
-
-/// Every member's etcd client address, by member id, and this member's
-/// etcd door listener, if the cluster file gives it one (`etcd = {
-/// client_addr = ... }` in its `[[members]]` entry). With `[tls]` the
-/// door serves TLS with the API's certificate and client policy.
-async fn etcd_listener(
-    path: &Path,
-    id: NodeId,
-) -> anyhow::Result<Option<(TcpListener, DoorAddrs, Vec<(u64, String)>)>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read config {}", path.display()))?;
-    let all = raftlock_node::all_door_addrs(&text, "etcd")
-        .map_err(|e| anyhow!("config {}: {e}", path.display()))?;
-    let Some(addrs) = all.iter().find(|(m, _)| *m == id).map(|(_, a)| a.clone()) else {
-        return Ok(None);
-    };
-    let listener = TcpListener::bind(addrs.bind_addr())
-        .await
-        .with_context(|| format!("cannot listen on etcd bind {}", addrs.bind_addr()))?;
-    let clients = all.into_iter().map(|(m, a)| (m, a.client_addr)).collect();
-    Ok(Some((listener, addrs, clients)))
-}
-
-/// The door with the API's tokens, and TLS when the cluster has `[tls]`
-/// (the same certificate and client policy as the HTTP API).
-fn zookeeper_door(
-    node: &Node,
-    listener: TcpListener,
-    api: &ApiConfig,
-    tls: Option<&TlsSettings>,
-) -> anyhow::Result<Door> {
-    let config = DoorConfig {
-        auth: api.auth.clone(),
-        ..DoorConfig::default()
-    };
-    Ok(match tls {
-        Some(tls) => {
-            let server = raftlock_tls::api_server_config(tls)?;
-            Door::spawn_tls(node.clone(), listener, config, server)?
-        }
-        None => Door::spawn(node.clone(), listener, config)?,
-    })
-}
-
-/// The `[api]` table of the cluster file (every key optional).
-fn load_api_config(path: &Path) -> anyhow::Result<ApiConfig> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read config {}", path.display()))?;
-    ApiConfig::from_cluster_toml(&text).with_context(|| format!("config {}", path.display()))
 }
 
 /// Asks the cluster at `endpoints` to add this member, unless it already

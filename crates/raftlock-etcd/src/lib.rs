@@ -12,7 +12,8 @@
 //! - `maintenance`: Status and MemberList;
 //! - `auth`: Authenticate over the cluster's bearer tokens, and the
 //!   grants every call is checked against (ADR 0029);
-//! - `errors`: raftlock errors as etcd's.
+//! - `errors`: raftlock errors as etcd's;
+//! - [`member`]: a member's door bound and started from the cluster file.
 //!
 //! Methods not listed answer UNIMPLEMENTED (generated default stubs).
 
@@ -24,6 +25,7 @@ mod kv;
 mod lease;
 mod lock;
 mod maintenance;
+pub mod member;
 mod tls;
 mod turn;
 mod watch;

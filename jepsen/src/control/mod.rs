@@ -59,10 +59,10 @@ pub struct ClusterOptions {
     /// Raft timing.
     pub timing: ClusterTiming,
     /// Every founder serves a ZooKeeper door (`zookeeper = { client_addr
-    /// }` in its `[[members]]` entry; `raftlock serve` members only).
+    /// }` in its `[[members]]` entry), whichever kind of process it is.
     pub zookeeper: bool,
     /// Every founder serves an etcd door (`etcd = { client_addr }` in
-    /// its `[[members]]` entry; `raftlock serve` members only).
+    /// its `[[members]]` entry), whichever kind of process it is.
     pub etcd: bool,
     /// `Some(MiB)`: every member's data directory is a tmpfs of that size
     /// (needs root), for the `disk-fill` nemesis.

@@ -14,6 +14,12 @@
 //! why runs with a disk nemesis use member processes even when their
 //! clients talk HTTP.
 //!
+//! The member also serves the ZooKeeper and etcd doors its `[[members]]`
+//! entry gives it, as `raftlock serve` does
+//! (`raftlock_zookeeper::door::member`, `raftlock_etcd::member`): the
+//! `zk-mutex` and `etcd-mutex` workloads run on member processes when a
+//! disk nemesis needs them.
+//!
 //! With `--join` the member joins a running cluster exactly as `raftlock
 //! serve --join` does ([`raftlock_node::Node::join_with_listener`], then
 //! [`raftlock_node::join::ask_to_join`]): the `membership` nemesis adds
@@ -107,6 +113,11 @@ pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     };
     config.peer_overrides.extend(args.peers);
     let api_addr = config.me().api_addr.clone();
+    let tls = config.tls.clone();
+    let cluster_toml = std::fs::read_to_string(&args.config)
+        .with_context(|| format!("cannot read config {}", args.config.display()))?;
+    let api_config = ApiConfig::from_cluster_toml(&cluster_toml)
+        .with_context(|| format!("config {}", args.config.display()))?;
     // Bind every listener first: a port conflict fails before Raft starts.
     let api = TcpListener::bind(&binds.api)
         .await
@@ -117,6 +128,15 @@ pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     let control = TcpListener::bind(args.control)
         .await
         .with_context(|| format!("cannot listen on the control address {}", args.control))?;
+    // The doors the cluster file gives this member, as `raftlock serve`
+    // serves them: zk-mutex and etcd-mutex runs with disk faults use
+    // member processes.
+    let zookeeper = raftlock_zookeeper::door::member::MemberDoor::bind(&cluster_toml, args.id)
+        .await
+        .with_context(|| format!("config {}", args.config.display()))?;
+    let etcd = raftlock_etcd::member::MemberDoor::bind(&cluster_toml, args.id)
+        .await
+        .with_context(|| format!("config {}", args.config.display()))?;
     let node = if joining {
         let node = Node::join_with_listener(config, raft).await?;
         // reqwest is built without a default TLS provider (crates/raftlock-tls).
@@ -133,6 +153,12 @@ pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     } else {
         Node::start_with_listener(config, raft).await?
     };
+    let _zookeeper_door = zookeeper
+        .map(|door| door.start(&node, &api_config.auth, tls.as_ref()))
+        .transpose()?;
+    let _etcd_door = etcd
+        .map(|door| door.start(&node, &api_config.auth, tls.as_ref()))
+        .transpose()?;
     tracing::info!(id = args.id, api = %api_addr, control = %args.control, joined = joining, "jepsen member serving");
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -142,7 +168,7 @@ pub async fn run(args: MemberArgs) -> anyhow::Result<()> {
     let api_task = tokio::spawn(raftlock_server::serve(
         node.clone(),
         api,
-        ApiConfig::default(),
+        api_config,
         stopped(stop_rx.clone()),
     ));
     let control_app = control::router(node.clone()).merge(fault::router(node.clone()));

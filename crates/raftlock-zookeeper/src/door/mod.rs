@@ -17,12 +17,14 @@
 //!   `removeWatches`);
 //! - `watches`: one-shot data, exist and child watches and persistent
 //!   (recursive) ones, fired from the member's change history;
-//! - `errors`: raftlock errors as ZooKeeper error codes.
+//! - `errors`: raftlock errors as ZooKeeper error codes;
+//! - [`member`]: a member's door bound and started from the cluster file.
 
 mod access;
 mod conn;
 mod errors;
 mod events;
+pub mod member;
 mod ops;
 mod reads;
 pub mod session;
