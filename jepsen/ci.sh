@@ -46,13 +46,14 @@
 #      added back, and the joined members take disk faults (about 5 s);
 #   7. run jepsen/tests/zk_mutex.rs: ZooKeeper's lock recipe through the
 #      members' ZooKeeper doors, fenced by the lock node's czxid, for 15 s
-#      under `all` must be valid, and with its injected client bug (a
+#      under `all` and 15 s under `disk` (member processes) must be
+#      valid, and with its injected client bug (a
 #      waiter that takes its predecessor's deletion for the lock without
 #      listing again) must be caught (linearizable(mutex) INVALID), 10 s;
 #   8. run jepsen/tests/etcd_mutex.rs: etcd's lock recipe (clientv3's
 #      concurrency.Mutex) over gRPC through the members' etcd doors,
 #      fenced by the lock key's create revision, for 15 s under `all`
-#      must be valid, with no grant after the client saw its lease end
+#      and 15 s under `disk` must be valid, with no grant after the client saw its lease end
 #      and every grant read back from the door's history at its revision
 #      (its key alive, no older key left), and with its injected client
 #      bug (a waiter that takes its predecessor's deletion for the lock

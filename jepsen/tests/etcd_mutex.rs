@@ -12,6 +12,8 @@
 //!   grants and increments through the doors, no grant after the client
 //!   saw its lease end, and every grant's key alive and the oldest at its
 //!   revision;
+//! - under the disk faults (`disk`), which need `raftlock-jepsen member`
+//!   processes, the same: the members serve the doors too;
 //! - with the injected client bug (a waiter that takes its predecessor's
 //!   deletion for the lock without reading again) the mutex checker and
 //!   the door-history audit must find two holders at once.
@@ -77,6 +79,28 @@ fn etcd_mutex_under_all_faults_is_valid() {
         audit.details["checked"].as_u64(),
         Some(grants),
         "{}",
+        outcome.summary
+    );
+}
+
+/// The disk faults run on `raftlock-jepsen member` processes: their
+/// doors must serve the recipe through full disks and slow syncs.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn etcd_mutex_under_disk_faults_is_valid() {
+    let outcome = run("disk", 73, |_| {});
+    process::assert_valid(&outcome);
+    assert!(
+        outcome.summary.contains("disk-full") || outcome.summary.contains("slow-fsync"),
+        "no disk fault injected:\n{}",
+        outcome.summary
+    );
+    let lease = result(&outcome, "lease-grant");
+    assert_eq!(lease.verdict, Verdict::Valid, "{}", outcome.summary);
+    let grants = lease.details["grants"].as_u64().unwrap_or(0);
+    assert!(
+        grants >= 1,
+        "no grant through the members' doors:\n{}",
         outcome.summary
     );
 }

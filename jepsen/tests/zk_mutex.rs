@@ -8,6 +8,8 @@
 //!
 //! - under every fault (`all`) for 15 s the run must be valid, with
 //!   grants and increments through the doors;
+//! - under the disk faults (`disk`), which need `raftlock-jepsen member`
+//!   processes, the same: the members serve the doors too;
 //! - with the injected client bug (a waiter that takes its predecessor's
 //!   deletion for the lock without listing again) the mutex checker must
 //!   find two holders at once.
@@ -53,6 +55,31 @@ fn zk_mutex_under_all_faults_is_valid() {
             outcome.summary
         );
     }
+}
+
+/// The disk faults run on `raftlock-jepsen member` processes: their
+/// doors must serve the recipe through full disks and slow syncs.
+#[test]
+#[ignore = "needs target/debug/raftlock: run jepsen/ci.sh"]
+fn zk_mutex_under_disk_faults_is_valid() {
+    let outcome = run("disk", 63, |_| {});
+    process::assert_valid(&outcome);
+    assert!(
+        outcome.summary.contains("disk-full") || outcome.summary.contains("slow-fsync"),
+        "no disk fault injected:\n{}",
+        outcome.summary
+    );
+    let fenced = outcome
+        .results
+        .iter()
+        .find(|r| r.checker == "fenced")
+        .unwrap_or_else(|| panic!("no fenced check:\n{}", outcome.summary));
+    let grants = fenced.details["grants"].as_u64().unwrap_or(0);
+    assert!(
+        grants >= 1,
+        "no grant through the members' doors:\n{}",
+        outcome.summary
+    );
 }
 
 /// Without the re-listing, a waiter whose predecessor withdrew (its wait
