@@ -7,6 +7,7 @@
 //!
 //! - `access`: with bearer tokens, `addauth digest` and the NOAUTH
 //!   answers, from the same grants as the HTTP API;
+//! - `acl`: ACLs checked as ZooKeeper checks them, stored, not enforced;
 //! - [`session`]: ZooKeeper session ids and passwords from raftlock
 //!   sessions, and the connect handshake;
 //! - `conn`: one connection: requests answered in order, pings,
@@ -20,6 +21,7 @@
 //! - `errors`: raftlock errors as ZooKeeper error codes.
 
 mod access;
+mod acl;
 mod conn;
 mod errors;
 mod events;
