@@ -927,6 +927,28 @@ async fn acls_are_stored_checked_as_zookeeper_does_and_not_enforced() {
             .collect();
         assert_eq!(r, ReplyBody::Multi(MultiResponse { results: errors }));
         a.fails(OpRequest::Exists(pw("/m2", false)), ErrorCode::NoNode);
+        // An earlier operation that fails in the tree is reported first,
+        // as ZooKeeper goes in order.
+        let r = a.ok(OpRequest::Multi(MultiRequest {
+            ops: vec![
+                MultiOp::Create(create("/m2", b"", CreateMode::Persistent)),
+                MultiOp::Delete(DeleteRequest {
+                    path: "/gone".into(),
+                    version: -1,
+                }),
+                MultiOp::Create(with_acl("/m3", vec![])),
+            ],
+        }));
+        let errors: Vec<OpResult> = [
+            ErrorCode::Ok,
+            ErrorCode::NoNode,
+            ErrorCode::RuntimeInconsistency,
+        ]
+        .into_iter()
+        .map(|err| OpResult::Error { err })
+        .collect();
+        assert_eq!(r, ReplyBody::Multi(MultiResponse { results: errors }));
+        a.fails(OpRequest::Exists(pw("/m2", false)), ErrorCode::NoNode);
         // Without tokens `addauth digest` is accepted unchecked, and an
         // ACL's `auth` entry becomes the id ZooKeeper gives it:
         // `digest:user:base64(sha1("user:password"))`, each id once.

@@ -268,14 +268,18 @@ impl Conn {
             }),
             OpRequest::SetAcl(r) => {
                 // Stored and counted, not enforced (docs/zookeeper.md).
-                let op = acl::fixup(&r.acl, &self.auth_ids).and_then(|acl| {
-                    write_target(&r.path).map(|()| TreeOp::ReplaceAcl {
-                        path: r.path.clone(),
-                        expected_acl_version: (r.version != -1)
-                            .then(|| u32::try_from(r.version).unwrap_or(u32::MAX)),
-                        acl,
-                    })
-                });
+                // ZooKeeper's order: the path, then the ACL, then the node.
+                let op = raftlock_core::path::validate_node_path(&r.path)
+                    .map_err(|_| ErrorCode::BadArguments)
+                    .and_then(|()| acl::fixup(&r.acl, &self.auth_ids))
+                    .and_then(|acl| {
+                        write_target(&r.path).map(|()| TreeOp::ReplaceAcl {
+                            path: r.path.clone(),
+                            expected_acl_version: (r.version != -1)
+                                .then(|| u32::try_from(r.version).unwrap_or(u32::MAX)),
+                            acl,
+                        })
+                    });
                 self.write_one(op, OpKind::Other, |r| match r {
                     TreeOpResult::AclSet { stat: Some(stat) } => {
                         ReplyBody::Stat(stat_of_core(&stat))
@@ -448,6 +452,43 @@ impl Conn {
         }
     }
 
+    /// A multi whose operation `index` is refused with `code` before the
+    /// tree is consulted. ZooKeeper reports the first failure in order,
+    /// so the operations before it (`ops`) run with a check that always
+    /// fails in its place: all or nothing, so nothing applies, and an
+    /// earlier failure is reported at its own index.
+    async fn refused_multi(
+        &mut self,
+        mut ops: Vec<TreeOp>,
+        kinds: &[OpKind],
+        len: usize,
+        index: usize,
+        code: ErrorCode,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        if ops.is_empty() {
+            return Ok((self.cursor, Ok(failed_multi(len, index, code))));
+        }
+        // The root's version is never 0 (raftlock's versions start at 1).
+        ops.push(TreeOp::Check {
+            path: "/".into(),
+            expected_version: Some(0),
+        });
+        match self.node.tree_ops(ops).await {
+            Err(NodeError::Core(CoreError::TxnOpFailed { index: at, error })) if at < index => {
+                let kind = kinds.get(at).copied().unwrap_or(OpKind::Other);
+                Ok((
+                    self.cursor,
+                    Ok(failed_multi(len, at, core_code(&error, kind))),
+                ))
+            }
+            Ok(_) | Err(NodeError::Core(CoreError::TxnOpFailed { .. })) => {
+                Ok((self.cursor, Ok(failed_multi(len, index, code))))
+            }
+            Err(NodeError::Core(error)) => Err(Failure::Code(core_code(&error, OpKind::Other))),
+            Err(error) => Err(failure(&error, OpKind::Other)),
+        }
+    }
+
     async fn multi(
         &mut self,
         m: MultiRequest,
@@ -461,8 +502,8 @@ impl Conn {
                     ops.push(op);
                     kinds.push(kind);
                 }
-                // Refused before the tree is consulted: nothing runs.
-                Err(code) => return Ok((self.cursor, Ok(failed_multi(len, index, code)))),
+                // Refused before the tree is consulted: nothing applies.
+                Err(code) => return self.refused_multi(ops, &kinds, len, index, code).await,
             }
         }
         if ops.is_empty() {
