@@ -199,7 +199,7 @@ mod tests {
             perms: 1,
             ..AclEntry::open()
         };
-        let stored = NodeAcl::stored(&[read_only.clone()]);
+        let stored = NodeAcl::stored(std::slice::from_ref(&read_only));
         assert_eq!(
             NodeAcl::entries_of(stored.as_deref()),
             vec![read_only.clone()]

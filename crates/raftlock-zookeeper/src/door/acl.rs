@@ -247,7 +247,10 @@ mod tests {
     #[test]
     fn auth_becomes_the_connections_digest_ids() {
         let auth = acl(5, "auth", "");
-        assert_eq!(fixup(&[auth.clone()], &[]), Err(ErrorCode::InvalidAcl));
+        assert_eq!(
+            fixup(std::slice::from_ref(&auth), &[]),
+            Err(ErrorCode::InvalidAcl)
+        );
         let ids = [digest_id(b"bob:secret"), digest_id(b"amy:pw")];
         let got = fixup(&[auth, acl(1, "world", "anyone")], &ids).expect("valid");
         assert_eq!(
