@@ -1062,3 +1062,97 @@ async fn the_door_answers_as_a_real_zookeeper_does() {
         failures[0]
     );
 }
+
+/// What one server answers to `auth` ACLs: a connection that ran
+/// `addauth digest` twice (and one again), another that ran none. The
+/// entries keep admin permission: ZooKeeper would refuse `setACL`
+/// without it and hide the hashes (`DIFFERENCES`, not enforced).
+fn auth_acl_answers(addr: SocketAddr, path: &str) -> Vec<String> {
+    let mut authed = Wire::connect(addr);
+    let mut anonymous = Wire::connect(addr);
+    let mut answers = Vec::new();
+    for credentials in ["bob:secret", "amy:pw", "bob:secret"] {
+        authed.write(ClientPacket::Request(Request {
+            xid: xid::AUTH,
+            op: OpRequest::Auth(AuthPacket {
+                auth_type: 0,
+                scheme: "digest".into(),
+                auth: credentials.as_bytes().to_vec(),
+            }),
+        }));
+        answers.push(format!("addauth: {:?}", authed.recv(xid::AUTH).header.err));
+    }
+    let admin = perms::READ | perms::WRITE | perms::ADMIN;
+    let auth = vec![
+        acl(admin, "auth", ""),
+        // Not a duplicate of the first (its id differs): both expand.
+        acl(admin, "auth", "ignored"),
+        acl(perms::READ, "world", "anyone"),
+    ];
+    let request = |path: &str| {
+        OpRequest::Create(CreateRequest {
+            path: path.into(),
+            data: None,
+            acl: auth.clone(),
+            mode: CreateMode::Persistent,
+        })
+    };
+    let anonymous_path = format!("{path}-anonymous");
+    let xid = anonymous.send(request(&anonymous_path));
+    answers.push(format!(
+        "anonymous create: {:?}",
+        anonymous.recv(xid).header.err
+    ));
+    let xid = authed.send(request(path));
+    answers.push(format!("create: {:?}", authed.recv(xid).header.err));
+    let xid = authed.send(OpRequest::GetAcl(PathRequest { path: path.into() }));
+    match authed.recv(xid).body {
+        ReplyBody::GetAcl { acl, stat } => {
+            answers.push(format!("getACL: {acl:?}, aversion {}", stat.aversion))
+        }
+        other => answers.push(format!("getACL: {other:?}")),
+    }
+    let set = OpRequest::SetAcl(SetAclRequest {
+        path: path.into(),
+        acl: vec![acl(perms::ALL, "auth", "")],
+        version: 0,
+    });
+    let xid = anonymous.send(set.clone());
+    answers.push(format!(
+        "anonymous setACL: {:?}",
+        anonymous.recv(xid).header.err
+    ));
+    let xid = authed.send(set);
+    answers.push(format!("setACL: {:?}", authed.recv(xid).header.err));
+    let xid = authed.send(OpRequest::GetAcl(PathRequest { path: path.into() }));
+    if let ReplyBody::GetAcl { acl, .. } = authed.recv(xid).body {
+        answers.push(format!("getACL: {acl:?}"));
+    }
+    delete_tree(&mut authed, path);
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_acls_become_the_digest_ids_zookeeper_gives() {
+    let Some(zk) = tokio::task::spawn_blocking(ZooKeeper::start)
+        .await
+        .expect("start ZooKeeper")
+    else {
+        return;
+    };
+    let cluster = Cluster::start(door_config()).await;
+    let door = cluster.addrs()[0];
+    let zk_addr: SocketAddr = zk.addr().parse().expect("ZooKeeper's address");
+    let (ours, theirs) = common::client(move || {
+        (
+            auth_acl_answers(door, "/authacl"),
+            auth_acl_answers(zk_addr, "/authacl"),
+        )
+    })
+    .await;
+    drop(zk);
+    assert_eq!(ours, theirs, "raftlock (left) and ZooKeeper (right) differ");
+    let admin = perms::READ | perms::WRITE | perms::ADMIN;
+    let bob = format!("{:?}", acl(admin, "digest", BOB));
+    assert!(ours[5].contains(&bob), "{ours:?}");
+}

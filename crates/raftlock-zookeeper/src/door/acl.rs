@@ -9,7 +9,8 @@
 //! first kept; an empty list is INVALIDACL; `world` takes only the id
 //! `anyone`; `auth` becomes one entry per digest id the connection has
 //! authenticated as, with the `auth` entry's permissions (none:
-//! INVALIDACL); a `digest` id is two fields around one `:` (Java's
+//! INVALIDACL; the expanded entries are not deduplicated again); a
+//! `digest` id is two fields around one `:` (Java's
 //! `split(":")`, so trailing empty fields do not count); an `ip` id is a
 //! dotted IPv4 address, optionally `/bits` up to 32, numbers as Java's
 //! `Integer.parseInt` reads them (3.8 has no IPv6 here); any other scheme
