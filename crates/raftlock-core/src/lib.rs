@@ -69,4 +69,6 @@ pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT};
 pub use state::StateMachine;
 pub use tree_ops::{NodeStat, TreeOp, TreeOpResult};
 pub use txn::{Compare, HolderGuard, TxnOp};
-pub use types::{Node, NodeMeta, ParseSessionIdError, QueueKind, Session, SessionId};
+pub use types::{
+    AclEntry, Node, NodeAcl, NodeMeta, ParseSessionIdError, QueueKind, Session, SessionId,
+};

@@ -14,7 +14,9 @@
 //! counter as child version (so strict sequential names continue above
 //! the ones already given). Format 5 appends the etcd-style key space
 //! (`kv/`: keys, their lease index and the kept history); a state from
-//! formats 1 to 4 has no keys.
+//! formats 1 to 4 has no keys. Format 6 appends each node's stored ACL
+//! (`Node::acl`); a node from formats 1 to 5 has none, which reads as
+//! the open ACL, as those builds answered.
 
 use std::collections::BTreeMap;
 
@@ -29,14 +31,73 @@ use crate::types::{Node, NodeMeta, Session, SessionId};
 const MAGIC: &[u8; 4] = b"RLSM";
 /// Format written by this build. Bump it (and keep a reader for the old
 /// one) whenever the encoded state changes shape.
-pub const SNAPSHOT_FORMAT: u32 = 5;
+pub const SNAPSHOT_FORMAT: u32 = 6;
 
-/// The state as format 4 encoded it: as this one without the key space.
+/// A node as formats 4 and 5 encoded it: `Node` without `acl`.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct NodeV5 {
+    data: Box<[u8]>,
+    version: u64,
+    create_revision: u64,
+    mod_revision: u64,
+    ephemeral_owner: Option<SessionId>,
+    next_child_sequence: u64,
+    meta: NodeMeta,
+}
+
+impl From<NodeV5> for Node {
+    fn from(old: NodeV5) -> Self {
+        Node {
+            data: old.data,
+            version: old.version,
+            create_revision: old.create_revision,
+            mod_revision: old.mod_revision,
+            ephemeral_owner: old.ephemeral_owner,
+            next_child_sequence: old.next_child_sequence,
+            meta: old.meta,
+            acl: None,
+        }
+    }
+}
+
+fn nodes_v5(nodes: BTreeMap<Box<str>, NodeV5>) -> BTreeMap<Box<str>, Node> {
+    nodes.into_iter().map(|(p, n)| (p, n.into())).collect()
+}
+
+/// The state as format 5 encoded it: nodes without their ACL.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct StateV5 {
+    revision: u64,
+    nodes: BTreeMap<Box<str>, NodeV5>,
+    sessions: BTreeMap<SessionId, Session>,
+    queues: BTreeMap<Box<str>, LockQueue>,
+    lock_delays: BTreeMap<Box<str>, u64>,
+    clock_ms: u64,
+    kv: KvStore,
+}
+
+impl From<StateV5> for StateMachine {
+    fn from(old: StateV5) -> Self {
+        StateMachine {
+            revision: old.revision,
+            nodes: nodes_v5(old.nodes),
+            sessions: old.sessions,
+            queues: old.queues,
+            lock_delays: old.lock_delays,
+            clock_ms: old.clock_ms,
+            kv: old.kv,
+        }
+    }
+}
+
+/// The state as format 4 encoded it: as format 5 without the key space.
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(serde::Serialize))]
 struct StateV4 {
     revision: u64,
-    nodes: BTreeMap<Box<str>, Node>,
+    nodes: BTreeMap<Box<str>, NodeV5>,
     sessions: BTreeMap<SessionId, Session>,
     queues: BTreeMap<Box<str>, LockQueue>,
     lock_delays: BTreeMap<Box<str>, u64>,
@@ -47,7 +108,7 @@ impl From<StateV4> for StateMachine {
     fn from(old: StateV4) -> Self {
         StateMachine {
             revision: old.revision,
-            nodes: old.nodes,
+            nodes: nodes_v5(old.nodes),
             sessions: old.sessions,
             queues: old.queues,
             lock_delays: old.lock_delays,
@@ -84,6 +145,7 @@ impl From<NodeV3> for Node {
             ephemeral_owner: old.ephemeral_owner,
             next_child_sequence: old.next_child_sequence,
             meta,
+            acl: None,
         }
     }
 }
@@ -243,6 +305,9 @@ impl StateMachine {
                 .map_err(decode_error)?
                 .into(),
             4 => bincode::deserialize::<StateV4>(body)
+                .map_err(decode_error)?
+                .into(),
+            5 => bincode::deserialize::<StateV5>(body)
                 .map_err(decode_error)?
                 .into(),
             SNAPSHOT_FORMAT => bincode::deserialize(body).map_err(decode_error)?,
@@ -422,10 +487,10 @@ mod tests {
     #[test]
     fn unknown_formats_are_refused() {
         let mut bytes = state(None).to_snapshot().expect("encode");
-        bytes[4..8].copy_from_slice(&6u32.to_le_bytes());
+        bytes[4..8].copy_from_slice(&7u32.to_le_bytes());
         assert!(matches!(
             StateMachine::from_snapshot(&bytes),
-            Err(SnapshotError::UnsupportedFormat(6))
+            Err(SnapshotError::UnsupportedFormat(7))
         ));
     }
 
@@ -490,6 +555,112 @@ mod tests {
     }
 }
 
+/// `sm`'s nodes as formats 4 and 5 encoded them (without ACLs).
+#[cfg(test)]
+fn nodes_as_v5(sm: &StateMachine) -> BTreeMap<Box<str>, NodeV5> {
+    sm.nodes
+        .iter()
+        .map(|(path, n)| {
+            let old = NodeV5 {
+                data: n.data.clone(),
+                version: n.version,
+                create_revision: n.create_revision,
+                mod_revision: n.mod_revision,
+                ephemeral_owner: n.ephemeral_owner,
+                next_child_sequence: n.next_child_sequence,
+                meta: n.meta,
+            };
+            (path.clone(), old)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod acl_tests {
+    use super::*;
+    use crate::command::Command;
+    use crate::tree_ops::TreeOp;
+    use crate::types::{AclEntry, NodeAcl};
+
+    fn digest() -> Vec<AclEntry> {
+        vec![
+            AclEntry {
+                perms: 1,
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+            AclEntry {
+                perms: 31,
+                scheme: "digest".into(),
+                id: "bob:pNOt6DXaHBS4k5ZrxQq0tLXK1nk=".into(),
+            },
+        ]
+    }
+
+    /// `/open` with the open ACL, `/acl` with `digest()`.
+    fn with_acls() -> StateMachine {
+        let mut sm = StateMachine::new();
+        let ops = vec![
+            TreeOp::Create {
+                path: "/open".into(),
+                data: vec![],
+                session: None,
+                sequential: false,
+            },
+            TreeOp::CreateWithAcl {
+                path: "/acl".into(),
+                data: b"d".to_vec(),
+                session: None,
+                sequential: false,
+                acl: digest(),
+            },
+        ];
+        assert!(sm.apply(&Command::TreeOps { ops }).result.is_ok());
+        sm
+    }
+
+    #[test]
+    fn stored_acls_round_trip() {
+        let sm = with_acls();
+        let bytes = sm.to_snapshot().expect("encode");
+        assert_eq!(bytes[4..8], 6u32.to_le_bytes());
+        let back = StateMachine::from_snapshot(&bytes).expect("decode");
+        assert_eq!(back, sm);
+        let acl = back.node("/acl").and_then(|n| n.acl.as_deref());
+        assert_eq!(NodeAcl::entries_of(acl), digest());
+        assert_eq!(back.node("/open").map(|n| n.acl.is_none()), Some(true));
+    }
+
+    #[test]
+    fn format_5_still_decodes_with_open_acls() {
+        let sm = with_acls();
+        let old = StateV5 {
+            revision: sm.revision,
+            nodes: nodes_as_v5(&sm),
+            sessions: sm.sessions.clone(),
+            queues: sm.queues.clone(),
+            lock_delays: sm.lock_delays.clone(),
+            clock_ms: sm.clock_ms,
+            kv: sm.kv.clone(),
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&5u32.to_le_bytes());
+        bytes.extend(bincode::serialize(&old).expect("encode v5"));
+        let back = StateMachine::from_snapshot(&bytes).expect("decode v5");
+        let mut expected = sm.clone();
+        for node in expected.nodes.values_mut() {
+            node.acl = None;
+        }
+        assert_eq!(back, expected);
+        let acl = back.node("/acl").and_then(|n| n.acl.as_deref());
+        assert_eq!(NodeAcl::entries_of(acl), vec![AclEntry::open()]);
+        assert_eq!(
+            back.node("/acl").map(|n| n.data.to_vec()),
+            Some(b"d".to_vec())
+        );
+    }
+}
+
 #[cfg(test)]
 mod kv_tests {
     use super::*;
@@ -517,10 +688,10 @@ mod kv_tests {
     }
 
     #[test]
-    fn format_5_round_trips_keys_leases_and_history() {
+    fn keys_leases_and_history_round_trip() {
         let sm = with_keys();
         let bytes = sm.to_snapshot().expect("encode");
-        assert_eq!(bytes[4..8], 5u32.to_le_bytes());
+        assert_eq!(bytes[4..8], SNAPSHOT_FORMAT.to_le_bytes());
         let back = StateMachine::from_snapshot(&bytes).expect("decode");
         assert_eq!(back, sm);
         assert_eq!(back.kv().lease_keys(SessionId(9)), vec![b"b".to_vec()]);
@@ -533,7 +704,7 @@ mod kv_tests {
         let sm = with_keys();
         let old = StateV4 {
             revision: sm.revision,
-            nodes: sm.nodes.clone(),
+            nodes: nodes_as_v5(&sm),
             sessions: sm.sessions.clone(),
             queues: sm.queues.clone(),
             lock_delays: sm.lock_delays.clone(),

@@ -81,6 +81,7 @@ impl StateMachine {
             ephemeral_owner: None,
             next_child_sequence: 0,
             meta: NodeMeta::default(),
+            acl: None,
         };
         StateMachine {
             revision: 0,
@@ -372,6 +373,7 @@ impl StateMachine {
                 ephemeral_owner: owner,
                 next_child_sequence: 0,
                 meta,
+                acl: None,
             },
         );
     }

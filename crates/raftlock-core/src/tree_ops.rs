@@ -20,7 +20,7 @@ use crate::path::{parent_of, validate_node_path, SEQUENCE_DIGITS};
 use crate::state::{Outcome, StateMachine};
 use crate::tree::check_writable;
 use crate::txn::Journal;
-use crate::types::{NodeMeta, SessionId};
+use crate::types::{AclEntry, Node, NodeAcl, NodeMeta, SessionId};
 
 /// One strict operation. Versions are raftlock's (1 on create).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,13 +60,41 @@ pub enum TreeOp {
         /// The version it must have.
         expected_version: Option<u64>,
     },
-    /// Counts an ACL change (ZooKeeper's `setACL`): the ACL itself is
-    /// not stored. Appended last, so older logs still decode.
+    /// Counts an ACL change and leaves the stored ACL as it is: what
+    /// `setACL` was before ACLs were stored, kept so the log entries it
+    /// wrote replay as they did. Appended after `Check`, so older logs
+    /// still decode. The door sends `ReplaceAcl` now.
     SetAcl {
         /// Canonical path.
         path: String,
         /// Only at this ACL version (ZooKeeper's `aversion`, from 0).
         expected_acl_version: Option<u32>,
+    },
+    /// `Create` that also stores the node's ACL (ZooKeeper's create with
+    /// an ACL other than the open one; `Create` stores the open ACL).
+    /// Appended last, so the log entries written before ACLs were stored
+    /// decode as they did.
+    CreateWithAcl {
+        /// Canonical path; for a sequential create, the prefix.
+        path: String,
+        /// The node's data.
+        data: Vec<u8>,
+        /// Owner, making it ephemeral.
+        session: Option<SessionId>,
+        /// Append the parent's counter to the name.
+        sequential: bool,
+        /// The ACL, validated by the door; not empty.
+        acl: Vec<AclEntry>,
+    },
+    /// Replaces a node's ACL and counts the change (ZooKeeper's
+    /// `setACL`). Appended last, as `CreateWithAcl`.
+    ReplaceAcl {
+        /// Canonical path.
+        path: String,
+        /// Only at this ACL version (ZooKeeper's `aversion`, from 0).
+        expected_acl_version: Option<u32>,
+        /// The new ACL, validated by the door; not empty.
+        acl: Vec<AclEntry>,
     },
 }
 
@@ -78,7 +106,9 @@ impl TreeOp {
             | TreeOp::SetData { path, .. }
             | TreeOp::Delete { path, .. }
             | TreeOp::Check { path, .. }
-            | TreeOp::SetAcl { path, .. } => path,
+            | TreeOp::SetAcl { path, .. }
+            | TreeOp::CreateWithAcl { path, .. }
+            | TreeOp::ReplaceAcl { path, .. } => path,
         }
     }
 }
@@ -123,7 +153,8 @@ pub enum TreeOpResult {
     Deleted,
     /// The check held.
     Checked,
-    /// The ACL version was counted (appended last, as `TreeOp::SetAcl`).
+    /// The ACL version was counted, and the ACL replaced if the op was
+    /// `ReplaceAcl` (appended last, as `TreeOp::SetAcl`).
     AclSet {
         /// Its stat as this operation left it (always there).
         stat: Option<NodeStat>,
@@ -182,9 +213,11 @@ impl StateMachine {
             (TreeOp::SetData { path, .. }, None) => TreeOpResult::Set {
                 stat: self.stat(path),
             },
-            (TreeOp::SetAcl { path, .. }, None) => TreeOpResult::AclSet {
-                stat: self.stat(path),
-            },
+            (TreeOp::SetAcl { path, .. } | TreeOp::ReplaceAcl { path, .. }, None) => {
+                TreeOpResult::AclSet {
+                    stat: self.stat(path),
+                }
+            }
             (TreeOp::Delete { .. }, None) => TreeOpResult::Deleted,
             _ => TreeOpResult::Checked,
         }
@@ -203,46 +236,18 @@ impl StateMachine {
                 data,
                 session,
                 sequential,
+            } => self.strict_create(path, data, *session, *sequential, &[], revision, effects),
+            TreeOp::CreateWithAcl {
+                path,
+                data,
+                session,
+                sequential,
+                acl,
             } => {
-                if let Some(id) = session {
-                    self.require_session(*id)?;
+                if acl.is_empty() {
+                    return Err(CoreError::Invalid("an ACL has at least one entry".into()));
                 }
-                let parent = parent_of(path);
-                let (path, next) = if *sequential {
-                    // The prefix may end in `/` (`/q/` names `/q/0000000000`).
-                    validate_node_path(parent)?;
-                    let (path, seq) = self.next_strict_sequential(path)?;
-                    (path, Some(seq))
-                } else {
-                    (path.clone(), None)
-                };
-                // ZooKeeper's order: a missing parent first, then the
-                // name, then an existing node.
-                if !self.nodes.contains_key(parent) {
-                    return Err(CoreError::NotFound(parent.to_string()));
-                }
-                check_writable(&path)?;
-                if let Some(node) = self.nodes.get(path.as_str()) {
-                    return Err(CoreError::VersionMismatch {
-                        path,
-                        expected: 0,
-                        actual: node.version,
-                    });
-                }
-                let Some(parent_node) = self.nodes.get_mut(parent) else {
-                    return Err(CoreError::NotFound(parent.to_string()));
-                };
-                if parent_node.ephemeral_owner.is_some() {
-                    return Err(CoreError::EphemeralParent(parent.to_string()));
-                }
-                if let Some(seq) = next {
-                    // The generic (HTTP) counter continues above it, so a
-                    // later `Put` never names a child below this one.
-                    parent_node.next_child_sequence =
-                        parent_node.next_child_sequence.max(seq.saturating_add(1));
-                }
-                self.insert_node(path.clone(), data, *session, revision, effects);
-                Ok(Some(path))
+                self.strict_create(path, data, *session, *sequential, acl, revision, effects)
             }
             TreeOp::SetData {
                 path,
@@ -267,22 +272,19 @@ impl StateMachine {
                 path,
                 expected_acl_version,
             } => {
-                check_writable(path)?;
-                let node = self
-                    .nodes
-                    .get_mut(path.as_str())
-                    .ok_or_else(|| CoreError::NotFound(path.clone()))?;
-                let actual = node.meta.acl_version;
-                if let Some(expected) = *expected_acl_version {
-                    if expected != actual {
-                        return Err(CoreError::VersionMismatch {
-                            path: path.clone(),
-                            expected: u64::from(expected),
-                            actual: u64::from(actual),
-                        });
-                    }
+                self.count_acl_change(path, *expected_acl_version)?;
+                Ok(None)
+            }
+            TreeOp::ReplaceAcl {
+                path,
+                expected_acl_version,
+                acl,
+            } => {
+                if acl.is_empty() {
+                    return Err(CoreError::Invalid("an ACL has at least one entry".into()));
                 }
-                node.meta.acl_version = actual.wrapping_add(1);
+                let node = self.count_acl_change(path, *expected_acl_version)?;
+                node.acl = NodeAcl::stored(acl);
                 Ok(None)
             }
             TreeOp::Delete {
@@ -305,6 +307,90 @@ impl StateMachine {
                 Ok(None)
             }
         }
+    }
+
+    /// A strict create (`Create`, or `CreateWithAcl` with its ACL; an
+    /// empty `acl` is the open one); the created path.
+    #[allow(clippy::too_many_arguments)]
+    fn strict_create(
+        &mut self,
+        path: &str,
+        data: &[u8],
+        session: Option<SessionId>,
+        sequential: bool,
+        acl: &[AclEntry],
+        revision: u64,
+        effects: &mut Effects,
+    ) -> Result<Option<String>, CoreError> {
+        if let Some(id) = session {
+            self.require_session(id)?;
+        }
+        let parent = parent_of(path);
+        let (path, next) = if sequential {
+            // The prefix may end in `/` (`/q/` names `/q/0000000000`).
+            validate_node_path(parent)?;
+            let (path, seq) = self.next_strict_sequential(path)?;
+            (path, Some(seq))
+        } else {
+            (path.to_string(), None)
+        };
+        // ZooKeeper's order: a missing parent first, then the
+        // name, then an existing node.
+        if !self.nodes.contains_key(parent) {
+            return Err(CoreError::NotFound(parent.to_string()));
+        }
+        check_writable(&path)?;
+        if let Some(node) = self.nodes.get(path.as_str()) {
+            return Err(CoreError::VersionMismatch {
+                path,
+                expected: 0,
+                actual: node.version,
+            });
+        }
+        let Some(parent_node) = self.nodes.get_mut(parent) else {
+            return Err(CoreError::NotFound(parent.to_string()));
+        };
+        if parent_node.ephemeral_owner.is_some() {
+            return Err(CoreError::EphemeralParent(parent.to_string()));
+        }
+        if let Some(seq) = next {
+            // The generic (HTTP) counter continues above it, so a
+            // later `Put` never names a child below this one.
+            parent_node.next_child_sequence =
+                parent_node.next_child_sequence.max(seq.saturating_add(1));
+        }
+        self.insert_node(path.clone(), data, session, revision, effects);
+        if !acl.is_empty() {
+            if let Some(node) = self.nodes.get_mut(path.as_str()) {
+                node.acl = NodeAcl::stored(acl);
+            }
+        }
+        Ok(Some(path))
+    }
+
+    /// Checks `path`'s ACL version and counts one change; the node.
+    fn count_acl_change(
+        &mut self,
+        path: &str,
+        expected: Option<u32>,
+    ) -> Result<&mut Node, CoreError> {
+        check_writable(path)?;
+        let node = self
+            .nodes
+            .get_mut(path)
+            .ok_or_else(|| CoreError::NotFound(path.to_string()))?;
+        let actual = node.meta.acl_version;
+        if let Some(expected) = expected {
+            if expected != actual {
+                return Err(CoreError::VersionMismatch {
+                    path: path.to_string(),
+                    expected: u64::from(expected),
+                    actual: u64::from(actual),
+                });
+            }
+        }
+        node.meta.acl_version = actual.wrapping_add(1);
+        Ok(node)
     }
 
     /// `prefix` and the parent's child version as ten digits (as
@@ -658,5 +744,123 @@ mod tests {
         let mut sm = StateMachine::new();
         let (_, error) = failed_at(run(&mut sm, vec![create("/locks", false)]));
         assert!(matches!(error, CoreError::Invalid(_)), "{error:?}");
+    }
+
+    fn read_only() -> Vec<AclEntry> {
+        vec![AclEntry {
+            perms: 1,
+            ..AclEntry::open()
+        }]
+    }
+
+    fn acl_of(sm: &StateMachine, path: &str) -> Vec<AclEntry> {
+        NodeAcl::entries_of(sm.node(path).and_then(|n| n.acl.as_deref()))
+    }
+
+    #[test]
+    fn acls_are_stored_at_create_and_replaced_with_a_version_check() {
+        let mut sm = StateMachine::new();
+        let with_acl = TreeOp::CreateWithAcl {
+            path: "/p".into(),
+            data: vec![],
+            session: None,
+            sequential: false,
+            acl: read_only(),
+        };
+        run(&mut sm, vec![with_acl, create("/p/c", false)]).expect("creates");
+        assert_eq!(acl_of(&sm, "/p"), read_only());
+        assert_eq!(acl_of(&sm, "/p/c"), vec![AclEntry::open()]);
+        assert!(sm.node("/p/c").is_some_and(|n| n.acl.is_none()));
+        let replace = |acl: Vec<AclEntry>, expected| TreeOp::ReplaceAcl {
+            path: "/p".into(),
+            expected_acl_version: expected,
+            acl,
+        };
+        let results = run(&mut sm, vec![replace(vec![AclEntry::open()], Some(0))]).expect("set");
+        assert!(
+            matches!(&results[0], TreeOpResult::AclSet { stat: Some(s) } if s.meta.acl_version == 1)
+        );
+        // The open ACL is stored as nothing.
+        assert!(sm.node("/p").is_some_and(|n| n.acl.is_none()));
+        let (_, error) = failed_at(run(&mut sm, vec![replace(read_only(), Some(0))]));
+        assert!(matches!(
+            error,
+            CoreError::VersionMismatch { actual: 1, .. }
+        ));
+        // A failing list puts the ACL back with the rest.
+        let (index, _) = failed_at(run(
+            &mut sm,
+            vec![replace(read_only(), None), create("/missing/x", false)],
+        ));
+        assert_eq!(index, 1);
+        assert_eq!(acl_of(&sm, "/p"), vec![AclEntry::open()]);
+        assert_eq!(sm.stat("/p").expect("p").meta.acl_version, 1);
+        // The older op counts and keeps what is stored.
+        run(&mut sm, vec![replace(read_only(), None)]).expect("replace");
+        let count = TreeOp::SetAcl {
+            path: "/p".into(),
+            expected_acl_version: Some(2),
+        };
+        run(&mut sm, vec![count]).expect("count");
+        assert_eq!(acl_of(&sm, "/p"), read_only());
+        assert_eq!(sm.stat("/p").expect("p").meta.acl_version, 3);
+        let (_, error) = failed_at(run(&mut sm, vec![replace(vec![], None)]));
+        assert!(matches!(error, CoreError::Invalid(_)), "{error:?}");
+        assert_eq!(sm.check_invariants(), Ok(()));
+    }
+
+    #[test]
+    fn a_sequential_create_with_an_acl_stores_it_under_the_full_name() {
+        let mut sm = StateMachine::new();
+        run(&mut sm, vec![create("/q", false)]).expect("parent");
+        let op = TreeOp::CreateWithAcl {
+            path: "/q/n-".into(),
+            data: vec![],
+            session: None,
+            sequential: true,
+            acl: read_only(),
+        };
+        let results = run(&mut sm, vec![op]).expect("create");
+        assert!(
+            matches!(&results[0], TreeOpResult::Created { path, .. } if path == "/q/n-0000000000")
+        );
+        assert_eq!(acl_of(&sm, "/q/n-0000000000"), read_only());
+    }
+
+    /// `Command::TreeOps` with a create and an ACL count, as the build
+    /// before stored ACLs encoded it (bincode 1): variant 20, two ops,
+    /// `Create` (0) of `/a` with data `x`, `SetAcl` (4) at version 0.
+    const OLD_TREE_OPS: [u8; 56] = [
+        20, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 47, 97, 1, 0, 0,
+        0, 0, 0, 0, 0, 120, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 47, 97, 1, 0, 0, 0, 0,
+    ];
+
+    #[test]
+    fn log_entries_written_before_stored_acls_still_decode_and_apply() {
+        let command: Command = bincode::deserialize(&OLD_TREE_OPS).expect("decodes");
+        let expected = Command::TreeOps {
+            ops: vec![
+                TreeOp::Create {
+                    path: "/a".into(),
+                    data: b"x".to_vec(),
+                    session: None,
+                    sequential: false,
+                },
+                TreeOp::SetAcl {
+                    path: "/a".into(),
+                    expected_acl_version: Some(0),
+                },
+            ],
+        };
+        assert_eq!(command, expected);
+        assert_eq!(
+            bincode::serialize(&expected).expect("encodes"),
+            OLD_TREE_OPS,
+            "the older variants encode as before"
+        );
+        let mut sm = StateMachine::new();
+        assert!(sm.apply(&command).result.is_ok());
+        assert_eq!(sm.stat("/a").expect("a").meta.acl_version, 1);
+        assert_eq!(acl_of(&sm, "/a"), vec![AclEntry::open()]);
     }
 }

@@ -63,8 +63,61 @@ pub struct Node {
     /// Next suffix for a sequential child created under this node.
     pub next_child_sequence: u64,
     /// Clock times and child/ACL change counters (ZooKeeper's `Stat`).
-    /// Last field: snapshot formats 1 to 3 lack it (`snapshot.rs`).
+    /// Snapshot formats 1 to 3 lack it (`snapshot.rs`).
     pub meta: NodeMeta,
+    /// The ACL a ZooKeeper client gave it, `None` for the open ACL
+    /// (`world:anyone`, every permission): one pointer for the common
+    /// case. Stored and returned, never enforced (docs/zookeeper.md).
+    /// Last field: snapshot formats 1 to 5 lack it.
+    pub acl: Option<Box<NodeAcl>>,
+}
+
+/// One entry of a node's ACL, as ZooKeeper writes it: permission bits
+/// (read 1, write 2, create 4, delete 8, admin 16) for an identity named
+/// by a scheme and an id (`world:anyone`, `digest:user:hash`, `ip:10.0.0.0/8`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AclEntry {
+    /// Permission bits, as given.
+    pub perms: u32,
+    /// `world`, `digest`, `ip`.
+    pub scheme: String,
+    /// The identity within the scheme.
+    pub id: String,
+}
+
+impl AclEntry {
+    /// Every permission ZooKeeper defines (`ZooDefs.Perms.ALL`).
+    pub const ALL_PERMS: u32 = 31;
+
+    /// `world:anyone` with every permission: ZooKeeper's
+    /// `OPEN_ACL_UNSAFE`, what a node without a stored ACL reports.
+    pub fn open() -> AclEntry {
+        AclEntry {
+            perms: Self::ALL_PERMS,
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }
+    }
+}
+
+/// A node's stored ACL: a non-empty list other than the open ACL alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeAcl(pub Vec<AclEntry>);
+
+impl NodeAcl {
+    /// How `entries` is stored: `None` for the open ACL (exactly
+    /// `world:anyone` with every permission), boxed otherwise.
+    pub fn stored(entries: &[AclEntry]) -> Option<Box<NodeAcl>> {
+        match entries {
+            [only] if *only == AclEntry::open() => None,
+            _ => Some(Box::new(NodeAcl(entries.to_vec()))),
+        }
+    }
+
+    /// The entries a node reports: the stored ones or the open ACL.
+    pub fn entries_of(acl: Option<&NodeAcl>) -> Vec<AclEntry> {
+        acl.map_or_else(|| vec![AclEntry::open()], |a| a.0.clone())
+    }
 }
 
 /// The rest of a node's ZooKeeper-style stat: when it was created and
@@ -83,8 +136,8 @@ pub struct NodeMeta {
     /// Children created or deleted under it: ZooKeeper's `cversion`,
     /// which also numbers the strict sequential creates.
     pub child_version: u32,
-    /// ACL changes (`TreeOp::SetAcl`): ZooKeeper's `aversion`. ACLs
-    /// themselves are not stored.
+    /// ACL changes (`TreeOp::SetAcl`, `TreeOp::ReplaceAcl`): ZooKeeper's
+    /// `aversion`. The ACL itself is `Node::acl`.
     pub acl_version: u32,
 }
 
@@ -138,6 +191,25 @@ impl QueueKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_open_acl_is_stored_as_nothing() {
+        assert_eq!(NodeAcl::stored(&[AclEntry::open()]), None);
+        let read_only = AclEntry {
+            perms: 1,
+            ..AclEntry::open()
+        };
+        let stored = NodeAcl::stored(std::slice::from_ref(&read_only));
+        assert_eq!(
+            NodeAcl::entries_of(stored.as_deref()),
+            vec![read_only.clone()]
+        );
+        // Two entries, even if one is the open one, are kept as given.
+        let two = [AclEntry::open(), read_only];
+        assert_eq!(NodeAcl::entries_of(NodeAcl::stored(&two).as_deref()), two);
+        assert_eq!(NodeAcl::entries_of(None), vec![AclEntry::open()]);
+        assert_eq!(std::mem::size_of::<Option<Box<NodeAcl>>>(), 8);
+    }
 
     #[test]
     fn session_id_round_trip() {

@@ -8,7 +8,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use raftlock_core::{
-    Command, Compare, HolderGuard, NodeMeta, Response, SessionId, StateMachine, TreeOp,
+    Command, Compare, HolderGuard, NodeAcl, NodeMeta, Response, SessionId, StateMachine, TreeOp,
     TreeOpResult, TxnOp,
 };
 use tokio::sync::watch;
@@ -49,6 +49,9 @@ pub struct NodeView {
     pub num_children: u64,
     /// Created and modified times, child and ACL versions.
     pub meta: NodeMeta,
+    /// Its stored ACL, `None` for the open one (`NodeAcl::entries_of`
+    /// gives the entries).
+    pub acl: Option<Box<NodeAcl>>,
 }
 
 /// A node and its children's names; either may be absent (a path that
@@ -151,6 +154,7 @@ fn view(s: &StateMachine, path: &str) -> Option<NodeView> {
         owner_principal,
         num_children: s.children(path).map_or(0, |c| c.len() as u64),
         meta: node.meta,
+        acl: node.acl.clone(),
     })
 }
 

@@ -48,9 +48,16 @@ const DIFFERENCES: &[(&str, &str)] = &[
          reply zxid of an answer that changed nothing.",
     ),
     (
-        "ACLs are not stored",
-        "setACL is sent with the open ACL only (what raftlock reports for every \
-         node); its version, aversion, is compared.",
+        "ACLs are stored, not enforced",
+        "the nodes every step may name only get ACLs that still grant \
+         world:anyone every permission (with digest and ip ids beside it, \
+         duplicates, odd but valid shapes), so ZooKeeper refuses nothing the \
+         door serves; invalid ACLs go anywhere (INVALIDACL on both). ACLs that \
+         restrict go only to probe nodes under the root, which later steps \
+         only read (getACL, getData, exists) and list, the clean-up deletes, and which keep \
+         world read, and world admin beside a digest id (ZooKeeper hides digest \
+         hashes from a caller without admin; the door shows them). No step \
+         authenticates, so `auth` entries are INVALIDACL on both.",
     ),
     (
         "containers, TTL nodes",
@@ -215,9 +222,75 @@ struct Gen {
     /// A session was closed this seed: no sequential create from now on
     /// (`DIFFERENCES`).
     closed: bool,
+    /// Probe nodes made so far, with restricting ACLs: only read and
+    /// listed until the clean-up deletes them (`DIFFERENCES`).
+    probes: Vec<String>,
 }
 
 const NAMES: &[&str] = &["a", "b", "e", "a/x", "a/y", "b/x", "e/x", "a/x/z"];
+
+/// `digest` of `bob:secret`, as ZooKeeper computes it.
+const BOB: &str = "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=";
+
+fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
+    Acl {
+        perms,
+        id: Id {
+            scheme: scheme.into(),
+            id: id.into(),
+        },
+    }
+}
+
+/// ACLs that leave world:anyone every permission (`DIFFERENCES`).
+fn open_shapes() -> Vec<Vec<Acl>> {
+    let open = Acl::open_unsafe();
+    vec![
+        vec![open.clone()],
+        vec![open.clone(), acl(perms::ALL, "digest", BOB)],
+        vec![acl(perms::READ, "ip", "10.0.0.0/8"), open.clone()],
+        vec![open.clone(), open.clone()],
+        vec![
+            acl(perms::READ | perms::CREATE, "digest", "amy:x:"),
+            open.clone(),
+        ],
+        vec![open.clone(), acl(perms::ALL, "ip", "127.0.0.1/32")],
+        vec![acl(perms::ADMIN, "ip", "+10.001.0.0/016"), open],
+    ]
+}
+
+/// ACLs ZooKeeper refuses with INVALIDACL.
+fn invalid_shapes() -> Vec<Vec<Acl>> {
+    let open = Acl::open_unsafe();
+    vec![
+        vec![],
+        vec![acl(perms::ALL, "world", "nobody")],
+        vec![acl(perms::ALL, "digest", "bob")],
+        vec![acl(perms::ALL, "digest", "a:b:c")],
+        vec![acl(perms::ALL, "ip", "300.1.1.1")],
+        vec![acl(perms::ALL, "ip", "10.0.0.0/33")],
+        vec![acl(perms::ALL, "ip", "1.2.3.4/")],
+        vec![acl(perms::ALL, "ip", "::1")],
+        vec![acl(perms::ALL, "sasl", "bob")],
+        vec![acl(perms::ALL, "auth", "")],
+        vec![open, acl(perms::ALL, "x509", "CN=bob")],
+    ]
+}
+
+/// ACLs that restrict, for probe nodes only (`DIFFERENCES`).
+fn probe_shapes() -> Vec<Vec<Acl>> {
+    let read = acl(perms::READ, "world", "anyone");
+    vec![
+        vec![read.clone()],
+        vec![
+            acl(perms::READ | perms::ADMIN, "world", "anyone"),
+            acl(perms::ALL, "digest", BOB),
+        ],
+        vec![acl(perms::ALL, "ip", "10.0.0.0/8"), read.clone()],
+        vec![read.clone(), read.clone()],
+        vec![acl(perms::ALL, "ip", "192.168.1.7"), read],
+    ]
+}
 const VERSIONS: &[i32] = &[-1, -1, 0, 0, 1, 2, 7];
 
 impl Gen {
@@ -230,6 +303,49 @@ impl Gen {
             root,
             paths,
             closed: false,
+            probes: Vec::new(),
+        }
+    }
+
+    /// An ACL for a node any step may name: mostly the open one.
+    fn acl(&mut self) -> Vec<Acl> {
+        match self.rng.below(10) {
+            0 | 1 => self.rng.pick(&open_shapes()).clone(),
+            2 => self.rng.pick(&invalid_shapes()).clone(),
+            _ => vec![Acl::open_unsafe()],
+        }
+    }
+
+    /// A step on a probe node: making one, or reading one.
+    fn probe(&mut self) -> OpRequest {
+        if self.probes.is_empty() || self.rng.chance(25) {
+            let path = format!("{}/p{}", self.root, self.probes.len());
+            self.probes.push(path.clone());
+            let acl = if self.rng.chance(15) {
+                self.rng.pick(&invalid_shapes()).clone()
+            } else {
+                self.rng.pick(&probe_shapes()).clone()
+            };
+            let c = CreateRequest {
+                path,
+                data: Some(self.data()),
+                acl,
+                mode: CreateMode::Persistent,
+            };
+            return if self.rng.chance(50) {
+                OpRequest::Create(c)
+            } else {
+                OpRequest::Create2(c)
+            };
+        }
+        let path = self.rng.pick(&self.probes).clone();
+        // Not deleted before the clean-up: a sequential create under the
+        // root after a delete there can meet ZooKeeper's numbering from
+        // before the delete, as after a session's end (`DIFFERENCES`).
+        match self.rng.below(10) {
+            0..=5 => OpRequest::GetAcl(PathRequest { path }),
+            6..=8 => OpRequest::GetData(PathWatchRequest { path, watch: false }),
+            _ => OpRequest::Exists(PathWatchRequest { path, watch: false }),
         }
     }
 
@@ -278,7 +394,7 @@ impl Gen {
         CreateRequest {
             path,
             data: Some(self.data()),
-            acl: vec![Acl::open_unsafe()],
+            acl: self.acl(),
             mode,
         }
     }
@@ -336,8 +452,8 @@ impl Gen {
             49..=55 => OpRequest::GetData(self.watch()),
             56..=60 => OpRequest::GetChildren(self.watch()),
             61..=65 => OpRequest::GetChildren2(self.watch()),
-            66..=77 => OpRequest::Multi(self.multi()),
-            78..=80 => {
+            66..=75 => OpRequest::Multi(self.multi()),
+            76 | 77 => {
                 // Now and then the root or ZooKeeper's own subtree: both
                 // servers hold nothing else outside this seed's root.
                 let path = if self.rng.chance(20) {
@@ -349,13 +465,14 @@ impl Gen {
                 };
                 OpRequest::GetAllChildrenNumber(PathRequest { path })
             }
-            81..=84 => OpRequest::SetAcl(SetAclRequest {
+            78 | 79 => OpRequest::SetAcl(SetAclRequest {
                 path: self.path(),
-                acl: vec![Acl::open_unsafe()],
+                acl: self.acl(),
                 version: self.version(),
             }),
-            85..=87 => OpRequest::GetAcl(PathRequest { path: self.path() }),
-            88..=90 => {
+            80 | 81 => OpRequest::GetAcl(PathRequest { path: self.path() }),
+            82..=91 => self.probe(),
+            92 | 93 => {
                 let ops = (0..1 + self.rng.below(3))
                     .map(|_| {
                         let r = PathWatchRequest {
@@ -371,7 +488,7 @@ impl Gen {
                     .collect();
                 OpRequest::MultiRead(MultiRequest { ops })
             }
-            91..=92 => OpRequest::Sync(PathRequest { path: self.path() }),
+            94 => OpRequest::Sync(PathRequest { path: self.path() }),
             _ => {
                 self.closed = true;
                 return Action::Close { conn };
@@ -382,8 +499,9 @@ impl Gen {
 
     /// Remembers the nodes a step created, so later steps name them.
     fn learn(&mut self, answer: &Reply) {
+        let probes = &self.probes;
         let mut add = |path: &str| {
-            if !self.paths.iter().any(|p| p == path) {
+            if !self.paths.iter().any(|p| p == path) && !probes.iter().any(|p| p == path) {
                 self.paths.push(path.to_string());
             }
         };
@@ -943,4 +1061,98 @@ async fn the_door_answers_as_a_real_zookeeper_does() {
         DIFFERENCES.iter().map(|(name, _)| name).collect::<Vec<_>>(),
         failures[0]
     );
+}
+
+/// What one server answers to `auth` ACLs: a connection that ran
+/// `addauth digest` twice (and one again), another that ran none. The
+/// entries keep admin permission: ZooKeeper would refuse `setACL`
+/// without it and hide the hashes (`DIFFERENCES`, not enforced).
+fn auth_acl_answers(addr: SocketAddr, path: &str) -> Vec<String> {
+    let mut authed = Wire::connect(addr);
+    let mut anonymous = Wire::connect(addr);
+    let mut answers = Vec::new();
+    for credentials in ["bob:secret", "amy:pw", "bob:secret"] {
+        authed.write(ClientPacket::Request(Request {
+            xid: xid::AUTH,
+            op: OpRequest::Auth(AuthPacket {
+                auth_type: 0,
+                scheme: "digest".into(),
+                auth: credentials.as_bytes().to_vec(),
+            }),
+        }));
+        answers.push(format!("addauth: {:?}", authed.recv(xid::AUTH).header.err));
+    }
+    let admin = perms::READ | perms::WRITE | perms::ADMIN;
+    let auth = vec![
+        acl(admin, "auth", ""),
+        // Not a duplicate of the first (its id differs): both expand.
+        acl(admin, "auth", "ignored"),
+        acl(perms::READ, "world", "anyone"),
+    ];
+    let request = |path: &str| {
+        OpRequest::Create(CreateRequest {
+            path: path.into(),
+            data: None,
+            acl: auth.clone(),
+            mode: CreateMode::Persistent,
+        })
+    };
+    let anonymous_path = format!("{path}-anonymous");
+    let xid = anonymous.send(request(&anonymous_path));
+    answers.push(format!(
+        "anonymous create: {:?}",
+        anonymous.recv(xid).header.err
+    ));
+    let xid = authed.send(request(path));
+    answers.push(format!("create: {:?}", authed.recv(xid).header.err));
+    let xid = authed.send(OpRequest::GetAcl(PathRequest { path: path.into() }));
+    match authed.recv(xid).body {
+        ReplyBody::GetAcl { acl, stat } => {
+            answers.push(format!("getACL: {acl:?}, aversion {}", stat.aversion))
+        }
+        other => answers.push(format!("getACL: {other:?}")),
+    }
+    let set = OpRequest::SetAcl(SetAclRequest {
+        path: path.into(),
+        acl: vec![acl(perms::ALL, "auth", "")],
+        version: 0,
+    });
+    let xid = anonymous.send(set.clone());
+    answers.push(format!(
+        "anonymous setACL: {:?}",
+        anonymous.recv(xid).header.err
+    ));
+    let xid = authed.send(set);
+    answers.push(format!("setACL: {:?}", authed.recv(xid).header.err));
+    let xid = authed.send(OpRequest::GetAcl(PathRequest { path: path.into() }));
+    if let ReplyBody::GetAcl { acl, .. } = authed.recv(xid).body {
+        answers.push(format!("getACL: {acl:?}"));
+    }
+    delete_tree(&mut authed, path);
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_acls_become_the_digest_ids_zookeeper_gives() {
+    let Some(zk) = tokio::task::spawn_blocking(ZooKeeper::start)
+        .await
+        .expect("start ZooKeeper")
+    else {
+        return;
+    };
+    let cluster = Cluster::start(door_config()).await;
+    let door = cluster.addrs()[0];
+    let zk_addr: SocketAddr = zk.addr().parse().expect("ZooKeeper's address");
+    let (ours, theirs) = common::client(move || {
+        (
+            auth_acl_answers(door, "/authacl"),
+            auth_acl_answers(zk_addr, "/authacl"),
+        )
+    })
+    .await;
+    drop(zk);
+    assert_eq!(ours, theirs, "raftlock (left) and ZooKeeper (right) differ");
+    let admin = perms::READ | perms::WRITE | perms::ADMIN;
+    let bob = format!("{:?}", acl(admin, "digest", BOB));
+    assert!(ours[5].contains(&bob), "{ours:?}");
 }

@@ -797,3 +797,180 @@ async fn get_ephemerals_lists_the_sessions_own_ephemerals() {
     })
     .await;
 }
+
+fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
+    Acl {
+        perms,
+        id: Id {
+            scheme: scheme.into(),
+            id: id.into(),
+        },
+    }
+}
+
+fn get_acl(conn: &mut Conn, path: &str) -> (Vec<Acl>, Stat) {
+    match conn.ok(OpRequest::GetAcl(PathRequest { path: path.into() })) {
+        ReplyBody::GetAcl { acl, stat } => (acl, stat),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn set_acl(path: &str, acl: Vec<Acl>, version: i32) -> OpRequest {
+    OpRequest::SetAcl(SetAclRequest {
+        path: path.into(),
+        acl,
+        version,
+    })
+}
+
+fn with_acl(path: &str, acl: Vec<Acl>) -> CreateRequest {
+    CreateRequest {
+        acl,
+        ..create(path, b"", CreateMode::Persistent)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acls_are_stored_checked_as_zookeeper_does_and_not_enforced() {
+    let cluster = Cluster::start(door_config()).await;
+    let addrs = cluster.addrs();
+    client(move || {
+        let mut a = Conn::connect(addrs[0], 10_000);
+        let mut b = Conn::connect(addrs[1], 10_000);
+        let mixed = vec![
+            acl(perms::READ, "world", "anyone"),
+            acl(perms::ALL, "ip", "10.0.0.0/8"),
+            acl(perms::ADMIN, "digest", "bob:fyVmFCwVbTJYrznoSu1koqYEYF0="),
+        ];
+        a.ok(OpRequest::Create2(with_acl("/acl", mixed.clone())));
+        // Another member returns it as given, with the stat.
+        let (got, stat) = get_acl(&mut b, "/acl");
+        assert_eq!((got, stat.aversion), (mixed.clone(), 0));
+        // Duplicates are dropped, the first kept.
+        let open = Acl::open_unsafe();
+        let dup = vec![
+            open.clone(),
+            acl(perms::READ, "world", "anyone"),
+            open.clone(),
+        ];
+        a.ok(OpRequest::Create(with_acl("/dup", dup)));
+        let (got, _) = get_acl(&mut b, "/dup");
+        assert_eq!(got, [open.clone(), acl(perms::READ, "world", "anyone")]);
+        // setACL replaces it and counts aversion, with its version check.
+        let read_only = vec![acl(perms::READ, "world", "anyone")];
+        assert_eq!(
+            stat_of(b.ok(set_acl("/acl", read_only.clone(), 0))).aversion,
+            1
+        );
+        b.fails(set_acl("/acl", mixed.clone(), 0), ErrorCode::BadVersion);
+        assert_eq!(get_acl(&mut a, "/acl").0, read_only);
+        // Not enforced: a read-only ACL still lets this client write.
+        a.ok(set("/acl", b"written"));
+        a.ok(OpRequest::Create(create(
+            "/acl/child",
+            b"",
+            CreateMode::Persistent,
+        )));
+        // Refused before the tree is consulted, as ZooKeeper refuses them.
+        let invalid = [
+            vec![],
+            vec![acl(perms::ALL, "world", "nobody")],
+            vec![acl(perms::ALL, "digest", "bob")],
+            vec![acl(perms::ALL, "ip", "300.1.1.1")],
+            vec![acl(perms::ALL, "ip", "10.0.0.0/33")],
+            vec![acl(perms::ALL, "sasl", "bob")],
+            vec![acl(perms::ALL, "auth", "")],
+            vec![open.clone(), acl(perms::ALL, "nosuch", "x")],
+        ];
+        for bad in invalid {
+            a.fails(
+                OpRequest::Create(with_acl("/bad", bad.clone())),
+                ErrorCode::InvalidAcl,
+            );
+            // Even where the parent is missing: the ACL is checked first.
+            a.fails(
+                OpRequest::Create(with_acl("/no/parent", bad.clone())),
+                ErrorCode::InvalidAcl,
+            );
+            a.fails(set_acl("/acl", bad.clone(), -1), ErrorCode::InvalidAcl);
+            a.fails(set_acl("/missing", bad, -1), ErrorCode::InvalidAcl);
+        }
+        let (got, stat) = get_acl(&mut b, "/acl");
+        assert_eq!((got, stat.aversion), (read_only.clone(), 1));
+        a.fails(OpRequest::Exists(pw("/bad", false)), ErrorCode::NoNode);
+        // The open ACL set back reads as the open ACL.
+        b.ok(set_acl("/acl", vec![open.clone()], 1));
+        assert_eq!(get_acl(&mut a, "/acl").0, std::slice::from_ref(&open));
+        // Inside a multi: stored with the create; an invalid one is
+        // reported at its index and nothing applies.
+        let r = a.ok(OpRequest::Multi(MultiRequest {
+            ops: vec![
+                MultiOp::Create(with_acl("/macl", read_only.clone())),
+                MultiOp::Create2(create("/macl/c", b"", CreateMode::Persistent)),
+            ],
+        }));
+        assert!(
+            matches!(r, ReplyBody::Multi(ref m) if m.results.len() == 2),
+            "{r:?}"
+        );
+        assert_eq!(get_acl(&mut b, "/macl").0, read_only);
+        assert_eq!(get_acl(&mut b, "/macl/c").0, std::slice::from_ref(&open));
+        let r = a.ok(OpRequest::Multi(MultiRequest {
+            ops: vec![
+                MultiOp::Create(create("/m2", b"", CreateMode::Persistent)),
+                MultiOp::Create(with_acl("/m3", vec![acl(perms::ALL, "ip", "x")])),
+            ],
+        }));
+        let errors: Vec<OpResult> = [ErrorCode::Ok, ErrorCode::InvalidAcl]
+            .into_iter()
+            .map(|err| OpResult::Error { err })
+            .collect();
+        assert_eq!(r, ReplyBody::Multi(MultiResponse { results: errors }));
+        a.fails(OpRequest::Exists(pw("/m2", false)), ErrorCode::NoNode);
+        // An earlier operation that fails in the tree is reported first,
+        // as ZooKeeper goes in order.
+        let r = a.ok(OpRequest::Multi(MultiRequest {
+            ops: vec![
+                MultiOp::Create(create("/m2", b"", CreateMode::Persistent)),
+                MultiOp::Delete(DeleteRequest {
+                    path: "/gone".into(),
+                    version: -1,
+                }),
+                MultiOp::Create(with_acl("/m3", vec![])),
+            ],
+        }));
+        let errors: Vec<OpResult> = [
+            ErrorCode::Ok,
+            ErrorCode::NoNode,
+            ErrorCode::RuntimeInconsistency,
+        ]
+        .into_iter()
+        .map(|err| OpResult::Error { err })
+        .collect();
+        assert_eq!(r, ReplyBody::Multi(MultiResponse { results: errors }));
+        a.fails(OpRequest::Exists(pw("/m2", false)), ErrorCode::NoNode);
+        // Without tokens `addauth digest` is accepted unchecked, and an
+        // ACL's `auth` entry becomes the id ZooKeeper gives it:
+        // `digest:user:base64(sha1("user:password"))`, each id once.
+        let r = a.call_xid(
+            xid::AUTH,
+            OpRequest::Auth(AuthPacket {
+                auth_type: 0,
+                scheme: "digest".into(),
+                auth: b"bob:secret".to_vec(),
+            }),
+        );
+        assert_eq!(r.header.err, ErrorCode::Ok);
+        let auth = vec![acl(perms::READ | perms::WRITE, "auth", "")];
+        a.ok(OpRequest::Create(with_acl("/mine", auth.clone())));
+        let bob = acl(
+            perms::READ | perms::WRITE,
+            "digest",
+            "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=",
+        );
+        assert_eq!(get_acl(&mut b, "/mine").0, [bob]);
+        // Another connection has authenticated as nobody.
+        b.fails(set_acl("/mine", auth, -1), ErrorCode::InvalidAcl);
+    })
+    .await;
+}

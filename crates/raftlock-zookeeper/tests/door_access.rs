@@ -198,3 +198,51 @@ async fn without_tokens_credentials_are_accepted_and_unused() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acls_auth_entry_is_the_tokens_digest_id() {
+    let cluster = Cluster::start(with_tokens()).await;
+    // `/jobs` itself is outside the grants: made through the node.
+    let node = cluster.inner.running().next().expect("a member").clone();
+    let parent = raftlock_core::TreeOp::Create {
+        path: "/jobs".into(),
+        data: vec![],
+        session: None,
+        sequential: false,
+    };
+    node.tree_ops(vec![parent]).await.expect("parent");
+    let one = cluster.addr(1);
+    client(move || {
+        let mut c = Conn::connect(one, 10_000);
+        let r = c.call_xid(xid::AUTH, auth("digest", &format!("jobs:{JOBS_TOKEN}")));
+        assert_eq!(r.header.err, ErrorCode::Ok);
+        let auth_acl = vec![Acl {
+            perms: perms::ALL,
+            id: Id {
+                scheme: "auth".into(),
+                id: String::new(),
+            },
+        }];
+        c.ok(OpRequest::Create(CreateRequest {
+            acl: auth_acl,
+            ..create("/jobs/a", b"", CreateMode::Persistent)
+        }));
+        let body = c.ok(OpRequest::GetAcl(PathRequest {
+            path: "/jobs/a".into(),
+        }));
+        // base64(sha1("jobs:jobs-secret")), as ZooKeeper's digest
+        // provider would have it for the same `addauth`.
+        let expected = Acl {
+            perms: perms::ALL,
+            id: Id {
+                scheme: "digest".into(),
+                id: "jobs:KwPb2OMKJ9zu0bLK1h8Ab31IK4M=".into(),
+            },
+        };
+        assert!(
+            matches!(&body, ReplyBody::GetAcl { acl, .. } if acl == &[expected]),
+            "{body:?}"
+        );
+    })
+    .await;
+}

@@ -87,6 +87,7 @@ impl Entry<'_> {
                 // Times and counters are not recorded: a change tells a
                 // watch what happened, a read gives the stat.
                 meta: NodeMeta::default(),
+                acl: None,
             }),
         }
     }
@@ -224,6 +225,7 @@ mod tests {
                 ephemeral_owner: Some(SessionId(u128::MAX - 5)),
                 next_child_sequence: 0,
                 meta: NodeMeta::default(),
+                acl: None,
             }),
         };
         assert!(
@@ -241,6 +243,7 @@ mod tests {
                 ephemeral_owner: None,
                 next_child_sequence: 127,
                 meta: NodeMeta::default(),
+                acl: None,
             }),
         };
         round_trip(&extremes);
@@ -261,6 +264,7 @@ mod tests {
             ephemeral_owner: Some(SessionId(9)),
             next_child_sequence: 0,
             meta: NodeMeta::default(),
+            acl: None,
         };
         let mut bytes = Vec::new();
         encode(300, "/a/b", Some(&node), &mut bytes);

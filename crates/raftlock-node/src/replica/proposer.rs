@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use raftlock_core::{Applied, Command, Compare, TreeOp, TxnOp};
+use raftlock_core::{AclEntry, Applied, Command, Compare, TreeOp, TxnOp};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::at_leader::{LeaderAnswer, LeaderRequest};
@@ -187,6 +187,8 @@ fn weight(command: &Command) -> usize {
             .iter()
             .map(|op| match op {
                 TreeOp::Create { data, .. } | TreeOp::SetData { data, .. } => data.len(),
+                TreeOp::CreateWithAcl { data, acl, .. } => data.len() + acl_weight(acl),
+                TreeOp::ReplaceAcl { acl, .. } => acl_weight(acl),
                 TreeOp::Delete { .. } | TreeOp::Check { .. } | TreeOp::SetAcl { .. } => 0,
             } + op.path().len() + 32)
             .sum(),
@@ -210,6 +212,11 @@ fn weight(command: &Command) -> usize {
         _ => 0,
     };
     payload + 128
+}
+
+/// An ACL's strings and numbers.
+fn acl_weight(acl: &[AclEntry]) -> usize {
+    acl.iter().map(|e| e.scheme.len() + e.id.len() + 20).sum()
 }
 
 /// A transaction operation's payload and a per-operation allowance.

@@ -211,6 +211,7 @@ impl Conn {
                 tracing::info!(session = %self.session, principal = %token.name,
                     "zookeeper door: authenticated");
                 self.access = Access::Token(Box::new(token.clone()));
+                self.remember_digest(&packet.auth);
                 self.push_ok(xid::AUTH);
                 Step::Continue
             }

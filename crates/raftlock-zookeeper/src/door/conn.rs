@@ -47,6 +47,9 @@ pub(crate) struct Conn {
     pub watches: Watches,
     /// What this connection has authenticated as (access.rs).
     pub access: Access,
+    /// The `digest` ids its `addauth`s gave it, in order, each once:
+    /// what an ACL's `auth` entry becomes (acl.rs).
+    pub auth_ids: Vec<String>,
     /// Every change at or below this revision has fired its watches.
     pub cursor: u64,
     /// The largest zxid answered, so zxids never go back.
@@ -168,6 +171,7 @@ async fn connect_session<S: Stream>(
         timeout_ms: ttl_ms,
         watches: Watches::default(),
         access: Access::at_connect(&config.auth),
+        auth_ids: Vec::new(),
         cursor: revision,
         last_zxid: i64::try_from(revision).unwrap_or(i64::MAX),
         out: Vec::new(),

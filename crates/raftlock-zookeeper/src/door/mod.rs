@@ -7,6 +7,7 @@
 //!
 //! - `access`: with bearer tokens, `addauth digest` and the NOAUTH
 //!   answers, from the same grants as the HTTP API;
+//! - `acl`: ACLs checked as ZooKeeper checks them, stored, not enforced;
 //! - [`session`]: ZooKeeper session ids and passwords from raftlock
 //!   sessions, and the connect handshake;
 //! - `conn`: one connection: requests answered in order, pings,
@@ -21,6 +22,7 @@
 //! - [`member`]: a member's door bound and started from the cluster file.
 
 mod access;
+mod acl;
 mod conn;
 mod errors;
 mod events;

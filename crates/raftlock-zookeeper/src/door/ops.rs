@@ -5,14 +5,15 @@
 //! are in `reads.rs`, watch events in `events.rs`; the helpers they share
 //! (ZooKeeper's subtree, stats from nodes) are here.
 
-use raftlock_core::{CoreError, NodeMeta, NodeStat, SessionId, TreeOp, TreeOpResult};
+use raftlock_core::{CoreError, NodeAcl, NodeMeta, NodeStat, SessionId, TreeOp, TreeOpResult};
 use raftlock_node::{Consistency, NodeError, NodeView};
 
+use super::acl;
 use super::conn::{renewal_failed, Conn, Step};
 use super::errors::{core_code, failure, Failure, OpKind};
 use super::session::zk_session_id;
 use crate::wire::{
-    xid, Acl, CreateRequest, ErrorCode, MultiOp, MultiRequest, MultiResponse, OpRequest, OpResult,
+    xid, CreateRequest, ErrorCode, MultiOp, MultiRequest, MultiResponse, OpRequest, OpResult,
     ReplyBody, Request, Stat,
 };
 
@@ -32,6 +33,8 @@ pub(super) struct Seen {
     pub stat: Stat,
     pub data: Vec<u8>,
     pub children: Vec<String>,
+    /// Its stored ACL (`None`: the open one).
+    pub acl: Option<Box<NodeAcl>>,
 }
 
 fn zk_version(version: u64) -> i32 {
@@ -105,14 +108,17 @@ fn zk_stat(
 }
 
 /// A create request as a strict create, or the code ZooKeeper answers
-/// before looking at the tree.
-fn create_op(request: &CreateRequest, session: SessionId) -> Result<TreeOp, ErrorCode> {
+/// before looking at the tree. `auth_ids` are the connection's digest
+/// ids, for the ACL's `auth` entries.
+fn create_op(
+    request: &CreateRequest,
+    session: SessionId,
+    auth_ids: &[String],
+) -> Result<TreeOp, ErrorCode> {
     if request.mode.is_ttl() {
         return Err(ErrorCode::Unimplemented);
     }
-    if request.acl.is_empty() {
-        return Err(ErrorCode::InvalidAcl);
-    }
+    let acl = acl::fixup(&request.acl, auth_ids)?;
     if in_zk_subtree(&request.path) {
         return Err(if request.path == ZK_ROOT {
             ErrorCode::NodeExists
@@ -122,11 +128,28 @@ fn create_op(request: &CreateRequest, session: SessionId) -> Result<TreeOp, Erro
     }
     // A container is served as a persistent node (docs/zookeeper.md).
     let ephemeral = request.mode.is_ephemeral();
-    Ok(TreeOp::Create {
-        path: request.path.clone(),
-        data: request.data.clone().unwrap_or_default(),
-        session: ephemeral.then_some(session),
-        sequential: request.mode.is_sequential(),
+    let (path, data) = (
+        request.path.clone(),
+        request.data.clone().unwrap_or_default(),
+    );
+    let (session, sequential) = (ephemeral.then_some(session), request.mode.is_sequential());
+    // The open ACL goes as the older `Create`, which every member in a
+    // rolling upgrade decodes; another one needs `CreateWithAcl`.
+    Ok(if NodeAcl::stored(&acl).is_none() {
+        TreeOp::Create {
+            path,
+            data,
+            session,
+            sequential,
+        }
+    } else {
+        TreeOp::CreateWithAcl {
+            path,
+            data,
+            session,
+            sequential,
+            acl,
+        }
     })
 }
 
@@ -139,10 +162,14 @@ fn write_target(path: &str) -> Result<(), ErrorCode> {
 
 /// A multi's operation as a strict one, with what kind of failure a
 /// version mismatch means for it.
-fn multi_op(op: &MultiOp, session: SessionId) -> Result<(TreeOp, OpKind), ErrorCode> {
+fn multi_op(
+    op: &MultiOp,
+    session: SessionId,
+    auth_ids: &[String],
+) -> Result<(TreeOp, OpKind), ErrorCode> {
     Ok(match op {
         MultiOp::Create(c) | MultiOp::Create2(c) | MultiOp::CreateContainer(c) => {
-            (create_op(c, session)?, OpKind::Create)
+            (create_op(c, session, auth_ids)?, OpKind::Create)
         }
         MultiOp::CreateTtl(_) => return Err(ErrorCode::Unimplemented),
         MultiOp::Delete(d) => {
@@ -202,9 +229,13 @@ impl Conn {
         let outcome = match request.op {
             OpRequest::Ping => return self.ping().await,
             OpRequest::CloseSession => return self.close_session(xid).await,
-            // Without tokens credentials are accepted and unused; with
+            // Without tokens credentials are accepted unchecked (a
+            // `digest` one still gives the ACLs' `auth` its id); with
             // them `auth` never gets here (access.rs).
-            OpRequest::Auth(_) => {
+            OpRequest::Auth(packet) => {
+                if packet.scheme == "digest" {
+                    self.remember_digest(&packet.auth);
+                }
                 self.push_ok(xid);
                 return Step::Continue;
             }
@@ -229,23 +260,26 @@ impl Conn {
                 (
                     revision,
                     seen.map(|s| ReplyBody::GetAcl {
-                        acl: vec![Acl::open_unsafe()],
+                        acl: acl::to_wire(s.acl.as_deref()),
                         stat: s.stat,
                     })
                     .ok_or(ErrorCode::NoNode),
                 )
             }),
             OpRequest::SetAcl(r) => {
-                // The ACL is not stored; its version counts (docs/zookeeper.md).
-                let op = if r.acl.is_empty() {
-                    Err(ErrorCode::InvalidAcl)
-                } else {
-                    write_target(&r.path).map(|()| TreeOp::SetAcl {
-                        path: r.path.clone(),
-                        expected_acl_version: (r.version != -1)
-                            .then(|| u32::try_from(r.version).unwrap_or(u32::MAX)),
-                    })
-                };
+                // Stored and counted, not enforced (docs/zookeeper.md).
+                // ZooKeeper's order: the path, then the ACL, then the node.
+                let op = raftlock_core::path::validate_node_path(&r.path)
+                    .map_err(|_| ErrorCode::BadArguments)
+                    .and_then(|()| acl::fixup(&r.acl, &self.auth_ids))
+                    .and_then(|acl| {
+                        write_target(&r.path).map(|()| TreeOp::ReplaceAcl {
+                            path: r.path.clone(),
+                            expected_acl_version: (r.version != -1)
+                                .then(|| u32::try_from(r.version).unwrap_or(u32::MAX)),
+                            acl,
+                        })
+                    });
                 self.write_one(op, OpKind::Other, |r| match r {
                     TreeOpResult::AclSet { stat: Some(stat) } => {
                         ReplyBody::Stat(stat_of_core(&stat))
@@ -308,6 +342,14 @@ impl Conn {
         Step::Continue
     }
 
+    /// Remembers the digest id `addauth digest <credentials>` gives.
+    pub(super) fn remember_digest(&mut self, credentials: &[u8]) {
+        let id = acl::digest_id(credentials);
+        if !self.auth_ids.contains(&id) {
+            self.auth_ids.push(id);
+        }
+    }
+
     pub(super) fn push_ok(&mut self, xid: i32) {
         self.fail(xid, ErrorCode::Ok);
     }
@@ -346,7 +388,7 @@ impl Conn {
         c: CreateRequest,
         with_stat: bool,
     ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
-        let op = create_op(&c, self.session);
+        let op = create_op(&c, self.session, &self.auth_ids);
         self.write_one(op, OpKind::Create, |r| match r {
             TreeOpResult::Created { path, stat } if with_stat => ReplyBody::Create2 {
                 path,
@@ -410,6 +452,43 @@ impl Conn {
         }
     }
 
+    /// A multi whose operation `index` is refused with `code` before the
+    /// tree is consulted. ZooKeeper reports the first failure in order,
+    /// so the operations before it (`ops`) run with a check that always
+    /// fails in its place: all or nothing, so nothing applies, and an
+    /// earlier failure is reported at its own index.
+    async fn refused_multi(
+        &mut self,
+        mut ops: Vec<TreeOp>,
+        kinds: &[OpKind],
+        len: usize,
+        index: usize,
+        code: ErrorCode,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        if ops.is_empty() {
+            return Ok((self.cursor, Ok(failed_multi(len, index, code))));
+        }
+        // The root's version is never 0 (raftlock's versions start at 1).
+        ops.push(TreeOp::Check {
+            path: "/".into(),
+            expected_version: Some(0),
+        });
+        match self.node.tree_ops(ops).await {
+            Err(NodeError::Core(CoreError::TxnOpFailed { index: at, error })) if at < index => {
+                let kind = kinds.get(at).copied().unwrap_or(OpKind::Other);
+                Ok((
+                    self.cursor,
+                    Ok(failed_multi(len, at, core_code(&error, kind))),
+                ))
+            }
+            Ok(_) | Err(NodeError::Core(CoreError::TxnOpFailed { .. })) => {
+                Ok((self.cursor, Ok(failed_multi(len, index, code))))
+            }
+            Err(NodeError::Core(error)) => Err(Failure::Code(core_code(&error, OpKind::Other))),
+            Err(error) => Err(failure(&error, OpKind::Other)),
+        }
+    }
+
     async fn multi(
         &mut self,
         m: MultiRequest,
@@ -418,13 +497,13 @@ impl Conn {
         let mut ops = Vec::with_capacity(len);
         let mut kinds = Vec::with_capacity(len);
         for (index, op) in m.ops.iter().enumerate() {
-            match multi_op(op, self.session) {
+            match multi_op(op, self.session, &self.auth_ids) {
                 Ok((op, kind)) => {
                     ops.push(op);
                     kinds.push(kind);
                 }
-                // Refused before the tree is consulted: nothing runs.
-                Err(code) => return Ok((self.cursor, Ok(failed_multi(len, index, code)))),
+                // Refused before the tree is consulted: nothing applies.
+                Err(code) => return self.refused_multi(ops, &kinds, len, index, code).await,
             }
         }
         if ops.is_empty() {
@@ -466,7 +545,7 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::CreateMode;
+    use crate::wire::{Acl, CreateMode};
 
     #[test]
     fn versions_map_one_lower_and_minus_one_is_any() {
@@ -506,12 +585,35 @@ mod tests {
             acl: vec![Acl::open_unsafe()],
             mode: CreateMode::Persistent,
         };
-        assert_eq!(create_op(&c, SessionId(1)), Err(ErrorCode::NodeExists));
+        assert_eq!(create_op(&c, SessionId(1), &[]), Err(ErrorCode::NodeExists));
         let no_acl = CreateRequest {
             path: "/a".into(),
             acl: vec![],
-            ..c
+            ..c.clone()
         };
-        assert_eq!(create_op(&no_acl, SessionId(1)), Err(ErrorCode::InvalidAcl));
+        assert_eq!(
+            create_op(&no_acl, SessionId(1), &[]),
+            Err(ErrorCode::InvalidAcl)
+        );
+        // The open ACL is a plain create; another one carries its ACL.
+        let open = CreateRequest {
+            path: "/a".into(),
+            ..c.clone()
+        };
+        assert!(matches!(
+            create_op(&open, SessionId(1), &[]),
+            Ok(TreeOp::Create { .. })
+        ));
+        let read_only = CreateRequest {
+            acl: vec![Acl {
+                perms: 1,
+                ..Acl::open_unsafe()
+            }],
+            ..open
+        };
+        assert!(matches!(
+            create_op(&read_only, SessionId(1), &[]),
+            Ok(TreeOp::CreateWithAcl { acl, .. }) if acl[0].perms == 1
+        ));
     }
 }

@@ -46,6 +46,7 @@ impl Conn {
                     stat,
                     data: Vec::new(),
                     children,
+                    acl: None,
                 }),
             ));
         }
@@ -69,10 +70,12 @@ impl Conn {
                 // A path that only holds queue nodes (`/locks`) has no node
                 // of its own; it shows as an empty persistent one.
                 stat.num_children = i32::try_from(children.len()).unwrap_or(i32::MAX);
+                let (data, acl) = node.map_or_else(Default::default, |n| (n.data, n.acl));
                 Some(Seen {
                     stat,
-                    data: node.map(|n| n.data).unwrap_or_default(),
+                    data,
                     children,
+                    acl,
                 })
             }
         };

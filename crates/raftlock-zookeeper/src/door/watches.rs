@@ -288,6 +288,7 @@ mod tests {
                 ephemeral_owner: None,
                 next_child_sequence: 0,
                 meta: raftlock_core::NodeMeta::default(),
+                acl: None,
             }),
         }
     }

@@ -1,7 +1,9 @@
 """The real kazoo 2.11 client against raftlock's ZooKeeper door.
 
 Run by tests/kazoo.rs with the connect string of a three-member cluster:
-basic znode operations, a transaction, DataWatch and ChildrenWatch,
+basic znode operations, a transaction, ACLs stored and returned
+(set_acls / get_acls, make_digest_acl, an invalid one refused), DataWatch
+and ChildrenWatch,
 closeSession removing ephemerals, and kazoo's recipes with several clients
 spread over the members, each checking the recipe's promise: Lock (nobody
 else inside the critical section), Election (one leader at a time, every
@@ -17,7 +19,14 @@ import threading
 import time
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError, NotEmptyError
+from kazoo.exceptions import (
+    BadVersionError,
+    InvalidACLError,
+    NoNodeError,
+    NodeExistsError,
+    NotEmptyError,
+)
+from kazoo.security import ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, Id, Permissions, make_digest_acl
 from kazoo.recipe.barrier import Barrier, DoubleBarrier
 from kazoo.recipe.counter import Counter
 from kazoo.recipe.election import Election
@@ -129,6 +138,34 @@ def basics(zk):
     results = t.commit()
     assert isinstance(results[1], NoNodeError), results
     assert zk.exists("/kz/app/t2") is None
+
+
+def acls(zk, other):
+    # Stored and returned as given, by another member too; not enforced.
+    bob = make_digest_acl("bob", "secret", all=True)
+    assert bob.id.id == "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=", bob
+    zk.create("/kz/acl", b"", acl=[bob] + list(READ_ACL_UNSAFE))
+    acl, stat = other.get_acls("/kz/acl")
+    assert list(acl) == [bob] + list(READ_ACL_UNSAFE) and stat.aversion == 0, (acl, stat)
+    net = ACL(Permissions.READ | Permissions.WRITE, Id("ip", "10.0.0.0/8"))
+    stat = other.set_acls("/kz/acl", [net], version=0)
+    assert stat.aversion == 1, stat
+    try:
+        zk.set_acls("/kz/acl", list(OPEN_ACL_UNSAFE), version=0)
+        raise AssertionError("a stale ACL version was accepted")
+    except BadVersionError:
+        pass
+    assert list(zk.get_acls("/kz/acl")[0]) == [net]
+    try:
+        zk.set_acls("/kz/acl", [ACL(Permissions.ALL, Id("ip", "10.0.0.0/40"))])
+        raise AssertionError("an invalid ACL was accepted")
+    except InvalidACLError:
+        pass
+    # The tokens' grants decide access, not the ACL: this client may write.
+    zk.set("/kz/acl", b"still writable")
+    zk.set_acls("/kz/acl", list(OPEN_ACL_UNSAFE))
+    assert list(other.get_acls("/kz/acl")[0]) == list(OPEN_ACL_UNSAFE)
+    zk.delete("/kz/acl")
 
 
 def watches(zk, other):
@@ -399,6 +436,7 @@ def main():
     zk = client()
     other = client()
     basics(zk)
+    acls(zk, other)
     watches(zk, other)
     ephemerals_go_with_their_session(zk)
     locks()
