@@ -56,8 +56,11 @@ STATS = collections.Counter()
 
 KEYS = ["a", "b", "b/c", "c", "d/e", "d/f"]
 TTL = 600
-# How long a request, or a watch stream from its creation, may take.
+# TimeToLive's remaining TTL is compared as within this of the granted.
+TTL_SLACK = 10
+# How long a request may take, and a watch stream from its creation.
 TIMEOUT = 20
+WATCH_TIMEOUT = 60
 NOPUT = etcdrpc.WatchCreateRequest.NOPUT
 NODELETE = etcdrpc.WatchCreateRequest.NODELETE
 
@@ -80,7 +83,7 @@ class Watch:
         self.create = create
         self.requests = queue.Queue()
         self.requests.put(etcdrpc.WatchRequest(create_request=create))
-        self.call = side.watch.Watch(self._requests(), timeout=TIMEOUT)
+        self.call = side.watch.Watch(self._requests(), timeout=WATCH_TIMEOUT)
         self.responses = iter(self.call)
 
     def _requests(self):
@@ -113,16 +116,29 @@ class Side:
         self.kv = etcdrpc.KVStub(channel)
         self.lease = etcdrpc.LeaseStub(channel)
         self.watch = etcdrpc.WatchStub(channel)
-        self.maintenance = etcdrpc.MaintenanceStub(channel)
+        # The highest revision compacted at, by any sequence.
+        self.compacted = 0
 
     def begin(self):
         head = self.kv.Range(etcdrpc.RangeRequest(key=b"\x00", range_end=b"\x00", count_only=True), timeout=TIMEOUT)
         self.base = head.header.revision
+        # Earlier sequences' compactions: this one must never read below.
+        self.earlier_floor = self.compacted
         self.head = self.base
         self.pending = None
         self.writes = []
         self.leases = []
         self.watches = []
+
+    def end(self):
+        """Closes the sequence's watches and revokes its leases."""
+        for w in self.watches:
+            w.close()
+        for lease in self.leases:
+            try:
+                self.lease.LeaseRevoke(etcdrpc.LeaseRevokeRequest(ID=lease), timeout=TIMEOUT)
+            except grpc.RpcError:
+                pass
 
     def saw(self, header):
         self.head = max(self.head, header.revision)
@@ -130,11 +146,10 @@ class Side:
     def rev(self, k):
         """Logical revision k: 0 before the sequence, 1..n after its k-th
         write, n+1 one past this system's head (the future)."""
-        if k == 0:
-            return self.base
-        if k <= len(self.writes):
-            return self.writes[k - 1]
-        return self.head + 1
+        rev = self.base if k == 0 else self.writes[k - 1] if k <= len(self.writes) else self.head + 1
+        if rev < self.earlier_floor:
+            raise AssertionError(f"revision {rev} is below an earlier sequence's compaction at {self.earlier_floor}")
+        return rev
 
     def rank(self, rev):
         if rev == 0:
@@ -348,8 +363,8 @@ def txn_wrote(resp):
 def ttl_view(side, resp, granted):
     if resp.TTL == -1:
         ttl = -1
-    elif granted - 5 <= resp.TTL <= granted:
-        ttl = "within 5 s of the granted TTL"
+    elif granted - TTL_SLACK <= resp.TTL <= granted:
+        ttl = f"within {TTL_SLACK} s of the granted TTL"
     else:
         ttl = resp.TTL
     return ("ttl", side.lease_ord(resp.ID), ttl, resp.grantedTTL, sorted(resp.keys))
@@ -379,13 +394,9 @@ class Sequence:
         return False
 
     def each(self, fn):
-        """fn(side) for each side: (answer, wrote revision or None)."""
-        answers, writes = [], []
-        for side in self.sides:
-            answer, wrote = fn(side)
-            answers.append(answer)
-            writes.append(wrote)
-        return answers, writes
+        """fn(side) for each side: (answers, wrote revisions or None)."""
+        results = [fn(side) for side in self.sides]
+        return [a for a, _ in results], [w for _, w in results]
 
     def record(self, answers, writes):
         """Records the writes of a step both answered alike."""
@@ -546,6 +557,8 @@ class Sequence:
         if not self.same(answers, f"Compact at write {k} of {g.writes} physical={physical}"):
             return False
         if answers[0][0] == "compacted":
+            for side in self.sides:
+                side.compacted = max(side.compacted, side.rev(k))
             g.floor = k
             STATS["compact"] += 1
         else:
@@ -587,9 +600,7 @@ class Sequence:
                     if ev.kv.key == create.key and ev.kv.mod_revision == final:
                         return ("events", events), None
 
-        answers = []
-        for side, final in zip(self.sides, finals):
-            answers.append(one(side, final)[0])
+        answers, _ = self.each(lambda side: one(side, finals[self.sides.index(side)]))
         a = answers[0]
         if a[0] == "events":
             STATS["watch events"] += len(a[1])
@@ -628,21 +639,19 @@ class Sequence:
             # Watches from the past: after every compaction of the sequence.
             if g.r.random() < 0.25:
                 for _ in range(g.r.randrange(1, 3)):
-                    starts = [k for k in range(0, g.writes + 1) if not (g.floor and k == g.floor)]
-                    if not self.open_watch(g.r.choice(starts)):
+                    # Below the floor (half the time, if any), or above.
+                    if g.floor and g.r.random() < 0.5:
+                        start = g.r.randrange(0, g.floor)
+                    else:
+                        start = g.r.randrange(g.floor + 1 if g.floor else 0, g.writes + 2)
+                    if not self.open_watch(start):
                         return False
             if g.watches and not self.finish_watches():
                 return False
             return True
         finally:
             for side in self.sides:
-                for w in side.watches:
-                    w.close()
-                for lease in side.leases:
-                    try:
-                        side.lease.LeaseRevoke(etcdrpc.LeaseRevokeRequest(ID=lease), timeout=TIMEOUT)
-                    except grpc.RpcError:
-                        pass
+                side.end()
 
     def one_step(self):
         g = self.g
@@ -657,9 +666,9 @@ class Sequence:
         if roll < 0.80:
             build, ties = g.txn()
             return self.kv_step("txn", build, ties)
-        if roll < 0.87:
+        if roll < 0.86:
             return self.grant()
-        if roll < 0.90:
+        if roll < 0.91:
             return self.revoke()
         if roll < 0.93:
             return self.time_to_live(g.lease_choice(), g.r.random() < 0.7) is not None
@@ -673,13 +682,14 @@ class Sequence:
 
 
 def follower(endpoints):
-    """The first door whose member is not the leader (the last if none)."""
+    """The first door whose member follows a leader."""
     for endpoint in endpoints:
         m = etcdrpc.MaintenanceStub(grpc.insecure_channel(endpoint))
         status = m.Status(etcdrpc.StatusRequest(), timeout=TIMEOUT)
-        if status.leader != status.header.member_id:
+        if status.leader not in (0, status.header.member_id):
             return endpoint, status.header.member_id
-    return endpoints[-1], None
+    print(f"no door of {endpoints} is a follower's", flush=True)
+    sys.exit(1)
 
 
 def main():

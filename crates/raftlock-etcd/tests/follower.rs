@@ -72,7 +72,10 @@ async fn a_followers_door_answers_after_the_writes_it_acknowledged() {
             .expect("grant")
             .into_inner();
         let granted_at = revision(granted.header);
-        assert!(granted_at > first, "round {i}: grant answered at {granted_at}, after a put at {first}");
+        assert!(
+            granted_at > first,
+            "round {i}: grant answered at {granted_at}, after a put at {first}"
+        );
 
         let (requests, rx) = mpsc::channel(4);
         let create = pb::WatchCreateRequest {
@@ -96,7 +99,10 @@ async fn a_followers_door_answers_after_the_writes_it_acknowledged() {
             .expect("created")
             .expect("a created response");
         assert!(created.created && !created.canceled, "{created:?}");
-        assert!(revision(created.header) >= granted_at, "round {i}: {created:?}");
+        assert!(
+            revision(created.header) >= granted_at,
+            "round {i}: {created:?}"
+        );
 
         let second = kv.put(put(b"2")).await.expect("put").into_inner();
         let second = revision(second.header);
@@ -110,7 +116,12 @@ async fn a_followers_door_answers_after_the_writes_it_acknowledged() {
             .iter()
             .map(|e| e.kv.as_ref().map_or(0, |kv| kv.mod_revision))
             .collect();
-        assert_eq!(revisions.first(), Some(&second), "round {i}: the put at {first} came before the watch (created at {})", revision(created.header));
+        assert_eq!(
+            revisions.first(),
+            Some(&second),
+            "round {i}: the put at {first} came before the watch (created at {})",
+            revision(created.header)
+        );
         drop(requests);
 
         let revoked = lease
@@ -119,7 +130,10 @@ async fn a_followers_door_answers_after_the_writes_it_acknowledged() {
             .expect("revoke")
             .into_inner();
         let revoked_at = revision(revoked.header);
-        assert!(revoked_at > second, "round {i}: revoke answered at {revoked_at}, after a put at {second}");
+        assert!(
+            revoked_at > second,
+            "round {i}: revoke answered at {revoked_at}, after a put at {second}"
+        );
     }
     door.stop();
 }
