@@ -30,8 +30,8 @@ with the seed).
 Deliberate differences (docs/etcd.md) are kept out of the comparison:
 sorting by a target other than the key or create revision is compared
 without a limit and with ties put in key order (etcd's sort is not
-stable); TimeToLive's TTL is compared only as "within 5 s of the granted
-TTL" (raftlock answers the granted TTL); response headers are not
+stable); TimeToLive's TTL is compared only as "within 10 s of the
+granted TTL" (raftlock answers the granted TTL); response headers are not
 compared; and no watch starts exactly at the compact revision (etcd
 drops a delete made at that revision and the prev_kv of changes made
 there, raftlock keeps the changes at its floor whole).
