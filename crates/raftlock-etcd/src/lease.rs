@@ -48,7 +48,9 @@ impl Lease for Etcd {
             .open_lease(lease(r.id), ttl, caller.principal())
             .await
             .map_err(errors::status)?;
-        let revision = self.revision().await;
+        // The member's revision, at least the grant's own (a follower's
+        // applied state may not have reached it yet).
+        let revision = self.revision().await.max(opened.revision);
         Ok(Response::new(pb::LeaseGrantResponse {
             header: Some(self.header(revision)),
             id: lease_id(opened.id),
@@ -64,8 +66,12 @@ impl Lease for Etcd {
         let caller = self.caller(&request)?;
         let id = lease(request.into_inner().id).ok_or_else(errors::lease_not_found)?;
         self.check_lease(&caller, id).await?;
-        self.node.close_session(id).await.map_err(errors::status)?;
-        let revision = self.revision().await;
+        let closed = self
+            .node
+            .close_session_at(id)
+            .await
+            .map_err(errors::status)?;
+        let revision = self.revision().await.max(closed);
         Ok(Response::new(pb::LeaseRevokeResponse {
             header: Some(self.header(revision)),
         }))

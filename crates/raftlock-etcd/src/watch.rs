@@ -57,7 +57,23 @@ impl pb::watch_server::Watch for Etcd {
                             }
                             next_id
                         };
-                        let revision = this.revision().await;
+                        // A watch from now starts after every change
+                        // acknowledged before it was asked for, so this
+                        // member's revision is read linearizably: a
+                        // follower may not have applied the client's last
+                        // write yet (etcd's member has, as it answered).
+                        let now = if create.start_revision > 0 {
+                            Ok(this.revision().await)
+                        } else {
+                            this.node
+                                .revision(Consistency::Linearizable)
+                                .await
+                                .map_err(|e| crate::errors::status(e).message().to_string())
+                        };
+                        let (revision, unavailable) = match now {
+                            Ok(revision) => (revision, None),
+                            Err(reason) => (this.revision().await, Some(reason)),
+                        };
                         let permitted = caller.as_ref().is_ok_and(|c| {
                             c.check_range(Permission::Read, &create.key, &create.range_end)
                                 .is_ok()
@@ -67,7 +83,7 @@ impl pb::watch_server::Watch for Etcd {
                         } else if watches.contains_key(&id) {
                             Some("etcdserver: duplicate watch ID".to_string())
                         } else {
-                            None
+                            unavailable
                         };
                         if let Some(reason) = refused {
                             let refused = pb::WatchResponse {
@@ -160,12 +176,13 @@ async fn follow(this: Etcd, id: i64, create: pb::WatchCreateRequest, mut next: u
         };
         match read.events {
             Err(compact_revision) => {
+                // No cancel reason, as etcd sends none: clientv3 reads
+                // `compact_revision` as its ErrCompacted.
                 let compacted = pb::WatchResponse {
                     header: Some(this.header(read.revision)),
                     watch_id: id,
                     canceled: true,
                     compact_revision: i64::try_from(compact_revision).unwrap_or(i64::MAX),
-                    cancel_reason: "etcdserver: mvcc: required revision has been compacted".into(),
                     ..Default::default()
                 };
                 let _ = tx.send(Ok(compacted)).await;

@@ -133,8 +133,13 @@ impl Node {
                 ttl_ms,
             },
         };
-        match self.replica.write(command).await?.1.result? {
-            Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession { id, ttl_ms }),
+        let (_, applied) = self.replica.write(command).await?;
+        match applied.result? {
+            Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession {
+                id,
+                ttl_ms,
+                revision: applied.revision,
+            }),
             other => Err(unexpected(other)),
         }
     }

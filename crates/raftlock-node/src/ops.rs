@@ -44,6 +44,8 @@ pub struct OpenedSession {
     pub id: SessionId,
     /// Its TTL as granted, in milliseconds.
     pub ttl_ms: u64,
+    /// The state's revision right after it opened.
+    pub revision: u64,
 }
 
 /// Counters for metrics.
@@ -135,8 +137,13 @@ impl Node {
                 ttl_ms,
             },
         };
-        match self.replica.write(command).await?.1.result? {
-            Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession { id, ttl_ms }),
+        let (_, applied) = self.replica.write(command).await?;
+        match applied.result? {
+            Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession {
+                id,
+                ttl_ms,
+                revision: applied.revision,
+            }),
             other => Err(unexpected(other)),
         }
     }
@@ -148,12 +155,16 @@ impl Node {
 
     /// Ends the session, releasing all its locks.
     pub async fn close_session(&self, id: SessionId) -> Result<(), NodeError> {
-        self.replica
-            .write(Command::CloseSession { id })
-            .await?
-            .1
-            .result?;
-        Ok(())
+        self.close_session_at(id).await.map(|_| ())
+    }
+
+    /// As [`close_session`](Self::close_session); returns the state's
+    /// revision right after the session closed (etcd's LeaseRevoke
+    /// answers it).
+    pub async fn close_session_at(&self, id: SessionId) -> Result<u64, NodeError> {
+        let (_, applied) = self.replica.write(Command::CloseSession { id }).await?;
+        applied.result?;
+        Ok(applied.revision)
     }
 
     /// Deletes the session's node in the queue (release, or cancel a wait).

@@ -474,6 +474,52 @@ fn ignore_value_and_lease_keep_them_and_need_the_key() {
 }
 
 #[test]
+fn a_transaction_checks_its_puts_before_its_ranges_as_etcd_does() {
+    let mut sm = StateMachine::new();
+    put(&mut sm, "k", "v");
+    let future = RangeRequest {
+        key: b"k".to_vec(),
+        revision: sm.revision() + 1,
+        ..RangeRequest::default()
+    };
+    let keep_missing = |lease: Option<SessionId>| {
+        KvRequest::Put(PutRequest {
+            key: b"m".to_vec(),
+            ignore_lease: lease.is_none(),
+            lease,
+            ..Default::default()
+        })
+    };
+    // A range at a future revision, then a put that cannot be applied:
+    // the put's error, in a branch and in a nested transaction.
+    let txn = |put: KvRequest| TxnRequest {
+        success: vec![KvRequest::Range(future.clone()), put],
+        ..TxnRequest::default()
+    };
+    assert_eq!(
+        kv(&mut sm, KvOp::Txn(txn(keep_missing(None)))),
+        Err(CoreError::KeyNotFound)
+    );
+    let nested = KvRequest::Txn(txn(keep_missing(Some(SessionId(9)))));
+    assert_eq!(
+        kv(
+            &mut sm,
+            KvOp::Txn(TxnRequest {
+                success: vec![KvRequest::Range(future.clone()), nested],
+                ..TxnRequest::default()
+            })
+        ),
+        Err(CoreError::SessionNotFound(SessionId(9)))
+    );
+    // With only the range wrong, the range's.
+    assert!(matches!(
+        kv(&mut sm, KvOp::Txn(txn(KvRequest::Range(future.clone())))),
+        Err(CoreError::FutureRevision { .. })
+    ));
+    sm.check_invariants().expect("consistent");
+}
+
+#[test]
 fn the_history_is_bounded_and_its_floor_rises() {
     let mut sm = StateMachine::new();
     for i in 0..(HISTORY_MAX_EVENTS + 10) {

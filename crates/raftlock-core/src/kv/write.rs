@@ -322,14 +322,15 @@ impl StateMachine {
         if put.key.is_empty() {
             return Err(CoreError::Invalid("key is not provided".into()));
         }
+        // etcd's order: the key an `ignore_*` put keeps, then the lease.
+        if (put.ignore_value || put.ignore_lease) && !self.kv.keys.contains_key(put.key.as_slice())
+        {
+            return Err(CoreError::KeyNotFound);
+        }
         if let Some(lease) = put.lease {
             if !put.ignore_lease {
                 self.require_session(lease)?;
             }
-        }
-        if (put.ignore_value || put.ignore_lease) && !self.kv.keys.contains_key(put.key.as_slice())
-        {
-            return Err(CoreError::KeyNotFound);
         }
         if put.ignore_lease && put.lease.is_some() {
             return Err(CoreError::Invalid(
@@ -354,7 +355,28 @@ impl StateMachine {
         Ok(())
     }
 
+    /// Checks the requests on the transaction's path as etcd does: every
+    /// put first (nested ones too), then every range, so a transaction
+    /// with a bad put and a bad range fails on the put.
     fn check_txn(&self, txn: &TxnRequest, path: &Path) -> Result<(), CoreError> {
+        self.check_path(txn, path, &mut |r| match r {
+            KvRequest::Put(put) => self.check_put(put),
+            _ => Ok(()),
+        })?;
+        self.check_path(txn, path, &mut |r| match r {
+            KvRequest::Range(range) => self.check_range(range),
+            _ => Ok(()),
+        })
+    }
+
+    /// `check` on every request of the path's branches, nested
+    /// transactions' in their place.
+    fn check_path(
+        &self,
+        txn: &TxnRequest,
+        path: &Path,
+        check: &mut impl FnMut(&KvRequest) -> Result<(), CoreError>,
+    ) -> Result<(), CoreError> {
         let branch = if path.succeeded {
             &txn.success
         } else {
@@ -363,13 +385,11 @@ impl StateMachine {
         let mut nested = path.nested.iter();
         for r in branch {
             match r {
-                KvRequest::Range(range) => self.check_range(range)?,
-                KvRequest::Put(put) => self.check_put(put)?,
-                KvRequest::DeleteRange(_) => {}
                 KvRequest::Txn(t) => match nested.next() {
-                    Some(p) => self.check_txn(t, p)?,
+                    Some(p) => self.check_path(t, p, check)?,
                     None => return Err(CoreError::Invalid("transaction path mismatch".into())),
                 },
+                other => check(other)?,
             }
         }
         Ok(())
