@@ -28,9 +28,22 @@ pub enum Workload {
     Put,
     Contended,
     Herd,
+    /// The uncontended loop at `--scale-sessions` concurrent sessions.
+    Scale,
     Sessions,
     Failover,
     Restart,
+}
+
+/// raftlock's ZooKeeper door serves at most this many connections per
+/// member (raftlock-zookeeper's `DoorConfig`, not configurable from the
+/// cluster file); a ZooKeeper session is a connection.
+const DOOR_MAX_CONNECTIONS: usize = 1024;
+
+/// The systems that are raftlock behind a protocol door: they run only
+/// `--door-workloads` (the latency ones by default), `--door-runs` times.
+pub fn is_door(system: System) -> bool {
+    matches!(system, System::RaftlockZk | System::RaftlockEtcd)
 }
 
 /// ZooKeeper sessions are TCP connections: above this many, one client
@@ -48,6 +61,8 @@ pub struct Run {
     pub params: Params,
     pub systems: Vec<System>,
     pub workloads: Vec<Workload>,
+    /// What the door systems run (intersected with `workloads`).
+    pub door_workloads: Vec<Workload>,
     pub scratch: PathBuf,
     pub pidfile: PathBuf,
     pub out_dir: PathBuf,
@@ -131,27 +146,38 @@ async fn run_system<B: Backend>(system: System, make: Make<'_, B>, run: &Run) ->
         system: system.name().to_string(),
         ..Default::default()
     };
-    let wants = |w: Workload| run.workloads.contains(&w);
+    let door = is_door(system);
+    let wants =
+        |w: Workload| run.workloads.contains(&w) && (!door || run.door_workloads.contains(&w));
     let p = &run.params;
+    let (runs, pin_mode) = if door {
+        (p.door_runs, p.door_pin)
+    } else {
+        (p.runs, p.pin)
+    };
 
     let latency = [
         Workload::Uncontended,
         Workload::Put,
         Workload::Contended,
         Workload::Herd,
+        Workload::Scale,
     ];
     if latency.iter().any(|&w| wants(w)) {
-        for &pinned in p.pin.runs() {
+        for &pinned in pin_mode.runs() {
             if pinned && !pin::can_pin() {
                 sr.notes
                     .push("pinned runs skipped: this machine has one CPU".into());
                 continue;
             }
-            for n in 0..p.runs.max(1) {
-                let herd_too =
-                    wants(Workload::Herd) && n == 0 && (!pinned || p.pin == pin::PinMode::On);
-                let only_herd = !latency[..3].iter().any(|&w| wants(w));
-                if only_herd && !herd_too {
+            for n in 0..runs.max(1) {
+                // Herd and scale run once, on the first unpinned cluster
+                // (the first pinned one when every run is pinned).
+                let first = n == 0 && (!pinned || pin_mode == pin::PinMode::On);
+                let herd_too = wants(Workload::Herd) && first;
+                let scale_too = wants(Workload::Scale) && first;
+                let only_extras = !latency[..3].iter().any(|&w| wants(w));
+                if only_extras && !herd_too && !scale_too {
                     continue;
                 }
                 let phase = format!("latency-{}run{n}", if pinned { "pinned-" } else { "" });
@@ -162,7 +188,10 @@ async fn run_system<B: Backend>(system: System, make: Make<'_, B>, run: &Run) ->
                 if let Some((mut cluster, b)) =
                     start(system, &phase, make, run, &mut sr, pinned).await
                 {
-                    latency_group(&b, &cluster, run, &mut sr, pinned, n).await;
+                    latency_group(&b, &cluster, run, &mut sr, pinned, n, door).await;
+                    if scale_too {
+                        scale_group(&b, &cluster, run, &mut sr, pinned).await;
+                    }
                     if herd_too {
                         herd_group(&b, &cluster, run, &mut sr).await;
                     }
@@ -241,9 +270,11 @@ async fn latency_group<B: Backend>(
     sr: &mut SystemReport,
     pinned: bool,
     n: usize,
+    door: bool,
 ) {
     let p = &run.params;
-    let wants = |w: Workload| run.workloads.contains(&w);
+    let wants =
+        |w: Workload| run.workloads.contains(&w) && (!door || run.door_workloads.contains(&w));
     let pids = cluster.pids();
     let members = cluster.members.len();
     let tag = |what: &str| format!("{what}{} run {n}", if pinned { " pinned" } else { "" });
@@ -300,16 +331,108 @@ async fn latency_group<B: Backend>(
     }
 }
 
+/// The uncontended loop at each `--scale-sessions` count, skipping (with a
+/// note) counts a system cannot take from one load generator.
+async fn scale_group<B: Backend>(
+    b: &B,
+    cluster: &Cluster,
+    run: &Run,
+    sr: &mut SystemReport,
+    pinned: bool,
+) {
+    let p = &run.params;
+    let pids = cluster.pids();
+    let members = cluster.members.len();
+    let system = cluster.system;
+    for &n in &p.scale_sessions {
+        if let Some(why) = scale_limit(system, n, members) {
+            sr.notes.push(format!("scale {n}: skipped; {why}"));
+            continue;
+        }
+        let leader = match cluster.leader().await {
+            Ok(l) => l,
+            Err(e) => {
+                sr.notes.push(format!("scale {n}: {e:#}"));
+                continue;
+            }
+        };
+        match uncontended::run(b, &pids, leader, members, n, p.uncontended_secs, pinned, 0).await {
+            Ok(x) => sr.scale.push(x),
+            Err(e) => sr.notes.push(format!("scale {n}: {e:#}")),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Why `system` cannot hold `n` concurrent sessions from this one load
+/// generator, if it cannot.
+pub fn scale_limit(system: System, n: usize, members: usize) -> Option<String> {
+    let per_member = n.div_ceil(members.max(1));
+    match system {
+        System::Zookeeper if n > ZK_MAX_SESSIONS => Some(format!(
+            "a ZooKeeper session is a TCP connection, and one load generator on 127.0.0.1              opens at most {ZK_MAX_SESSIONS} here"
+        )),
+        System::RaftlockZk if per_member > DOOR_MAX_CONNECTIONS => Some(format!(
+            "{per_member} connections per member; raftlock's ZooKeeper door serves at most              {DOOR_MAX_CONNECTIONS} per member"
+        )),
+        _ => None,
+    }
+}
+
 async fn herd_group<B: Backend>(b: &B, cluster: &Cluster, run: &Run, sr: &mut SystemReport) {
     let p = &run.params;
     let pids = cluster.pids();
     let members = cluster.members.len();
     for &w in &p.herd_waiters {
+        if let Some(why) = herd_limit(cluster.system, w, members) {
+            sr.notes.push(format!("herd {w}: skipped; {why}"));
+            continue;
+        }
         match herd::run(b, &pids, members, w, p.herd_rounds).await {
             Ok(x) => sr.herd.push(x),
             Err(e) => sr.notes.push(format!("herd {w}: {e:#}")),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The most waiters the rivals queue on one lock: the 100,000-waiter case
+/// (`--long`) is raftlock's alone, a ZooKeeper waiter being a connection.
+pub const RIVAL_MAX_WAITERS: usize = 10_000;
+
+/// Why `system` cannot queue `w` waiters from this load generator, if it
+/// cannot: over the rivals' bound, over the ZooKeeper door's connections,
+/// or (raftlock over HTTP/1.1, one connection per waiting long poll) over
+/// this process's file descriptors or the ephemeral ports towards one
+/// member.
+pub fn herd_limit(system: System, w: usize, members: usize) -> Option<String> {
+    let per_member = (w + 1).div_ceil(members.max(1));
+    match system {
+        System::Etcd | System::EtcdGateway | System::Zookeeper if w > RIVAL_MAX_WAITERS => Some(
+            format!("the rivals queue at most {RIVAL_MAX_WAITERS} waiters in this bench; more is raftlock's alone"),
+        ),
+        System::RaftlockZk if per_member > DOOR_MAX_CONNECTIONS => Some(format!(
+            "{per_member} connections per member; raftlock's ZooKeeper door serves at most              {DOOR_MAX_CONNECTIONS} per member"
+        )),
+        System::Raftlock => {
+            let fds = crate::procfs::fd_limit();
+            let ports = crate::procfs::ephemeral_ports();
+            if fds.is_some_and(|f| f < w + 1024) {
+                Some(format!(
+                    "one connection per waiting long poll needs {} file descriptors, the limit                      is {} (raise `ulimit -n`)",
+                    w + 1024,
+                    fds.unwrap_or(0)
+                ))
+            } else if ports.is_some_and(|p| p < per_member + 1024) {
+                Some(format!(
+                    "{per_member} connections to each member need as many ephemeral ports,                      net.ipv4.ip_local_port_range gives {} (widen it)",
+                    ports.unwrap_or(0)
+                ))
+            } else {
+                None
+            }
+        }
+        _ => None,
     }
 }
 

@@ -76,6 +76,18 @@ pub struct Params {
     /// Lock nodes loaded before the restart measurement (1000000 for the full one).
     #[arg(long, default_value_t = 50_000)]
     pub restart_nodes: usize,
+    /// Concurrent session counts for the scale workload (the uncontended
+    /// loop, one run, unpinned, on the first latency cluster).
+    #[arg(long, value_delimiter = ',', default_value = "1,64,512,4096")]
+    pub scale_sessions: Vec<usize>,
+    /// Runs of the latency workloads for the door systems (raftlock-zk,
+    /// raftlock-etcd); they run no sessions, failover, restart or herd,
+    /// which measure the replicated core the `raftlock` rows cover.
+    #[arg(long, default_value_t = 2)]
+    pub door_runs: usize,
+    /// Pinning of the door systems' latency runs (as `--pin`).
+    #[arg(long, value_enum, default_value = "off")]
+    pub door_pin: PinMode,
     /// Requests in flight while setting up sessions and locks.
     #[arg(long, default_value_t = 64)]
     pub setup_concurrency: usize,
