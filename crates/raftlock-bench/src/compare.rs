@@ -331,8 +331,10 @@ async fn latency_group<B: Backend>(
     }
 }
 
-/// The uncontended loop at each `--scale-sessions` count, skipping (with a
-/// note) counts a system cannot take from one load generator.
+/// The uncontended loop at each `--scale-sessions` count on the first
+/// latency cluster (after its uncontended rows, whose counts it takes as
+/// measured), skipping (with a note) counts a system cannot take from one
+/// load generator.
 async fn scale_group<B: Backend>(
     b: &B,
     cluster: &Cluster,
@@ -347,6 +349,17 @@ async fn scale_group<B: Backend>(
     for &n in &p.scale_sessions {
         if let Some(why) = scale_limit(system, n, members) {
             sr.notes.push(format!("scale {n}: skipped; {why}"));
+            continue;
+        }
+        // A count the uncontended workload just measured on this cluster
+        // is that row (the same loop, the same cluster), not measured twice.
+        let same = sr
+            .uncontended
+            .iter()
+            .find(|u| u.clients == n && u.pinned == pinned && u.run == 0)
+            .cloned();
+        if let Some(u) = same {
+            sr.scale.push(u);
             continue;
         }
         let leader = match cluster.leader().await {

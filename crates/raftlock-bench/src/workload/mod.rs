@@ -77,13 +77,14 @@ pub struct Params {
     #[arg(long, default_value_t = 50_000)]
     pub restart_nodes: usize,
     /// Concurrent session counts for the scale workload (the uncontended
-    /// loop, one run, unpinned, on the first latency cluster).
+    /// loop, one run, unpinned, on the first latency cluster; counts the
+    /// uncontended workload measured there are its rows).
     #[arg(long, value_delimiter = ',', default_value = "1,64,512,4096")]
     pub scale_sessions: Vec<usize>,
     /// Runs of the latency workloads for the door systems (raftlock-zk,
     /// raftlock-etcd); they run no sessions, failover, restart or herd,
     /// which measure the replicated core the `raftlock` rows cover.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 3)]
     pub door_runs: usize,
     /// Pinning of the door systems' latency runs (as `--pin`).
     #[arg(long, value_enum, default_value = "off")]
