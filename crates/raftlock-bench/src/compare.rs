@@ -524,3 +524,35 @@ async fn finish<B: Backend>(b: B, cluster: &mut Cluster, run: &Run) {
     // Let the machine settle between phases.
     tokio::time::sleep(Duration::from_secs(2)).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_skips_only_what_a_system_cannot_take() {
+        assert!(scale_limit(System::Raftlock, 4096, 3).is_none());
+        assert!(scale_limit(System::Zookeeper, 4096, 3).is_none());
+        assert!(scale_limit(System::Etcd, 4096, 3).is_none());
+        // 1,366 connections per member: over the ZooKeeper door's 1,024.
+        assert!(scale_limit(System::RaftlockZk, 4096, 3).is_some());
+        assert!(scale_limit(System::RaftlockZk, 3072, 3).is_none());
+        assert!(scale_limit(System::Zookeeper, ZK_MAX_SESSIONS + 1, 3).is_some());
+    }
+
+    #[test]
+    fn the_long_herd_is_raftlocks_alone() {
+        assert!(herd_limit(System::Zookeeper, 100_000, 3).is_some());
+        assert!(herd_limit(System::Etcd, 100_000, 3).is_some());
+        assert!(herd_limit(System::Etcd, 10_000, 3).is_none());
+        assert!(herd_limit(System::RaftlockZk, 1000, 3).is_none());
+        assert!(herd_limit(System::RaftlockZk, 10_000, 3).is_some());
+        assert!(herd_limit(System::Raftlock, 1000, 3).is_none());
+    }
+
+    #[test]
+    fn door_systems_are_the_two_doors() {
+        assert!(is_door(System::RaftlockZk) && is_door(System::RaftlockEtcd));
+        assert!(!is_door(System::Raftlock) && !is_door(System::Zookeeper));
+    }
+}

@@ -312,7 +312,7 @@ fn in_unit(unit: &str, v: f64) -> String {
 /// "median (min–max)" in the row's unit, or the value alone for one run.
 fn spread_in(unit: &str, s: &Spread) -> String {
     match s.n {
-        1 => in_unit(unit, s.median),
+        _ if s.min == s.max => in_unit(unit, s.median),
         _ => format!(
             "{} ({}–{})",
             in_unit(unit, s.median),
@@ -355,8 +355,15 @@ fn headline_table(o: &mut String, r: &Report) {
             Some(false) => "**no**",
             None => "–",
         };
+        let absent = |n: &str| {
+            if r.system(n).is_some() {
+                format!("no {n} figure")
+            } else {
+                format!("{n} not in this run")
+            }
+        };
         let mine = row.mine.as_ref().map_or_else(
-            || format!("not in this run ({})", row.mine_name),
+            || absent(row.mine_name),
             |s| match row.mine_name {
                 "raftlock" => spread_in(row.unit, s),
                 n => format!("{} ({n})", spread_in(row.unit, s)),
@@ -365,11 +372,19 @@ fn headline_table(o: &mut String, r: &Report) {
         let rival = match (&row.rival, row.missing.as_slice()) {
             (Some((n, s)), []) => format!("{} ({n})", spread_in(row.unit, s)),
             (Some((n, s)), missing) => format!(
-                "{} ({n}; {} not in this run)",
+                "{} ({n}; {})",
                 spread_in(row.unit, s),
-                missing.join(", ")
+                missing
+                    .iter()
+                    .map(|m| absent(m))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
-            (None, missing) => format!("{} not in this run", missing.join(", ")),
+            (None, missing) => missing
+                .iter()
+                .map(|m| absent(m))
+                .collect::<Vec<_>>()
+                .join(", "),
         };
         let gap = match row.gap() {
             Some(headline::Gap::Factor { short: true, by }) => format!("short by {by:.2}×"),
@@ -382,7 +397,7 @@ fn headline_table(o: &mut String, r: &Report) {
             }
             None => match row.goal {
                 Some(headline::Goal::Ratio(_)) if row.rival.is_none() => {
-                    "no rival in this run".into()
+                    "no rival figure in this run".into()
                 }
                 _ => "–".into(),
             },
@@ -752,6 +767,61 @@ fn restart(o: &mut String, r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn uncontended_at(clients: usize, run: usize, cps: f64) -> Uncontended {
+        Uncontended {
+            clients,
+            run,
+            cycles_per_sec: cps,
+            server_cpu_us_per_cycle: 1e6 / cps,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn door_tables_and_missing_rivals_are_shown() {
+        let sys = |name: &str, cps: f64| SystemReport {
+            system: name.into(),
+            uncontended: (0..2).map(|run| uncontended_at(64, run, cps)).collect(),
+            scale: vec![
+                uncontended_at(1, 0, cps / 10.0),
+                uncontended_at(4096, 0, cps),
+            ],
+            ..Default::default()
+        };
+        let r = Report {
+            started_unix: 0,
+            finished_unix: 0,
+            command: String::new(),
+            machine: crate::machine::Machine::default(),
+            params: crate::workload::Params::parse_defaults(),
+            systems: vec![
+                sys("raftlock", 3000.0),
+                sys("raftlock-zk", 2000.0),
+                sys("zookeeper", 1000.0),
+            ],
+        };
+        let md = render(&r, &[], ".");
+        assert!(
+            md.contains("### Same client: raftlock-zk ÷ zookeeper"),
+            "{md}"
+        );
+        assert!(!md.contains("raftlock-etcd ÷ etcd"));
+        assert!(
+            md.contains(
+                "| lock cycles/s, 64 clients | higher | 2,000/s | 1,000/s | 2.00× (2.00–2.00) |"
+            ),
+            "{md}"
+        );
+        // etcd is not in the run: the fastest-client row names it.
+        assert!(md.contains("(zookeeper; etcd not in this run)"), "{md}");
+        assert!(
+            md.contains("| no raftlock figure | no zookeeper figure |"),
+            "{md}"
+        );
+        assert!(md.contains("### Scale"), "{md}");
+        assert!(md.contains("| raftlock | 4,096 | 3,000 |"), "{md}");
+    }
 
     #[test]
     fn formats() {
