@@ -19,14 +19,14 @@
 #                                    # 1,000,000-node restart, longer phases;
 #                                    # writes docs/benchmarks-long.md and docs/bench/long/ instead
 #   bench/compare.sh --long --skip-install -- --workloads sessions,restart   # only the long-only parts
-#   bench/compare.sh --skip-install  # etcd, ZooKeeper and protoc already installed
+#   bench/compare.sh --skip-install  # etcd and ZooKeeper already installed
 #   bench/compare.sh -- --systems raftlock --workloads uncontended   # extra flags for raftlock-bench
 #   bench/compare.sh -- --systems raftlock,etcd,etcd-gateway,zookeeper   # add etcd's JSON gateway row
 #   KEEP_SCRATCH=1 bench/compare.sh  # keep the clusters' data and logs
 #
-# Needs root for apt-get (installs etcd-server, etcd-client, zookeeper, and
-# protobuf-compiler). raftlock-bench's etcd gRPC rows (`etcd-grpc`, on by
-# default) use the client stubs raftlock-etcd generates with protox.
+# Needs root for apt-get (installs etcd-server, etcd-client and zookeeper).
+# raftlock-bench's etcd gRPC rows (`etcd-grpc`, on by default) use the
+# client stubs raftlock-etcd generates with protox, so no `protoc`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -57,14 +57,13 @@ if [ "$SMOKE" = 1 ] && [ "$LONG" = 1 ]; then
 fi
 
 if [ "$INSTALL" = 1 ]; then
-    if ! command -v etcd >/dev/null || ! [ -f /usr/share/java/zookeeper.jar ] || ! command -v protoc >/dev/null; then
-        say "installing etcd 3.4, ZooKeeper 3.8 and protoc from Debian packages"
+    if ! command -v etcd >/dev/null || ! [ -f /usr/share/java/zookeeper.jar ]; then
+        say "installing etcd 3.4 and ZooKeeper 3.8 from Debian packages"
         apt-get update
-        DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server etcd-client zookeeper protobuf-compiler
+        DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server etcd-client zookeeper
     fi
 fi
 command -v etcd >/dev/null || { echo "compare.sh: etcd not found (drop --skip-install)" >&2; exit 1; }
-command -v protoc >/dev/null || { echo "compare.sh: protoc not found (drop --skip-install)" >&2; exit 1; }
 [ -f /usr/share/java/zookeeper.jar ] || { echo "compare.sh: ZooKeeper not found (drop --skip-install)" >&2; exit 1; }
 command -v java >/dev/null || { echo "compare.sh: java not found" >&2; exit 1; }
 
