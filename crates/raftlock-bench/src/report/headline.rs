@@ -201,6 +201,15 @@ pub fn row(r: &Report, f: &Figure) -> Row {
     }
 }
 
+/// "1 client", "64 clients".
+pub fn clients(c: usize) -> String {
+    if c == 1 {
+        "1 client".into()
+    } else {
+        format!("{c} clients")
+    }
+}
+
 /// The client count the goals are read at in this run.
 pub fn goal_clients(counts: &[usize]) -> usize {
     if counts.contains(&GOAL_CLIENTS) {
@@ -260,7 +269,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
     let p = goal_clients(&r.params.put_clients);
     vec![
         Figure {
-            what: format!("server CPU per lock cycle, {c} clients"),
+            what: format!("server CPU per lock cycle, {}", clients(c)),
             lower_is_better: true,
             per_run: cpu_per_cycle(c),
             unit: "µs",
@@ -270,7 +279,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             goal_text: "≤ 0.5× ZooKeeper's".into(),
         },
         Figure {
-            what: format!("server CPU per put, {p} clients"),
+            what: format!("server CPU per put, {}", clients(p)),
             lower_is_better: true,
             per_run: cpu_per_put(p),
             unit: "µs",
@@ -280,7 +289,10 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             goal_text: "≤ 0.5× ZooKeeper's".into(),
         },
         Figure {
-            what: format!("lock cycles/s, {c} clients, same ZooKeeper client (raftlock-zk)"),
+            what: format!(
+                "lock cycles/s, {}, same ZooKeeper client (raftlock-zk)",
+                clients(c)
+            ),
             lower_is_better: false,
             per_run: cycles(c),
             unit: "/s",
@@ -290,7 +302,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             goal_text: "≥ 2× ZooKeeper's".into(),
         },
         Figure {
-            what: format!("lock cycles/s, {c} clients, each on its fastest client"),
+            what: format!("lock cycles/s, {}, each on its fastest client", clients(c)),
             lower_is_better: false,
             per_run: cycles(c),
             unit: "/s",
@@ -300,7 +312,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             goal_text: "≥ 2× the best rival's".into(),
         },
         Figure {
-            what: format!("puts/s, {p} clients"),
+            what: format!("puts/s, {}", clients(p)),
             lower_is_better: false,
             per_run: puts(p),
             unit: "/s",
@@ -410,25 +422,25 @@ pub fn pair_figures(r: &Report, mine: &'static str, theirs: &'static str) -> Vec
         let pl = if pinned { ", pinned" } else { "" };
         for &c in &r.params.clients {
             out.push(fig(
-                format!("lock cycles/s, {c} clients{pl}"),
+                format!("lock cycles/s, {}{pl}", clients(c)),
                 false,
                 "/s",
                 uncontended_of(c, pinned, |u| u.cycles_per_sec),
             ));
             out.push(fig(
-                format!("server CPU per lock cycle, {c} clients{pl}"),
+                format!("server CPU per lock cycle, {}{pl}", clients(c)),
                 true,
                 "µs",
                 uncontended_of(c, pinned, |u| u.server_cpu_us_per_cycle),
             ));
             out.push(fig(
-                format!("acquire p50, {c} clients{pl}"),
+                format!("acquire p50, {}{pl}", clients(c)),
                 true,
                 "ms",
                 uncontended_of(c, pinned, |u| u.acquire.p50_ms),
             ));
             out.push(fig(
-                format!("acquire p99, {c} clients{pl}"),
+                format!("acquire p99, {}{pl}", clients(c)),
                 true,
                 "ms",
                 uncontended_of(c, pinned, |u| u.acquire.p99_ms),
@@ -436,13 +448,13 @@ pub fn pair_figures(r: &Report, mine: &'static str, theirs: &'static str) -> Vec
         }
         for &c in &r.params.put_clients {
             out.push(fig(
-                format!("puts/s, {c} clients{pl}"),
+                format!("puts/s, {}{pl}", clients(c)),
                 false,
                 "/s",
                 put_of(c, pinned, |p| p.puts_per_sec),
             ));
             out.push(fig(
-                format!("server CPU per put, {c} clients{pl}"),
+                format!("server CPU per put, {}{pl}", clients(c)),
                 true,
                 "µs",
                 put_of(c, pinned, |p| p.server_cpu_us_per_put),
