@@ -132,7 +132,7 @@ if [ "$SMOKE" = 1 ]; then
         --failover-secs 6 --failover-kill-at-secs 2
         --sessions 200 --sessions-window-secs 2
         --herd-waiters 1,20 --herd-rounds 3 --restart-nodes 500
-        --scale-sessions 1,8,32 --door-runs 1 --door-pin both
+        --scale-sessions 1,8,32 --scale-secs 1 --door-runs 1 --door-pin both
     )
 elif [ "$LONG" = 1 ]; then
     ARGS+=(--out-dir "$ROOT/docs/bench/long" --doc "$ROOT/docs/benchmarks-long.md")

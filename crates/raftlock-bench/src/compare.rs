@@ -369,7 +369,7 @@ async fn scale_group<B: Backend>(
                 continue;
             }
         };
-        match uncontended::run(b, &pids, leader, members, n, p.uncontended_secs, pinned, 0).await {
+        match uncontended::run(b, &pids, leader, members, n, p.scale_secs, pinned, 0).await {
             Ok(x) => sr.scale.push(x),
             Err(e) => sr.notes.push(format!("scale {n}: {e:#}")),
         }

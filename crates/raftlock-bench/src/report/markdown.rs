@@ -483,9 +483,12 @@ fn scale(o: &mut String, r: &Report) {
     let _ = writeln!(
         o,
         "The uncontended loop (each session its own lock, acquire → release) with 1 to \
-         {} sessions at once, one run, unpinned, on one warmed cluster per system. *CPU \
-         growth* is server CPU per cycle ÷ the same system's at the smallest count.\n",
-        int(r.params.scale_sessions.iter().copied().max().unwrap_or(0))
+         {} sessions at once, one run, unpinned, on one warmed cluster per system (the \
+         counts the uncontended table has are its first run's rows; the others are \
+         measured for {} s). *CPU growth* is server CPU per cycle ÷ the same system's at the \
+         smallest count.\n",
+        int(r.params.scale_sessions.iter().copied().max().unwrap_or(0)),
+        r.params.scale_secs
     );
     let _ = writeln!(o, "| system | sessions | cycles/s | acquire p50 / p99, ms | server CPU per cycle | CPU growth | errors | others, cores |");
     let _ = writeln!(o, "|---|---:|---:|---|---:|---:|---:|---:|");

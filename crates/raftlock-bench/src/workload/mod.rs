@@ -81,6 +81,10 @@ pub struct Params {
     /// uncontended workload measured there are its rows).
     #[arg(long, value_delimiter = ',', default_value = "1,64,512,4096")]
     pub scale_sessions: Vec<usize>,
+    /// Seconds per scale measurement the uncontended rows do not give
+    /// (longer than theirs: at 4,096 sessions one cycle can take seconds).
+    #[arg(long, default_value_t = 10.0)]
+    pub scale_secs: f64,
     /// Runs of the latency workloads for the door systems (raftlock-zk,
     /// raftlock-etcd); they run no sessions, failover, restart or herd,
     /// which measure the replicated core the `raftlock` rows cover.
