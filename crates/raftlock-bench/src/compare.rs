@@ -383,10 +383,12 @@ pub fn scale_limit(system: System, n: usize, members: usize) -> Option<String> {
     let per_member = n.div_ceil(members.max(1));
     match system {
         System::Zookeeper if n > ZK_MAX_SESSIONS => Some(format!(
-            "a ZooKeeper session is a TCP connection, and one load generator on 127.0.0.1              opens at most {ZK_MAX_SESSIONS} here"
+            "a ZooKeeper session is a TCP connection, and one load generator on 127.0.0.1 \
+             opens at most {ZK_MAX_SESSIONS} here"
         )),
         System::RaftlockZk if per_member > DOOR_MAX_CONNECTIONS => Some(format!(
-            "{per_member} connections per member; raftlock's ZooKeeper door serves at most              {DOOR_MAX_CONNECTIONS} per member"
+            "{per_member} connections per member; raftlock's ZooKeeper door serves at most \
+             {DOOR_MAX_CONNECTIONS} per member"
         )),
         _ => None,
     }
@@ -421,24 +423,30 @@ pub const RIVAL_MAX_WAITERS: usize = 10_000;
 pub fn herd_limit(system: System, w: usize, members: usize) -> Option<String> {
     let per_member = (w + 1).div_ceil(members.max(1));
     match system {
-        System::Etcd | System::EtcdGateway | System::Zookeeper if w > RIVAL_MAX_WAITERS => Some(
-            format!("the rivals queue at most {RIVAL_MAX_WAITERS} waiters in this bench; more is raftlock's alone"),
-        ),
+        System::Etcd | System::EtcdGateway | System::Zookeeper if w > RIVAL_MAX_WAITERS => {
+            Some(format!(
+                "the rivals queue at most {RIVAL_MAX_WAITERS} waiters in this bench; \
+                 more is raftlock's alone"
+            ))
+        }
         System::RaftlockZk if per_member > DOOR_MAX_CONNECTIONS => Some(format!(
-            "{per_member} connections per member; raftlock's ZooKeeper door serves at most              {DOOR_MAX_CONNECTIONS} per member"
+            "{per_member} connections per member; raftlock's ZooKeeper door serves at most \
+             {DOOR_MAX_CONNECTIONS} per member"
         )),
         System::Raftlock => {
             let fds = crate::procfs::fd_limit();
             let ports = crate::procfs::ephemeral_ports();
             if fds.is_some_and(|f| f < w + 1024) {
                 Some(format!(
-                    "one connection per waiting long poll needs {} file descriptors, the limit                      is {} (raise `ulimit -n`)",
+                    "one connection per waiting long poll needs {} file descriptors, the limit \
+                     is {} (raise `ulimit -n`)",
                     w + 1024,
                     fds.unwrap_or(0)
                 ))
             } else if ports.is_some_and(|p| p < per_member + 1024) {
                 Some(format!(
-                    "{per_member} connections to each member need as many ephemeral ports,                      net.ipv4.ip_local_port_range gives {} (widen it)",
+                    "{per_member} connections to each member need as many ephemeral ports, \
+                     net.ipv4.ip_local_port_range gives {} (widen it)",
                     ports.unwrap_or(0)
                 ))
             } else {
