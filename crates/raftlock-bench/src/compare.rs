@@ -150,6 +150,19 @@ async fn run_system<B: Backend>(system: System, make: Make<'_, B>, run: &Run) ->
     let wants =
         |w: Workload| run.workloads.contains(&w) && (!door || run.door_workloads.contains(&w));
     let p = &run.params;
+    let left_out: Vec<String> = run
+        .workloads
+        .iter()
+        .filter(|w| door && !run.door_workloads.contains(w))
+        .map(|w| format!("{w:?}").to_lowercase())
+        .collect();
+    if !left_out.is_empty() {
+        sr.notes.push(format!(
+            "{} not run: a door system runs only --door-workloads (the replicated core \
+             behind the door is the one the raftlock rows measure)",
+            left_out.join(", ")
+        ));
+    }
     let (runs, pin_mode) = if door {
         (p.door_runs, p.door_pin)
     } else {
