@@ -3,26 +3,30 @@
 # three-member cluster on 127.0.0.1 with default durability (fsync on),
 # the same workloads for all three (crates/raftlock-bench), each rival on
 # its fastest client: etcd over native gRPC, ZooKeeper over a lean
-# pipelined client. Latency workloads (uncontended, put, contended) run
+# pipelined client; and raftlock's ZooKeeper and etcd doors driven by
+# those same clients (raftlock-zk, raftlock-etcd: latency workloads only,
+# 3 unpinned runs). Latency workloads (uncontended, put, contended) run
 # 3 times on fresh clusters, unpinned and pinned (members on CPU 0, load
-# generator on CPU 1). Writes docs/benchmarks.md (the generated section),
+# generator on CPU 1); scale (1 to 4,096 concurrent sessions) and herd on
+# the first. Writes docs/benchmarks.md (the generated section),
 # docs/bench/*.png and docs/bench/results.json. Not part of CI.
 #
-#   bench/compare.sh                 # full run, about 35 minutes on a quiet 2-core machine
+#   bench/compare.sh                 # full run, about 30 minutes on a quiet 2-core machine
 #   bench/compare.sh --smoke         # every system and workload for a second or two, about
 #                                    # 6 minutes; checks the harness, writes its report under
 #                                    # /tmp only (its numbers mean nothing)
-#   bench/compare.sh --long          # 100,000 sessions, 1,000,000-node restart, longer phases;
+#   bench/compare.sh --long          # 100,000 sessions, 100,000 waiters on one lock (raftlock),
+#                                    # 1,000,000-node restart, longer phases;
 #                                    # writes docs/benchmarks-long.md and docs/bench/long/ instead
 #   bench/compare.sh --long --skip-install -- --workloads sessions,restart   # only the long-only parts
-#   bench/compare.sh --skip-install  # etcd, ZooKeeper and protoc already installed
+#   bench/compare.sh --skip-install  # etcd and ZooKeeper already installed
 #   bench/compare.sh -- --systems raftlock --workloads uncontended   # extra flags for raftlock-bench
 #   bench/compare.sh -- --systems raftlock,etcd,etcd-gateway,zookeeper   # add etcd's JSON gateway row
 #   KEEP_SCRATCH=1 bench/compare.sh  # keep the clusters' data and logs
 #
-# Needs root for apt-get (installs etcd-server, etcd-client, zookeeper, and
-# protobuf-compiler). raftlock-bench's etcd gRPC rows (`etcd-grpc`, on by
-# default) use the client stubs raftlock-etcd generates with protox.
+# Needs root for apt-get (installs etcd-server, etcd-client and zookeeper).
+# raftlock-bench's etcd gRPC rows (`etcd-grpc`, on by default) use the
+# client stubs raftlock-etcd generates with protox, so no `protoc`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,7 +43,7 @@ while [ $# -gt 0 ]; do
         --long) LONG=1 ;;
         --smoke) SMOKE=1 ;;
         --) shift; EXTRA+=("$@"); break ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -53,14 +57,13 @@ if [ "$SMOKE" = 1 ] && [ "$LONG" = 1 ]; then
 fi
 
 if [ "$INSTALL" = 1 ]; then
-    if ! command -v etcd >/dev/null || ! [ -f /usr/share/java/zookeeper.jar ] || ! command -v protoc >/dev/null; then
-        say "installing etcd 3.4, ZooKeeper 3.8 and protoc from Debian packages"
+    if ! command -v etcd >/dev/null || ! [ -f /usr/share/java/zookeeper.jar ]; then
+        say "installing etcd 3.4 and ZooKeeper 3.8 from Debian packages"
         apt-get update
-        DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server etcd-client zookeeper protobuf-compiler
+        DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server etcd-client zookeeper
     fi
 fi
 command -v etcd >/dev/null || { echo "compare.sh: etcd not found (drop --skip-install)" >&2; exit 1; }
-command -v protoc >/dev/null || { echo "compare.sh: protoc not found (drop --skip-install)" >&2; exit 1; }
 [ -f /usr/share/java/zookeeper.jar ] || { echo "compare.sh: ZooKeeper not found (drop --skip-install)" >&2; exit 1; }
 command -v java >/dev/null || { echo "compare.sh: java not found" >&2; exit 1; }
 
@@ -129,6 +132,7 @@ if [ "$SMOKE" = 1 ]; then
         --failover-secs 6 --failover-kill-at-secs 2
         --sessions 200 --sessions-window-secs 2
         --herd-waiters 1,20 --herd-rounds 3 --restart-nodes 500
+        --scale-sessions 1,8,32 --scale-secs 1 --door-runs 1 --door-pin both
     )
 elif [ "$LONG" = 1 ]; then
     ARGS+=(--out-dir "$ROOT/docs/bench/long" --doc "$ROOT/docs/benchmarks-long.md")
@@ -140,8 +144,15 @@ if [ "$LONG" = 1 ]; then
         --uncontended-secs 15 --contended-secs 20
         --failover-secs 30 --failover-kill-at-secs 10
         --sessions 10000,100000 --sessions-window-secs 30
-        --herd-rounds 50 --restart-nodes 1000000
+        --herd-waiters 1,100,10000,100000 --herd-rounds 50 --restart-nodes 1000000
     )
+    # 100,000 waiting long polls are 100,000 connections, a third of them
+    # to each member: more than the default ephemeral port range gives.
+    read -r LO HI </proc/sys/net/ipv4/ip_local_port_range
+    if [ $((HI - LO + 1)) -lt 40000 ]; then
+        echo "compare.sh: net.ipv4.ip_local_port_range is $LO $HI; the 100,000-waiter herd is" \
+            "skipped unless it gives 40,000 ports (sysctl -w net.ipv4.ip_local_port_range='1024 65535')" >&2
+    fi
 fi
 ARGS+=("${EXTRA[@]}")
 

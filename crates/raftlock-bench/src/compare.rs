@@ -28,9 +28,22 @@ pub enum Workload {
     Put,
     Contended,
     Herd,
+    /// The uncontended loop at `--scale-sessions` concurrent sessions.
+    Scale,
     Sessions,
     Failover,
     Restart,
+}
+
+/// raftlock's ZooKeeper door serves at most this many connections per
+/// member (raftlock-zookeeper's `DoorConfig`, not configurable from the
+/// cluster file); a ZooKeeper session is a connection.
+const DOOR_MAX_CONNECTIONS: usize = 1024;
+
+/// The systems that are raftlock behind a protocol door: they run only
+/// `--door-workloads` (the latency ones by default), `--door-runs` times.
+pub fn is_door(system: System) -> bool {
+    matches!(system, System::RaftlockZk | System::RaftlockEtcd)
 }
 
 /// ZooKeeper sessions are TCP connections: above this many, one client
@@ -48,6 +61,8 @@ pub struct Run {
     pub params: Params,
     pub systems: Vec<System>,
     pub workloads: Vec<Workload>,
+    /// What the door systems run (intersected with `workloads`).
+    pub door_workloads: Vec<Workload>,
     pub scratch: PathBuf,
     pub pidfile: PathBuf,
     pub out_dir: PathBuf,
@@ -131,27 +146,51 @@ async fn run_system<B: Backend>(system: System, make: Make<'_, B>, run: &Run) ->
         system: system.name().to_string(),
         ..Default::default()
     };
-    let wants = |w: Workload| run.workloads.contains(&w);
+    let door = is_door(system);
+    let wants =
+        |w: Workload| run.workloads.contains(&w) && (!door || run.door_workloads.contains(&w));
     let p = &run.params;
+    let left_out: Vec<String> = run
+        .workloads
+        .iter()
+        .filter(|w| door && !run.door_workloads.contains(w))
+        .map(|w| format!("{w:?}").to_lowercase())
+        .collect();
+    if !left_out.is_empty() {
+        sr.notes.push(format!(
+            "{} not run: a door system runs only --door-workloads (the replicated core \
+             behind the door is the one the raftlock rows measure)",
+            left_out.join(", ")
+        ));
+    }
+    let (runs, pin_mode) = if door {
+        (p.door_runs, p.door_pin)
+    } else {
+        (p.runs, p.pin)
+    };
 
     let latency = [
         Workload::Uncontended,
         Workload::Put,
         Workload::Contended,
         Workload::Herd,
+        Workload::Scale,
     ];
     if latency.iter().any(|&w| wants(w)) {
-        for &pinned in p.pin.runs() {
+        for &pinned in pin_mode.runs() {
             if pinned && !pin::can_pin() {
                 sr.notes
                     .push("pinned runs skipped: this machine has one CPU".into());
                 continue;
             }
-            for n in 0..p.runs.max(1) {
-                let herd_too =
-                    wants(Workload::Herd) && n == 0 && (!pinned || p.pin == pin::PinMode::On);
-                let only_herd = !latency[..3].iter().any(|&w| wants(w));
-                if only_herd && !herd_too {
+            for n in 0..runs.max(1) {
+                // Herd and scale run once, on the first unpinned cluster
+                // (the first pinned one when every run is pinned).
+                let first = n == 0 && (!pinned || pin_mode == pin::PinMode::On);
+                let herd_too = wants(Workload::Herd) && first;
+                let scale_too = wants(Workload::Scale) && first;
+                let only_extras = !latency[..3].iter().any(|&w| wants(w));
+                if only_extras && !herd_too && !scale_too {
                     continue;
                 }
                 let phase = format!("latency-{}run{n}", if pinned { "pinned-" } else { "" });
@@ -162,7 +201,10 @@ async fn run_system<B: Backend>(system: System, make: Make<'_, B>, run: &Run) ->
                 if let Some((mut cluster, b)) =
                     start(system, &phase, make, run, &mut sr, pinned).await
                 {
-                    latency_group(&b, &cluster, run, &mut sr, pinned, n).await;
+                    latency_group(&b, &cluster, run, &mut sr, pinned, n, door).await;
+                    if scale_too {
+                        scale_group(&b, &cluster, run, &mut sr, pinned).await;
+                    }
                     if herd_too {
                         herd_group(&b, &cluster, run, &mut sr).await;
                     }
@@ -241,9 +283,11 @@ async fn latency_group<B: Backend>(
     sr: &mut SystemReport,
     pinned: bool,
     n: usize,
+    door: bool,
 ) {
     let p = &run.params;
-    let wants = |w: Workload| run.workloads.contains(&w);
+    let wants =
+        |w: Workload| run.workloads.contains(&w) && (!door || run.door_workloads.contains(&w));
     let pids = cluster.pids();
     let members = cluster.members.len();
     let tag = |what: &str| format!("{what}{} run {n}", if pinned { " pinned" } else { "" });
@@ -300,16 +344,129 @@ async fn latency_group<B: Backend>(
     }
 }
 
+/// The uncontended loop at each `--scale-sessions` count on the first
+/// latency cluster (after its uncontended rows, whose counts it takes as
+/// measured), skipping (with a note) counts a system cannot take from one
+/// load generator.
+async fn scale_group<B: Backend>(
+    b: &B,
+    cluster: &Cluster,
+    run: &Run,
+    sr: &mut SystemReport,
+    pinned: bool,
+) {
+    let p = &run.params;
+    let pids = cluster.pids();
+    let members = cluster.members.len();
+    let system = cluster.system;
+    for &n in &p.scale_sessions {
+        if let Some(why) = scale_limit(system, n, members) {
+            sr.notes.push(format!("scale {n}: skipped; {why}"));
+            continue;
+        }
+        // A count the uncontended workload just measured on this cluster
+        // is that row (the same loop, the same cluster), not measured twice.
+        let same = sr
+            .uncontended
+            .iter()
+            .find(|u| u.clients == n && u.pinned == pinned && u.run == 0)
+            .cloned();
+        if let Some(u) = same {
+            sr.scale.push(u);
+            continue;
+        }
+        let leader = match cluster.leader().await {
+            Ok(l) => l,
+            Err(e) => {
+                sr.notes.push(format!("scale {n}: {e:#}"));
+                continue;
+            }
+        };
+        match uncontended::run(b, &pids, leader, members, n, p.scale_secs, pinned, 0).await {
+            Ok(x) => sr.scale.push(x),
+            Err(e) => sr.notes.push(format!("scale {n}: {e:#}")),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Why `system` cannot hold `n` concurrent sessions from this one load
+/// generator, if it cannot.
+pub fn scale_limit(system: System, n: usize, members: usize) -> Option<String> {
+    let per_member = n.div_ceil(members.max(1));
+    match system {
+        System::Zookeeper if n > ZK_MAX_SESSIONS => Some(format!(
+            "a ZooKeeper session is a TCP connection, and one load generator on 127.0.0.1 \
+             opens at most {ZK_MAX_SESSIONS} here"
+        )),
+        System::RaftlockZk if per_member > DOOR_MAX_CONNECTIONS => Some(format!(
+            "{per_member} connections per member; raftlock's ZooKeeper door serves at most \
+             {DOOR_MAX_CONNECTIONS} per member"
+        )),
+        _ => None,
+    }
+}
+
 async fn herd_group<B: Backend>(b: &B, cluster: &Cluster, run: &Run, sr: &mut SystemReport) {
     let p = &run.params;
     let pids = cluster.pids();
     let members = cluster.members.len();
     for &w in &p.herd_waiters {
+        if let Some(why) = herd_limit(cluster.system, w, members) {
+            sr.notes.push(format!("herd {w}: skipped; {why}"));
+            continue;
+        }
         match herd::run(b, &pids, members, w, p.herd_rounds).await {
             Ok(x) => sr.herd.push(x),
             Err(e) => sr.notes.push(format!("herd {w}: {e:#}")),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The most waiters the rivals queue on one lock: the 100,000-waiter case
+/// (`--long`) is raftlock's alone, a ZooKeeper waiter being a connection.
+pub const RIVAL_MAX_WAITERS: usize = 10_000;
+
+/// Why `system` cannot queue `w` waiters from this load generator, if it
+/// cannot: over the rivals' bound, over the ZooKeeper door's connections,
+/// or (raftlock over HTTP/1.1, one connection per waiting long poll) over
+/// this process's file descriptors or the ephemeral ports towards one
+/// member.
+pub fn herd_limit(system: System, w: usize, members: usize) -> Option<String> {
+    let per_member = (w + 1).div_ceil(members.max(1));
+    match system {
+        System::Etcd | System::EtcdGateway | System::Zookeeper if w > RIVAL_MAX_WAITERS => {
+            Some(format!(
+                "the rivals queue at most {RIVAL_MAX_WAITERS} waiters in this bench; \
+                 more is raftlock's alone"
+            ))
+        }
+        System::RaftlockZk if per_member > DOOR_MAX_CONNECTIONS => Some(format!(
+            "{per_member} connections per member; raftlock's ZooKeeper door serves at most \
+             {DOOR_MAX_CONNECTIONS} per member"
+        )),
+        System::Raftlock => {
+            let fds = crate::procfs::fd_limit();
+            let ports = crate::procfs::ephemeral_ports();
+            if fds.is_some_and(|f| f < w + 1024) {
+                Some(format!(
+                    "one connection per waiting long poll needs {} file descriptors, the limit \
+                     is {} (raise `ulimit -n`)",
+                    w + 1024,
+                    fds.unwrap_or(0)
+                ))
+            } else if ports.is_some_and(|p| p < per_member + 1024) {
+                Some(format!(
+                    "{per_member} connections to each member need as many ephemeral ports, \
+                     net.ipv4.ip_local_port_range gives {} (widen it)",
+                    ports.unwrap_or(0)
+                ))
+            } else {
+                None
+            }
+        }
+        _ => None,
     }
 }
 
@@ -387,4 +544,36 @@ async fn finish<B: Backend>(b: B, cluster: &mut Cluster, run: &Run) {
     }
     // Let the machine settle between phases.
     tokio::time::sleep(Duration::from_secs(2)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_skips_only_what_a_system_cannot_take() {
+        assert!(scale_limit(System::Raftlock, 4096, 3).is_none());
+        assert!(scale_limit(System::Zookeeper, 4096, 3).is_none());
+        assert!(scale_limit(System::Etcd, 4096, 3).is_none());
+        // 1,366 connections per member: over the ZooKeeper door's 1,024.
+        assert!(scale_limit(System::RaftlockZk, 4096, 3).is_some());
+        assert!(scale_limit(System::RaftlockZk, 3072, 3).is_none());
+        assert!(scale_limit(System::Zookeeper, ZK_MAX_SESSIONS + 1, 3).is_some());
+    }
+
+    #[test]
+    fn the_long_herd_is_raftlocks_alone() {
+        assert!(herd_limit(System::Zookeeper, 100_000, 3).is_some());
+        assert!(herd_limit(System::Etcd, 100_000, 3).is_some());
+        assert!(herd_limit(System::Etcd, 10_000, 3).is_none());
+        assert!(herd_limit(System::RaftlockZk, 1000, 3).is_none());
+        assert!(herd_limit(System::RaftlockZk, 10_000, 3).is_some());
+        assert!(herd_limit(System::Raftlock, 1000, 3).is_none());
+    }
+
+    #[test]
+    fn door_systems_are_the_two_doors() {
+        assert!(is_door(System::RaftlockZk) && is_door(System::RaftlockEtcd));
+        assert!(!is_door(System::Raftlock) && !is_door(System::Zookeeper));
+    }
 }

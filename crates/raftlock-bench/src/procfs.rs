@@ -136,6 +136,23 @@ impl CpuUsage {
     }
 }
 
+/// This process's soft limit on open files.
+pub fn fd_limit() -> Option<usize> {
+    use nix::sys::resource::{getrlimit, Resource};
+    getrlimit(Resource::RLIMIT_NOFILE)
+        .ok()
+        .map(|(soft, _)| usize::try_from(soft).unwrap_or(usize::MAX))
+}
+
+/// How many local ports `net.ipv4.ip_local_port_range` gives a connect
+/// towards one address and port.
+pub fn ephemeral_ports() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = text.split_whitespace().map(|v| v.parse::<usize>().ok());
+    let (lo, hi) = (it.next()??, it.next()??);
+    Some(hi.saturating_sub(lo) + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,8 @@ pub struct SystemReport {
     pub version: String,
     /// Every run, pinned and not (each entry says which).
     pub uncontended: Vec<Uncontended>,
+    /// The uncontended loop at each `--scale-sessions` count.
+    pub scale: Vec<Uncontended>,
     pub put: Vec<Put>,
     /// One per run (older results files have a single object here).
     #[serde(deserialize_with = "one_or_many")]
@@ -115,6 +117,9 @@ pub fn merge(mut base: Report, later: Report) -> Report {
         }
         if !l.sessions.is_empty() {
             b.sessions = l.sessions;
+        }
+        if !l.scale.is_empty() {
+            b.scale = l.scale;
         }
         if !l.herd.is_empty() {
             b.herd = l.herd;

@@ -28,6 +28,9 @@ const SETTLE: Duration = Duration::from_millis(100);
 /// rounds (a Go or JVM server's idle CPU with 1,000 parked waiters is
 /// bursty: GC).
 const IDLE: Duration = Duration::from_secs(3);
+/// Above this many waiters, sessions get [`LONG_TTL`].
+const LONG_HERD: usize = 10_000;
+const LONG_TTL: Duration = Duration::from_secs(600);
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -64,8 +67,11 @@ pub async fn run<B: Backend>(
     let t0 = Instant::now();
     let n = waiters + 1;
     let name = b.system().name();
+    // Opening 100,000 sessions takes longer than the latency workloads'
+    // TTL, and nothing keeps a session alive until its waiter queues.
+    let ttl = if waiters > LONG_HERD { LONG_TTL } else { TTL };
     let sessions =
-        open_sessions(b, n, TTL, |i| i % members, 64, &format!("{name} herd open")).await?;
+        open_sessions(b, n, ttl, |i| i % members, 64, &format!("{name} herd open")).await?;
     let lock = format!("herd{waiters}");
     let stop = Arc::new(AtomicBool::new(false));
     let (granted_tx, mut granted) = mpsc::unbounded_channel::<(usize, Instant)>();
@@ -120,15 +126,19 @@ async fn measure<B: Backend>(
     granted: &mut mpsc::UnboundedReceiver<(usize, Instant)>,
     t0: Instant,
 ) -> anyhow::Result<Herd> {
-    // Everyone queued?
-    let deadline = Instant::now() + Duration::from_secs(180);
+    // Everyone queued? (100,000 waiters take minutes.)
+    let wait = Duration::from_secs(180).max(Duration::from_millis(n as u64 * 6));
+    let deadline = Instant::now() + wait;
     loop {
         let queued = b.queue_len(lock).await?;
         if queued >= n {
             break;
         }
         if Instant::now() > deadline {
-            bail!("only {queued} of {n} queued on {lock} after 180 s");
+            bail!(
+                "only {queued} of {n} queued on {lock} after {:.0} s",
+                wait.as_secs_f64()
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

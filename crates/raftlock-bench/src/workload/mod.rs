@@ -76,6 +76,23 @@ pub struct Params {
     /// Lock nodes loaded before the restart measurement (1000000 for the full one).
     #[arg(long, default_value_t = 50_000)]
     pub restart_nodes: usize,
+    /// Concurrent session counts for the scale workload (the uncontended
+    /// loop, one run, unpinned, on the first latency cluster; counts the
+    /// uncontended workload measured there are its rows).
+    #[arg(long, value_delimiter = ',', default_value = "1,64,512,4096")]
+    pub scale_sessions: Vec<usize>,
+    /// Seconds per scale measurement the uncontended rows do not give
+    /// (longer than theirs: at 4,096 sessions one cycle can take seconds).
+    #[arg(long, default_value_t = 10.0)]
+    pub scale_secs: f64,
+    /// Runs of the latency workloads for the door systems (raftlock-zk,
+    /// raftlock-etcd); they run no sessions, failover, restart or herd,
+    /// which measure the replicated core the `raftlock` rows cover.
+    #[arg(long, default_value_t = 3)]
+    pub door_runs: usize,
+    /// Pinning of the door systems' latency runs (as `--pin`).
+    #[arg(long, value_enum, default_value = "off")]
+    pub door_pin: PinMode,
     /// Requests in flight while setting up sessions and locks.
     #[arg(long, default_value_t = 64)]
     pub setup_concurrency: usize,
