@@ -20,6 +20,7 @@ use crate::cluster::{Cluster, System, Tools};
 use crate::pin;
 use crate::progress::say;
 use crate::report::{self, Report, SystemReport};
+use crate::warmup;
 use crate::workload::{contended, failover, herd, put, restart, sessions, uncontended, Params};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -49,12 +50,6 @@ pub fn is_door(system: System) -> bool {
 /// ZooKeeper sessions are TCP connections: above this many, one client
 /// machine runs out of ephemeral ports towards three servers.
 const ZK_MAX_SESSIONS: usize = 20_000;
-/// Unrecorded load on every fresh cluster, the same for every system. A
-/// fresh ZooKeeper measured at once is its JIT still compiling: on one
-/// cluster, the first 5-second phase gave a third of the cycles/s of the
-/// later ones at three to four times their server CPU per cycle.
-pub const WARM_UP_CLIENTS: usize = 8;
-pub const WARM_UP_SECS: f64 = 8.0;
 
 pub struct Run {
     pub tools: Tools,
@@ -499,7 +494,7 @@ async fn start<B: Backend>(
     }
     match make(cluster.addrs()).await {
         Ok(b) => {
-            warm_up(&b, &cluster).await;
+            warm_up(&b, &cluster, phase, sr).await;
             Some((cluster, b))
         }
         Err(e) => {
@@ -511,26 +506,27 @@ async fn start<B: Backend>(
     }
 }
 
-/// A fresh cluster serves [`WARM_UP_SECS`] of unrecorded load first: the
-/// JVM's JIT (ZooKeeper) and every system's caches and connections warm
-/// up, as they would be in a cluster that has been running.
-async fn warm_up<B: Backend>(b: &B, cluster: &Cluster) {
+/// A fresh cluster serves unrecorded load until it has settled
+/// ([`warmup`]), as a cluster that has been running has; one that did not
+/// settle is measured anyway and says so in the report.
+async fn warm_up<B: Backend>(b: &B, cluster: &Cluster, phase: &str, sr: &mut SystemReport) {
     let Ok(leader) = cluster.leader().await else {
         return;
     };
     let pids = cluster.pids();
-    let members = cluster.members.len();
-    let _ = uncontended::run(
-        b,
-        &pids,
-        leader,
-        members,
-        WARM_UP_CLIENTS,
-        WARM_UP_SECS,
-        false,
-        0,
-    )
-    .await;
+    let w = warmup::until_settled(b, &pids, leader, cluster.members.len()).await;
+    if !w.settled {
+        sr.notes.push(format!(
+            "{phase}: the warm-up did not settle in {:.0} s ({} rounds; last round {:.0} µs \
+             of server CPU per cycle, {:.0} per put, {:.1}% of the servers' CPU JIT \
+             compiling): read this cluster's rows with care",
+            w.secs,
+            w.rounds,
+            w.cycle_cpu_us,
+            w.put_cpu_us,
+            w.jit_share * 100.0
+        ));
+    }
 }
 
 /// Drops the clients first (a ZooKeeper client whose server went away

@@ -36,8 +36,8 @@ pub struct CrossArgs {
     pub clients: Vec<usize>,
     pub secs: f64,
     pub rounds: usize,
-    /// Unreported load before the first round (0: measure a fresh cluster).
-    pub warm_up_secs: f64,
+    /// Seconds of unreported load first (0: none); `None`: until settled.
+    pub warm_up_secs: Option<f64>,
 }
 
 /// One measured phase.
@@ -88,20 +88,17 @@ async fn rounds(
 ) -> anyhow::Result<Vec<Phase>> {
     let b = Zookeeper::new(&cluster.addrs());
     let pids = cluster.pids();
-    if a.warm_up_secs > 0.0 {
-        let leader = cluster.leader().await?;
-        uncontended::run(
-            &b,
-            &pids,
-            leader,
-            3,
-            crate::compare::WARM_UP_CLIENTS,
-            a.warm_up_secs,
-            false,
-            0,
-        )
-        .await
-        .context("warm-up")?;
+    let leader = cluster.leader().await?;
+    match a.warm_up_secs {
+        None => {
+            crate::warmup::until_settled(&b, &pids, leader, 3).await;
+        }
+        Some(secs) if secs > 0.0 => {
+            uncontended::run(&b, &pids, leader, 3, crate::warmup::CLIENTS, secs, false, 0)
+                .await
+                .context("warm-up")?;
+        }
+        Some(_) => {}
     }
     let mut out = Vec::new();
     for round in 0..a.rounds.max(1) {

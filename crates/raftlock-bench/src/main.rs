@@ -13,6 +13,7 @@ mod progress;
 mod report;
 mod selfcheck;
 mod stats;
+mod warmup;
 mod workload;
 
 use std::path::PathBuf;
@@ -150,9 +151,11 @@ struct CrosscheckArgs {
     secs: f64,
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Unreported load before the first round (0: measure the fresh cluster).
-    #[arg(long, default_value_t = compare::WARM_UP_SECS)]
-    warm_up_secs: f64,
+    /// Seconds of unreported load before the first round (0: measure the
+    /// fresh cluster); by default, load until the cluster has settled, as
+    /// `compare` warms every cluster.
+    #[arg(long)]
+    warm_up_secs: Option<f64>,
     #[arg(long)]
     scratch: Option<PathBuf>,
     #[arg(long)]

@@ -36,7 +36,7 @@ fn parse_stat_cpu(text: &str) -> Option<u64> {
 }
 
 /// Busy ticks of the whole machine (all CPUs): everything but idle and iowait.
-pub fn machine_busy_ticks() -> Option<u64> {
+pub fn machine_busy_ticks() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line
@@ -45,8 +45,29 @@ pub fn machine_busy_ticks() -> Option<u64> {
         .filter_map(|x| x.parse().ok())
         .collect();
     // user nice system idle iowait irq softirq steal guest guest_nice
-    let busy = v.first()? + v.get(1)? + v.get(2)? + v.get(5)? + v.get(6)? + v.get(7).unwrap_or(&0);
-    Some(busy)
+    let steal = *v.get(7).unwrap_or(&0);
+    let busy = v.first()? + v.get(1)? + v.get(2)? + v.get(5)? + v.get(6)? + steal;
+    Some((busy, steal))
+}
+
+/// CPU time of a JVM's JIT compiler threads (`C1 CompilerThre…`,
+/// `C2 CompilerThre…`), in ticks; 0 for a process that has none.
+pub fn jit_ticks(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+        .filter(|stat| {
+            let name = stat
+                .split_once('(')
+                .and_then(|(_, rest)| rest.rsplit_once(')'))
+                .map_or("", |(name, _)| name);
+            name.contains("CompilerThre")
+        })
+        .filter_map(|stat| parse_stat_cpu(&stat))
+        .sum()
 }
 
 /// The 1-minute load average.
@@ -69,15 +90,18 @@ pub struct CpuSample {
     servers: Vec<u64>,
     bench: u64,
     machine: u64,
+    steal: u64,
 }
 
 impl CpuSample {
     pub fn take(pids: &[u32]) -> Self {
+        let machine = machine_busy_ticks().unwrap_or((0, 0));
         Self {
             at: Instant::now(),
             servers: pids.iter().map(|&p| cpu_ticks(p).unwrap_or(0)).collect(),
             bench: cpu_ticks(std::process::id()).unwrap_or(0),
-            machine: machine_busy_ticks().unwrap_or(0),
+            machine: machine.0,
+            steal: machine.1,
         }
     }
 
@@ -99,6 +123,7 @@ impl CpuSample {
             per_server_s: per_server,
             bench_s: bench,
             other_s: (machine - servers - bench).max(0.0),
+            steal_s: sec(later.steal.saturating_sub(self.steal)),
         }
     }
 }
@@ -112,8 +137,13 @@ pub struct CpuUsage {
     pub per_server_s: Vec<f64>,
     /// This load generator.
     pub bench_s: f64,
-    /// Every other process on the machine (other people's builds): noise.
+    /// CPU the measured processes could not have: every other process on
+    /// the machine (other people's builds), and time the hypervisor gave
+    /// to other machines (steal, also in `steal_s`): noise.
     pub other_s: f64,
+    /// Of `other_s`, the hypervisor's steal time.
+    #[serde(default)]
+    pub steal_s: f64,
 }
 
 impl CpuUsage {
