@@ -11,7 +11,7 @@
 # the first. Writes docs/benchmarks.md (the generated section),
 # docs/bench/*.png and docs/bench/results.json. Not part of CI.
 #
-#   bench/compare.sh                 # full run, about 30 minutes on a quiet 2-core machine
+#   bench/compare.sh                 # full run, about 40 minutes on a quiet 2-core machine
 #   bench/compare.sh --smoke         # every system and workload for a second or two, about
 #                                    # 6 minutes; checks the harness, writes its report under
 #                                    # /tmp only (its numbers mean nothing)

@@ -255,6 +255,10 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
         .with_etcd_doors(cluster.etcd_doors.clone()),
     );
     let clients = spawn_clients(opts.workload, &ctx, opts.seed);
+    let audit_log = Arc::new(crate::workload::etcd_mutex::AuditLog::default());
+    let auditor = (opts.workload == Workload::EtcdMutex).then(|| {
+        crate::workload::etcd_mutex::spawn_auditor(Arc::clone(&ctx), Arc::clone(&audit_log))
+    });
     let steps = nemesis::schedule(&opts.faults, opts.seed, &opts.pacing, opts.time_limit);
     let nemesis_task = tokio::spawn(nemesis::run(
         Arc::clone(&cluster),
@@ -279,9 +283,13 @@ pub async fn run(opts: &TestOptions) -> anyhow::Result<TestOutcome> {
         }
     }
 
+    // A grant counts once read: stopping the auditor mid-read loses none.
+    if let Some(auditor) = auditor {
+        auditor.abort();
+    }
     let recovery = quiet::phase(&cluster, &ctx, opts.workload, healed).await;
     let door_audit = if opts.workload == Workload::EtcdMutex {
-        Some(quiet::etcd_audit(&cluster, &ctx).await)
+        Some(quiet::etcd_audit(&cluster, &ctx, &audit_log).await)
     } else {
         None
     };

@@ -41,7 +41,7 @@ const SETTLED_WITHIN: f64 = 0.15;
 const JIT_SHARE: f64 = 0.02;
 /// Longest warm-up; a cluster still moving then is measured anyway, with
 /// a note.
-pub const MAX_SECS: f64 = 60.0;
+pub const MAX_SECS: f64 = 120.0;
 
 /// What the warm-up did.
 #[derive(Debug, Clone, PartialEq)]

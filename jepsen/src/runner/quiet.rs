@@ -16,6 +16,7 @@ use crate::checker::{CheckResult, Verdict, Workload};
 use crate::control::Cluster;
 use crate::history::{Value, F};
 use crate::runlog::Call;
+use crate::workload::etcd_mutex::AuditLog;
 use crate::workload::register::{self, Outcome};
 use crate::workload::Ctx;
 
@@ -203,27 +204,30 @@ async fn etcd_lock_comes_free(cluster: &Cluster, ctx: &Ctx) -> Result<(), String
     ))
 }
 
-/// The `etcd-mutex` grants read back from the door's history, through
-/// the members' doors in turn ([`crate::checker::lease_grant`], check 2).
-pub async fn etcd_audit(cluster: &Cluster, ctx: &Ctx) -> CheckResult {
+/// The `etcd-mutex` grants read back from the door's history: those the
+/// auditor read during the run (`log`), and the rest now, through the
+/// members' doors in turn ([`crate::checker::lease_grant`], check 2).
+pub async fn etcd_audit(cluster: &Cluster, ctx: &Ctx, log: &AuditLog) -> CheckResult {
+    // What the last member that answered could not read, or why none did.
+    let mut left: Option<Vec<String>> = None;
     let mut last = String::from("no member");
     for attempt in 0..READ_ATTEMPTS {
         let Some(node) = cluster.roster.nth(attempt) else {
             break;
         };
-        match crate::workload::etcd_mutex::audit(ctx, node).await {
-            Ok((checked, unchecked, problems)) => {
-                return crate::checker::lease_grant::audit_result(checked, unchecked, problems)
+        match crate::workload::etcd_mutex::audit(ctx, node, log).await {
+            Ok(unread) if unread.is_empty() => {
+                left = Some(unread);
+                break;
             }
+            Ok(unread) => left = Some(unread),
             Err(e) => last = e,
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    crate::checker::lease_grant::audit_result(
-        0,
-        vec![format!("no member answered the audit: {last}")],
-        Vec::new(),
-    )
+    let unchecked = left.unwrap_or_else(|| vec![format!("no member answered the audit: {last}")]);
+    let (checked, problems) = log.found();
+    crate::checker::lease_grant::audit_result(checked, unchecked, problems)
 }
 
 /// Waits until the lock has neither holder nor waiters.

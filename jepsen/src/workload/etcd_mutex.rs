@@ -25,8 +25,9 @@
 //!
 //! The grant's value records the key, the lease, the revision and the
 //! run time of the client's last look at its lease
-//! ([`crate::checker::lease_grant`] checks them; [`audit`] reads every
-//! grant back from the door's history after the run).
+//! ([`crate::checker::lease_grant`] checks them; [`spawn_auditor`] reads
+//! every grant back from the door's history while the run goes on, and
+//! [`audit`] the rest after it).
 //!
 //! # When a client stops holding
 //! The lease is kept alive by this module's keepalives (one request per
@@ -776,83 +777,143 @@ pub async fn lock_is_free(ctx: &Ctx, node: u64) -> Result<bool, String> {
     Ok(r.count == 0)
 }
 
-/// What [`audit`] found: grants read back, grants it could not read, and
+/// What the audit found: grants read back, grants it could not read, and
 /// the violations (the grant's op, what was wrong).
 pub type Audit = (usize, Vec<String>, Vec<(u64, String)>);
 
-/// Reads every grant of the history back from the door's history on
-/// member `node` ([`crate::checker::lease_grant`], check 2): at the
-/// grant's revision the client's key existed with its lease and create
-/// revision, and no key under the prefix was older.
-pub async fn audit(ctx: &Ctx, node: u64) -> Result<Audit, String> {
+/// How often the auditor reads back the grants made so far while the
+/// run goes on: well inside the time the door's history (bounded by
+/// `raftlock_core::kv::HISTORY_MAX_EVENTS`) keeps a revision under this
+/// workload's load, so a long run's early grants are read before they
+/// are compacted away.
+const AUDIT_EVERY: Duration = Duration::from_secs(10);
+
+/// The grants read back so far, shared by the auditor during the run and
+/// the audit after it. A grant counts once it was read (fine or wrong);
+/// one that could not be read is tried again next time.
+#[derive(Default)]
+pub struct AuditLog {
+    state: std::sync::Mutex<AuditState>,
+}
+
+#[derive(Default)]
+struct AuditState {
+    done: std::collections::HashSet<u64>,
+    problems: Vec<(u64, String)>,
+}
+
+impl AuditLog {
+    fn state(&self) -> std::sync::MutexGuard<'_, AuditState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Grants read so far and the violations among them.
+    pub fn found(&self) -> (usize, Vec<(u64, String)>) {
+        let s = self.state();
+        (s.done.len(), s.problems.clone())
+    }
+}
+
+/// Reads the grants made so far back from the door's history every
+/// [`AUDIT_EVERY`], through the members in turn, until the run stops
+/// (then [`audit`] reads the rest).
+pub fn spawn_auditor(ctx: Arc<Ctx>, log: Arc<AuditLog>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut attempt = 0;
+        loop {
+            tokio::time::sleep(AUDIT_EVERY).await;
+            if ctx.stopping() {
+                return;
+            }
+            let Some(node) = ctx.roster.nth(attempt) else {
+                continue;
+            };
+            attempt += 1;
+            // A member that does not answer now is another's turn next time.
+            let _ = audit(&ctx, node, &log).await;
+        }
+    })
+}
+
+/// Reads every grant of the history not yet in `log` back from the door's
+/// history on member `node` ([`crate::checker::lease_grant`], check 2):
+/// at the grant's revision the client's key existed with its lease and
+/// create revision, and no key under the prefix was older. Returns the
+/// grants it could not read.
+pub async fn audit(ctx: &Ctx, node: u64, log: &AuditLog) -> Result<Vec<String>, String> {
     let door = door_of(ctx, node).await?;
     let history = ctx.log.history().map_err(|e| e.to_string())?;
     let ops = history.operations().map_err(|e| e.to_string())?;
     let prefix = lock_prefix(ctx).into_bytes();
-    let (mut checked, mut unchecked, mut problems) = (0, Vec::new(), Vec::new());
+    let mut unchecked = Vec::new();
     for g in crate::checker::lease_grant::grants(&ops) {
-        let (Some(key), Some(lease), Some(at), Some(token)) =
-            (&g.key, g.lease, g.revision, g.token)
-        else {
-            unchecked.push(format!(
-                "#{}: the grant has no key, lease or revision",
-                g.op
-            ));
+        if log.state().done.contains(&g.op) {
             continue;
-        };
-        let own = door
-            .range(pb::RangeRequest {
-                key: key.clone().into_bytes(),
-                revision: at,
-                ..Default::default()
-            })
-            .await;
-        let first = door.range(first_created(&prefix, at)).await;
-        let (own, first) = match (own, first) {
-            (Ok(own), Ok(first)) => (own, first),
-            (Err(e), _) | (_, Err(e)) => {
-                unchecked.push(format!("#{} at revision {at}: {e}", g.op));
-                continue;
-            }
-        };
-        checked += 1;
-        match own.kvs.first() {
-            None => problems.push((
-                g.op,
-                format!(
-                    "granted at revision {at}, but key {key} (lease {lease:x}) was gone by \
-                     then: the cluster had revoked or expired the lease before the grant"
-                ),
-            )),
-            Some(kv)
-                if kv.lease != lease || u64::try_from(kv.create_revision).ok() != Some(token) =>
-            {
-                problems.push((
-                    g.op,
-                    format!(
-                        "granted at revision {at} with token {token} on lease {lease:x}, but \
-                         key {key} there has create revision {} and lease {:x}",
-                        kv.create_revision, kv.lease
-                    ),
-                ));
-            }
-            Some(_) => {}
         }
-        if let Some(kv) = first.kvs.first() {
-            if u64::try_from(kv.create_revision).is_ok_and(|c| c < token) {
-                problems.push((
-                    g.op,
-                    format!(
-                        "granted at revision {at} with token {token}, but key {} (created at \
-                         {}) was older and still there: not the owner",
-                        String::from_utf8_lossy(&kv.key),
-                        kv.create_revision
-                    ),
-                ));
+        match read_back(&door, &prefix, &g).await {
+            Ok(problems) => {
+                let mut s = log.state();
+                s.done.insert(g.op);
+                s.problems.extend(problems.into_iter().map(|p| (g.op, p)));
             }
+            Err(why) => unchecked.push(why),
         }
     }
-    Ok((checked, unchecked, problems))
+    Ok(unchecked)
+}
+
+/// One grant read back at its revision: what is wrong with it (nothing
+/// when empty), or why it could not be read.
+async fn read_back(
+    door: &Door,
+    prefix: &[u8],
+    g: &crate::checker::lease_grant::Grant,
+) -> Result<Vec<String>, String> {
+    let (Some(key), Some(lease), Some(at), Some(token)) = (&g.key, g.lease, g.revision, g.token)
+    else {
+        return Err(format!(
+            "#{}: the grant has no key, lease or revision",
+            g.op
+        ));
+    };
+    let own = door
+        .range(pb::RangeRequest {
+            key: key.clone().into_bytes(),
+            revision: at,
+            ..Default::default()
+        })
+        .await;
+    let first = door.range(first_created(prefix, at)).await;
+    let (own, first) = match (own, first) {
+        (Ok(own), Ok(first)) => (own, first),
+        (Err(e), _) | (_, Err(e)) => return Err(format!("#{} at revision {at}: {e}", g.op)),
+    };
+    let mut problems = Vec::new();
+    match own.kvs.first() {
+        None => problems.push(format!(
+            "granted at revision {at}, but key {key} (lease {lease:x}) was gone by then: the \
+             cluster had revoked or expired the lease before the grant"
+        )),
+        Some(kv) if kv.lease != lease || u64::try_from(kv.create_revision).ok() != Some(token) => {
+            problems.push(format!(
+                "granted at revision {at} with token {token} on lease {lease:x}, but key {key} \
+                 there has create revision {} and lease {:x}",
+                kv.create_revision, kv.lease
+            ));
+        }
+        Some(_) => {}
+    }
+    if let Some(kv) = first.kvs.first() {
+        if u64::try_from(kv.create_revision).is_ok_and(|c| c < token) {
+            problems.push(format!(
+                "granted at revision {at} with token {token}, but key {} (created at {}) was \
+                 older and still there: not the owner",
+                String::from_utf8_lossy(&kv.key),
+                kv.create_revision
+            ));
+        }
+    }
+    Ok(problems)
 }
 
 #[cfg(test)]
