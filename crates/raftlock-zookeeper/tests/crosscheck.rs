@@ -534,7 +534,9 @@ struct CanonStat {
     czxid: Zxid,
     mzxid: Zxid,
     pzxid: Zxid,
-    ctime_is_mtime: bool,
+    /// Only for a node whose creation is its last change: after two
+    /// changes, equal times say only that both fell in one millisecond.
+    ctime_is_mtime: Option<bool>,
     version: i32,
     cversion: i32,
     aversion: i32,
@@ -670,11 +672,12 @@ impl Side {
         if s.ctime > s.mtime {
             problems.push(format!("ctime {} after mtime {}", s.ctime, s.mtime));
         }
+        let one_change = czxid == mzxid;
         CanonStat {
             czxid,
             mzxid,
             pzxid: self.zxid(s.pzxid),
-            ctime_is_mtime: s.ctime == s.mtime,
+            ctime_is_mtime: one_change.then_some(s.ctime == s.mtime),
             version: s.version,
             cversion: s.cversion,
             aversion: s.aversion,
