@@ -17,6 +17,7 @@ use crate::backend::raftlock::Raftlock;
 use crate::backend::zookeeper::Zookeeper;
 use crate::backend::Backend;
 use crate::cluster::{Cluster, System, Tools};
+use crate::disturbance;
 use crate::pin;
 use crate::progress::say;
 use crate::report::{self, Report, SystemReport};
@@ -295,10 +296,16 @@ async fn latency_group<B: Backend>(
                     continue;
                 }
             };
-            match uncontended::run(b, &pids, leader, members, c, p.uncontended_secs, pinned, n)
-                .await
-            {
-                Ok(x) => sr.uncontended.push(x),
+            let got = disturbance::quietest(
+                || uncontended::run(b, &pids, leader, members, c, p.uncontended_secs, pinned, n),
+                |x| &x.cpu,
+            )
+            .await;
+            match got {
+                Ok((x, how)) => {
+                    note_remeasured(sr, how, &format!("{} c={c}", tag("uncontended")));
+                    sr.uncontended.push(x);
+                }
                 Err(e) => sr.notes.push(format!("{} {c}: {e:#}", tag("uncontended"))),
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -313,29 +320,55 @@ async fn latency_group<B: Backend>(
                     continue;
                 }
             };
-            match put::run(b, &pids, leader, members, c, p.put_secs, pinned, n).await {
-                Ok(x) => sr.put.push(x),
+            let got = disturbance::quietest(
+                || put::run(b, &pids, leader, members, c, p.put_secs, pinned, n),
+                |x| &x.cpu,
+            )
+            .await;
+            match got {
+                Ok((x, how)) => {
+                    note_remeasured(sr, how, &format!("{} c={c}", tag("put")));
+                    sr.put.push(x);
+                }
                 Err(e) => sr.notes.push(format!("{} {c}: {e:#}", tag("put"))),
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
     if wants(Workload::Contended) {
-        match contended::run(
-            b,
-            &pids,
-            members,
-            p.contended_clients,
-            p.contended_secs,
-            pinned,
-            n,
+        let got = disturbance::quietest(
+            || {
+                contended::run(
+                    b,
+                    &pids,
+                    members,
+                    p.contended_clients,
+                    p.contended_secs,
+                    pinned,
+                    n,
+                )
+            },
+            |x| &x.cpu,
         )
-        .await
-        {
-            Ok(x) => sr.contended.push(x),
+        .await;
+        match got {
+            Ok((x, how)) => {
+                note_remeasured(sr, how, &tag("contended"));
+                sr.contended.push(x);
+            }
             Err(e) => sr.notes.push(format!("{}: {e:#}", tag("contended"))),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Says in the report (and on the terminal) that a phase was measured
+/// again because the machine was busy elsewhere.
+fn note_remeasured(sr: &mut SystemReport, how: Option<disturbance::Remeasured>, what: &str) {
+    if let Some(how) = how {
+        let note = how.note(what);
+        say(format!("  {note}"));
+        sr.notes.push(note);
     }
 }
 

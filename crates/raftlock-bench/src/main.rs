@@ -6,6 +6,7 @@ mod backend;
 mod cluster;
 mod compare;
 mod crosscheck;
+mod disturbance;
 mod machine;
 mod pin;
 mod procfs;

@@ -72,6 +72,8 @@ struct Sample {
     cpu_us: f64,
     cpu_s: f64,
     max_ms: f64,
+    /// Other processes' CPU and steal during the run, in cores.
+    other_cores: f64,
 }
 
 /// Every run of one row.
@@ -134,6 +136,7 @@ fn rows_of(sr: &SystemReport) -> Vec<Row> {
             cpu_us: u.server_cpu_us_per_cycle,
             cpu_s: u.cpu.servers_s,
             max_ms: u.acquire.max_ms.max(u.release.max_ms),
+            other_cores: u.cpu.other_cores(),
         };
         push(
             &mut rows,
@@ -147,6 +150,7 @@ fn rows_of(sr: &SystemReport) -> Vec<Row> {
             cpu_us: p.server_cpu_us_per_put,
             cpu_s: p.cpu.servers_s,
             max_ms: p.latency.max_ms,
+            other_cores: p.cpu.other_cores(),
         };
         push(&mut rows, ("put", "puts/s", p.clients, p.pinned), s);
     }
@@ -157,6 +161,7 @@ fn rows_of(sr: &SystemReport) -> Vec<Row> {
             cpu_us: c.server_cpu_us_per_grant,
             cpu_s: c.cpu.servers_s,
             max_ms: 0.0,
+            other_cores: c.cpu.other_cores(),
         };
         push(&mut rows, ("contended", "grants/s", c.clients, c.pinned), s);
     }
@@ -194,13 +199,26 @@ fn check_system(sr: &SystemReport, limits: &Limits) -> Vec<Problem> {
     };
     for row in &rows {
         let n = row.samples.len();
+        let busiest = row
+            .samples
+            .iter()
+            .map(|s| s.other_cores)
+            .fold(0.0, f64::max);
+        let why = if busiest > crate::disturbance::DISTURBED_CORES {
+            format!(
+                "; the machine was busy elsewhere in a run ({busiest:.2} cores of other \
+                 processes and steal after re-measuring)"
+            )
+        } else {
+            String::new()
+        };
         if let Some((lo, hi)) = spread(row.samples.iter().map(|s| s.rate)) {
             if !(lo > 0.0 && hi / lo <= limits.max_spread) {
                 problem(
                     row,
                     format!(
                         "{} ranges {lo:.1}–{hi:.1} over {n} runs ({}; limit {:.1}×): \
-                         a stall or a disturbance, not a measurement",
+                         a stall or a disturbance, not a measurement{why}",
                         row.unit,
                         ratio_text(lo, hi),
                         limits.max_spread
@@ -218,7 +236,7 @@ fn check_system(sr: &SystemReport, limits: &Limits) -> Vec<Problem> {
                     row,
                     format!(
                         "server CPU per operation ranges {lo:.0}–{hi:.0} µs across runs \
-                         ({}; limit {:.1}×)",
+                         ({}; limit {:.1}×){why}",
                         ratio_text(lo, hi),
                         limits.max_spread
                     ),
