@@ -144,24 +144,9 @@ mod tests {
             .unwrap_or_else(|e| panic!("runtime: {e}"))
     }
 
-    #[test]
-    fn a_quiet_phase_is_measured_once() {
-        let calls = Cell::new(0);
-        let (x, how) = run(quietest(
-            || {
-                calls.set(calls.get() + 1);
-                std::future::ready(Ok(usage(0.05)))
-            },
-            |u| u,
-        ))
-        .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((calls.get(), how), (1, None));
-        assert!(!disturbed(&x));
-    }
-
-    #[test]
-    fn a_disturbed_phase_is_repeated_until_quiet() {
-        let seq = [0.6, 0.4, 0.05];
+    /// `quietest` over phases whose *others* are `seq`, in order: the
+    /// kept phase, what happened, and how many phases were measured.
+    fn attempts(seq: &[f64]) -> (CpuUsage, Option<Remeasured>, usize) {
         let calls = Cell::new(0);
         let (x, how) = run(quietest(
             || {
@@ -172,7 +157,20 @@ mod tests {
             |u| u,
         ))
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(calls.get(), 3);
+        (x, how, calls.get())
+    }
+
+    #[test]
+    fn a_quiet_phase_is_measured_once() {
+        let (x, how, calls) = attempts(&[0.05]);
+        assert_eq!((calls, how), (1, None));
+        assert!(!disturbed(&x));
+    }
+
+    #[test]
+    fn a_disturbed_phase_is_repeated_until_quiet() {
+        let (x, how, calls) = attempts(&[0.6, 0.4, 0.05]);
+        assert_eq!(calls, 3);
         assert!((x.other_cores() - 0.05).abs() < 1e-9);
         let how = how.unwrap_or_else(|| panic!("remeasured"));
         assert_eq!(how.kept, 2);
@@ -181,18 +179,8 @@ mod tests {
 
     #[test]
     fn attempts_are_bounded_and_the_least_disturbed_is_kept() {
-        let seq = [0.6, 0.3, 0.5, 0.01];
-        let calls = Cell::new(0);
-        let (x, how) = run(quietest(
-            || {
-                let i = calls.get();
-                calls.set(i + 1);
-                std::future::ready(Ok(usage(seq[i])))
-            },
-            |u| u,
-        ))
-        .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(calls.get(), MAX_ATTEMPTS);
+        let (x, how, calls) = attempts(&[0.6, 0.3, 0.5, 0.01]);
+        assert_eq!(calls, MAX_ATTEMPTS);
         assert!((x.other_cores() - 0.3).abs() < 1e-9);
         let note = how.map(|h| h.note("uncontended c=1 run 0"));
         assert!(
