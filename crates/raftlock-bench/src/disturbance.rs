@@ -101,25 +101,24 @@ fn least(v: &[f64]) -> usize {
 }
 
 /// Waits, at most `limit`, for a window in which the hypervisor's steal
-/// stays under [`QUIET_STEAL_CORES`]; returns whether it saw one.
-pub async fn wait_for_quiet_host(limit: Duration) -> bool {
+/// stays under [`QUIET_STEAL_CORES`] (or until /proc/stat cannot be read).
+async fn wait_for_quiet_host(limit: Duration) {
     let start = Instant::now();
     let Some((_, mut steal)) = procfs::machine_busy_ticks() else {
-        return false;
+        return;
     };
     while start.elapsed() < limit {
         tokio::time::sleep(QUIET_WINDOW).await;
         let Some((_, now)) = procfs::machine_busy_ticks() else {
-            return false;
+            return;
         };
         let cores =
             now.saturating_sub(steal) as f64 / procfs::TICKS_PER_SEC / QUIET_WINDOW.as_secs_f64();
         if cores < QUIET_STEAL_CORES {
-            return true;
+            return;
         }
         steal = now;
     }
-    false
 }
 
 #[cfg(test)]
