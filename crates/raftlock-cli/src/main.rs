@@ -78,6 +78,11 @@ enum Command {
     Manpages(docs_gen::ManpagesArgs),
 }
 
+/// Rust allocations of the server go through mimalloc: see
+/// docs/adr/0034-mimalloc-in-the-raftlock-binary.md for the measurement.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // reqwest is built without a default TLS provider (crates/raftlock-tls).
     raftlock_tls::install_default_provider();
