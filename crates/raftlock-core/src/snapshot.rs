@@ -339,40 +339,27 @@ mod tests {
 
     /// Encodes `sm` as format 1 did (it must have no principals).
     fn format_1(sm: &StateMachine) -> Vec<u8> {
-        let old = StateV1 {
-            revision: sm.revision,
-            nodes: old_nodes(sm),
-            sessions: sm
-                .sessions
-                .iter()
-                .map(|(id, s)| {
-                    assert!(s.principal.is_none());
-                    let v1 = SessionV1 {
-                        owner: s.owner.clone(),
-                        ttl_ms: s.ttl_ms,
-                        nodes: s.nodes.clone(),
-                        checkpoint_remaining_ms: s.checkpoint_remaining_ms,
-                    };
-                    (*id, v1)
-                })
-                .collect(),
-            queues: sm.queues.clone(),
-            rest: (),
-        };
-        encode_as(1, &old)
+        let sessions = sm
+            .sessions
+            .iter()
+            .map(|(id, s)| {
+                assert!(s.principal.is_none());
+                let v1 = SessionV1 {
+                    owner: s.owner.clone(),
+                    ttl_ms: s.ttl_ms,
+                    nodes: s.nodes.clone(),
+                    checkpoint_remaining_ms: s.checkpoint_remaining_ms,
+                };
+                (*id, v1)
+            })
+            .collect::<BTreeMap<_, _>>();
+        encode_as(1, sm, old_nodes(sm), sessions, ())
     }
 
     /// Encodes `sm` as format 2 did (it must have no lock-delays).
     fn format_2(sm: &StateMachine) -> Vec<u8> {
         assert!(sm.lock_delays.is_empty());
-        let old = StateV2 {
-            revision: sm.revision,
-            nodes: old_nodes(sm),
-            sessions: sm.sessions.clone(),
-            queues: sm.queues.clone(),
-            rest: (),
-        };
-        encode_as(2, &old)
+        encode_as(2, sm, old_nodes(sm), sm.sessions.clone(), ())
     }
 
     #[test]
@@ -445,14 +432,8 @@ mod tests {
 
     /// Encodes `sm` as format 3 did: nodes without meta, no clock.
     fn format_3(sm: &StateMachine) -> Vec<u8> {
-        let old = StateV3 {
-            revision: sm.revision,
-            nodes: old_nodes(sm),
-            sessions: sm.sessions.clone(),
-            queues: sm.queues.clone(),
-            rest: (sm.lock_delays.clone(),),
-        };
-        encode_as(3, &old)
+        let rest = (sm.lock_delays.clone(),);
+        encode_as(3, sm, old_nodes(sm), sm.sessions.clone(), rest)
     }
 
     #[test]
@@ -501,12 +482,26 @@ mod tests {
     }
 }
 
-/// Encodes `old` as a snapshot of format `format`.
+/// Encodes `sm` as format `format` did: its revision and queues, with
+/// `nodes`, `sessions` and `rest` in that format's shapes.
 #[cfg(test)]
-fn encode_as(format: u32, old: &impl serde::Serialize) -> Vec<u8> {
+fn encode_as<N: serde::Serialize, S: serde::Serialize, R: serde::Serialize>(
+    format: u32,
+    sm: &StateMachine,
+    nodes: BTreeMap<Box<str>, N>,
+    sessions: BTreeMap<SessionId, S>,
+    rest: R,
+) -> Vec<u8> {
+    let old = OldState {
+        revision: sm.revision,
+        nodes,
+        sessions,
+        queues: sm.queues.clone(),
+        rest,
+    };
     let mut bytes = MAGIC.to_vec();
     bytes.extend_from_slice(&format.to_le_bytes());
-    bytes.extend(bincode::serialize(old).expect("encode an old format"));
+    bytes.extend(bincode::serialize(&old).expect("encode an old format"));
     bytes
 }
 
@@ -589,14 +584,8 @@ mod acl_tests {
     #[test]
     fn format_5_still_decodes_with_open_acls() {
         let sm = with_acls();
-        let old = StateV5 {
-            revision: sm.revision,
-            nodes: nodes_as_v5(&sm),
-            sessions: sm.sessions.clone(),
-            queues: sm.queues.clone(),
-            rest: (sm.lock_delays.clone(), sm.clock_ms, sm.kv.clone()),
-        };
-        let bytes = encode_as(5, &old);
+        let rest = (sm.lock_delays.clone(), sm.clock_ms, sm.kv.clone());
+        let bytes = encode_as(5, &sm, nodes_as_v5(&sm), sm.sessions.clone(), rest);
         let back = StateMachine::from_snapshot(&bytes).expect("decode v5");
         let mut expected = sm.clone();
         for node in expected.nodes.values_mut() {
@@ -653,14 +642,8 @@ mod kv_tests {
     #[test]
     fn format_4_still_decodes_with_an_empty_key_space() {
         let sm = with_keys();
-        let old = StateV4 {
-            revision: sm.revision,
-            nodes: nodes_as_v5(&sm),
-            sessions: sm.sessions.clone(),
-            queues: sm.queues.clone(),
-            rest: (sm.lock_delays.clone(), sm.clock_ms),
-        };
-        let bytes = encode_as(4, &old);
+        let rest = (sm.lock_delays.clone(), sm.clock_ms);
+        let bytes = encode_as(4, &sm, nodes_as_v5(&sm), sm.sessions.clone(), rest);
         let back = StateMachine::from_snapshot(&bytes).expect("decode v4");
         let mut expected = sm.clone();
         expected.kv = KvStore::default();
