@@ -63,15 +63,20 @@ record! {
 }
 
 impl Acl {
-    /// `ZooDefs.Ids.OPEN_ACL_UNSAFE`'s one entry: everything to anyone.
-    pub fn open_unsafe() -> Self {
+    /// `perms` granted to `id` in `scheme`.
+    pub fn new(perms: i32, scheme: impl Into<String>, id: impl Into<String>) -> Self {
         Self {
-            perms: perms::ALL,
+            perms,
             id: Id {
-                scheme: "world".into(),
-                id: "anyone".into(),
+                scheme: scheme.into(),
+                id: id.into(),
             },
         }
+    }
+
+    /// `ZooDefs.Ids.OPEN_ACL_UNSAFE`'s one entry: everything to anyone.
+    pub fn open_unsafe() -> Self {
+        Self::new(perms::ALL, "world", "anyone")
     }
 }
 
