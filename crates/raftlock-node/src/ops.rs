@@ -124,16 +124,25 @@ impl Node {
             .into());
         }
         let id = SessionId(rand::random());
+        self.open_checked(id, principal, owner.to_string(), ttl_ms)
+            .await
+    }
+
+    /// Opens session `id` (its TTL already checked), on behalf of
+    /// `principal` when one is given.
+    pub(crate) async fn open_checked(
+        &self,
+        id: SessionId,
+        principal: Option<&str>,
+        owner: String,
+        ttl_ms: u64,
+    ) -> Result<OpenedSession, NodeError> {
         let command = match principal {
-            None => Command::OpenSession {
-                id,
-                owner: owner.to_string(),
-                ttl_ms,
-            },
+            None => Command::OpenSession { id, owner, ttl_ms },
             Some(principal) => Command::OpenSessionAs {
                 id,
                 principal: principal.to_string(),
-                owner: owner.to_string(),
+                owner,
                 ttl_ms,
             },
         };
