@@ -7,9 +7,18 @@
 use crate::command::{Acquisition, Effects, Response};
 use crate::error::CoreError;
 use crate::path::validate_lock_name;
-use crate::queue::node_path;
+use crate::queue::{node_path, LockQueue};
 use crate::state::{Outcome, StateMachine};
 use crate::types::{QueueKind, SessionId};
+
+/// Which session's node to delete from which queue.
+pub(crate) struct Release<'a> {
+    /// The primitive's name, for the error when the session is not queued.
+    pub(crate) name: &'a str,
+    pub(crate) queue_path: String,
+    pub(crate) session: SessionId,
+    pub(crate) withdraw: Option<&'a str>,
+}
 
 impl StateMachine {
     #[allow(clippy::too_many_arguments)]
@@ -85,6 +94,32 @@ impl StateMachine {
         validate_lock_name(name)?;
         let queue_path = kind.queue_path(name);
         self.refuse_held_off(&queue_path, session)?;
+        let release = Release {
+            name,
+            queue_path,
+            session,
+            withdraw,
+        };
+        let holds = |q: &LockQueue, seq| q.head().is_some_and(|(h, _)| h == seq);
+        self.remove_queued(release, holds, revision, effects)
+    }
+
+    /// Deletes the session's node in a lock's or a shared primitive's
+    /// queue; `holds` says whether the node with a sequence holds.
+    /// `withdraw` names the one node to delete, and only while it waits.
+    pub(crate) fn remove_queued(
+        &mut self,
+        release: Release<'_>,
+        holds: impl FnOnce(&LockQueue, u64) -> bool,
+        revision: u64,
+        effects: &mut Effects,
+    ) -> Result<Outcome, CoreError> {
+        let Release {
+            name,
+            queue_path,
+            session,
+            withdraw,
+        } = release;
         let queue = self.queues.get(queue_path.as_str());
         let Some(seq) = queue.and_then(|q| q.sequence_of(session)) else {
             return Err(match queue {
@@ -95,7 +130,7 @@ impl StateMachine {
             });
         };
         let node = node_path(&queue_path, seq);
-        let was_holder = queue.and_then(|q| q.head()).is_some_and(|(h, _)| h == seq);
+        let was_holder = queue.is_some_and(|q| holds(q, seq));
         if let Some(expected) = withdraw {
             if expected != node {
                 return Err(CoreError::NotFound(expected.to_string()));

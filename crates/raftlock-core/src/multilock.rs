@@ -70,6 +70,20 @@ pub enum MultiStatus {
 }
 
 impl StateMachine {
+    /// What acquiring and releasing a set both begin with: the session and
+    /// the set are valid and not held off, and the session's place in
+    /// each lock (as `multi_places`).
+    fn checked_places(
+        &self,
+        locks: &[String],
+        session: SessionId,
+    ) -> Result<Vec<Option<u64>>, CoreError> {
+        self.require_session(session)?;
+        validate_lock_set(locks)?;
+        self.refuse_held_off_set(locks, session)?;
+        Ok(self.multi_places(locks, session))
+    }
+
     /// The session's node sequence in each lock, if it is queued there
     /// (a held-off node, `lock_delay.rs`, is not the session's any more).
     fn multi_places(&self, locks: &[String], session: SessionId) -> Vec<Option<u64>> {
@@ -131,10 +145,7 @@ impl StateMachine {
         revision: u64,
         effects: &mut Effects,
     ) -> Result<Outcome, CoreError> {
-        self.require_session(session)?;
-        validate_lock_set(locks)?;
-        self.refuse_held_off_set(locks, session)?;
-        let places = self.multi_places(locks, session);
+        let places = self.checked_places(locks, session)?;
         if let Some(Some(first)) = places.first() {
             // A retry finds the set its first attempt queued: the same
             // sequence in every lock.
@@ -205,10 +216,7 @@ impl StateMachine {
         revision: u64,
         effects: &mut Effects,
     ) -> Result<Outcome, CoreError> {
-        self.require_session(session)?;
-        validate_lock_set(locks)?;
-        self.refuse_held_off_set(locks, session)?;
-        let places = self.multi_places(locks, session);
+        let places = self.checked_places(locks, session)?;
         if let Some(seq) = withdraw {
             if places.iter().any(|p| *p != Some(seq)) {
                 return Err(CoreError::NotFound(format!(

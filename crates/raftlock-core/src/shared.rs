@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{Acquisition, Effects, Response};
 use crate::error::CoreError;
+use crate::locks::Release;
 use crate::path::{validate_lock_name, RWLOCKS_PREFIX, SEMAPHORES_PREFIX};
 use crate::query::QueueEntryView;
 use crate::queue::{node_path, LockQueue};
@@ -355,30 +356,14 @@ impl StateMachine {
     ) -> Result<Outcome, CoreError> {
         self.require_session(session)?;
         validate_lock_name(name)?;
-        let queue_path = kind.queue_path(name);
-        let queue = self.queues.get(queue_path.as_str());
-        let Some(seq) = queue.and_then(|q| q.sequence_of(session)) else {
-            return Err(match queue {
-                Some(_) => CoreError::NotOwner {
-                    lock: name.to_string(),
-                },
-                None => CoreError::NotFound(queue_path),
-            });
+        let release = Release {
+            name,
+            queue_path: kind.queue_path(name),
+            session,
+            withdraw,
         };
-        let node = node_path(&queue_path, seq);
-        let was_holder = queue
-            .and_then(|q| q.get(seq))
-            .is_some_and(|e| e.granted_revision.is_some());
-        if let Some(expected) = withdraw {
-            if expected != node {
-                return Err(CoreError::NotFound(expected.to_string()));
-            }
-            if was_holder {
-                return Err(CoreError::AlreadyGranted { node });
-            }
-        }
-        self.remove_node(&node, revision, effects);
-        Ok(Outcome::changed(Response::Released { node, was_holder }))
+        let holds = |q: &LockQueue, seq| q.get(seq).is_some_and(|e| e.granted_revision.is_some());
+        self.remove_queued(release, holds, revision, effects)
     }
 }
 

@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use crate::kv::KvStore;
@@ -61,63 +62,6 @@ impl From<NodeV5> for Node {
     }
 }
 
-fn nodes_v5(nodes: BTreeMap<Box<str>, NodeV5>) -> BTreeMap<Box<str>, Node> {
-    nodes.into_iter().map(|(p, n)| (p, n.into())).collect()
-}
-
-/// The state as format 5 encoded it: nodes without their ACL.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
-struct StateV5 {
-    revision: u64,
-    nodes: BTreeMap<Box<str>, NodeV5>,
-    sessions: BTreeMap<SessionId, Session>,
-    queues: BTreeMap<Box<str>, LockQueue>,
-    lock_delays: BTreeMap<Box<str>, u64>,
-    clock_ms: u64,
-    kv: KvStore,
-}
-
-impl From<StateV5> for StateMachine {
-    fn from(old: StateV5) -> Self {
-        StateMachine {
-            revision: old.revision,
-            nodes: nodes_v5(old.nodes),
-            sessions: old.sessions,
-            queues: old.queues,
-            lock_delays: old.lock_delays,
-            clock_ms: old.clock_ms,
-            kv: old.kv,
-        }
-    }
-}
-
-/// The state as format 4 encoded it: as format 5 without the key space.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
-struct StateV4 {
-    revision: u64,
-    nodes: BTreeMap<Box<str>, NodeV5>,
-    sessions: BTreeMap<SessionId, Session>,
-    queues: BTreeMap<Box<str>, LockQueue>,
-    lock_delays: BTreeMap<Box<str>, u64>,
-    clock_ms: u64,
-}
-
-impl From<StateV4> for StateMachine {
-    fn from(old: StateV4) -> Self {
-        StateMachine {
-            revision: old.revision,
-            nodes: nodes_v5(old.nodes),
-            sessions: old.sessions,
-            queues: old.queues,
-            lock_delays: old.lock_delays,
-            clock_ms: old.clock_ms,
-            kv: KvStore::default(),
-        }
-    }
-}
-
 /// A node as formats 1 to 3 encoded it: `Node` without `meta`.
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(serde::Serialize))]
@@ -137,7 +81,7 @@ impl From<NodeV3> for Node {
             child_version: u32::try_from(old.next_child_sequence).unwrap_or(u32::MAX),
             ..NodeMeta::default()
         };
-        Node {
+        NodeV5 {
             data: old.data,
             version: old.version,
             create_revision: old.create_revision,
@@ -145,73 +89,9 @@ impl From<NodeV3> for Node {
             ephemeral_owner: old.ephemeral_owner,
             next_child_sequence: old.next_child_sequence,
             meta,
-            acl: None,
         }
+        .into()
     }
-}
-
-fn nodes_v3(nodes: BTreeMap<Box<str>, NodeV3>) -> BTreeMap<Box<str>, Node> {
-    nodes.into_iter().map(|(p, n)| (p, n.into())).collect()
-}
-
-/// The state as format 3 encoded it: nodes without `meta`, no clock.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
-struct StateV3 {
-    revision: u64,
-    nodes: BTreeMap<Box<str>, NodeV3>,
-    sessions: BTreeMap<SessionId, Session>,
-    queues: BTreeMap<Box<str>, LockQueue>,
-    lock_delays: BTreeMap<Box<str>, u64>,
-}
-
-impl From<StateV3> for StateMachine {
-    fn from(old: StateV3) -> Self {
-        StateMachine {
-            revision: old.revision,
-            nodes: nodes_v3(old.nodes),
-            sessions: old.sessions,
-            queues: old.queues,
-            lock_delays: old.lock_delays,
-            clock_ms: 0,
-            kv: KvStore::default(),
-        }
-    }
-}
-
-/// The state as format 2 encoded it: as format 3 without lock-delays.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
-struct StateV2 {
-    revision: u64,
-    nodes: BTreeMap<Box<str>, NodeV3>,
-    sessions: BTreeMap<SessionId, Session>,
-    queues: BTreeMap<Box<str>, LockQueue>,
-}
-
-impl From<StateV2> for StateMachine {
-    fn from(old: StateV2) -> Self {
-        StateMachine {
-            revision: old.revision,
-            nodes: nodes_v3(old.nodes),
-            sessions: old.sessions,
-            queues: old.queues,
-            lock_delays: BTreeMap::new(),
-            clock_ms: 0,
-            kv: KvStore::default(),
-        }
-    }
-}
-
-/// The state as format 1 encoded it: sessions without a principal.
-/// Field order is the encoding (bincode), so it mirrors `StateMachine`.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
-struct StateV1 {
-    revision: u64,
-    nodes: BTreeMap<Box<str>, NodeV3>,
-    sessions: BTreeMap<SessionId, SessionV1>,
-    queues: BTreeMap<Box<str>, LockQueue>,
 }
 
 /// A format-1 session: `Session` up to, without, `principal`.
@@ -224,30 +104,105 @@ struct SessionV1 {
     checkpoint_remaining_ms: Option<u64>,
 }
 
-impl From<StateV1> for StateMachine {
-    fn from(old: StateV1) -> Self {
-        let sessions = old
-            .sessions
-            .into_iter()
-            .map(|(id, s)| {
-                let session = Session {
-                    owner: s.owner,
-                    ttl_ms: s.ttl_ms,
-                    nodes: s.nodes,
-                    checkpoint_remaining_ms: s.checkpoint_remaining_ms,
-                    principal: None,
-                };
-                (id, session)
-            })
-            .collect();
+impl From<SessionV1> for Session {
+    fn from(old: SessionV1) -> Self {
+        Session {
+            owner: old.owner,
+            ttl_ms: old.ttl_ms,
+            nodes: old.nodes,
+            checkpoint_remaining_ms: old.checkpoint_remaining_ms,
+            principal: None,
+        }
+    }
+}
+
+type LockDelays = BTreeMap<Box<str>, u64>;
+
+/// A state as an older format encoded it: the fields every format begins
+/// with, in `StateMachine`'s order, then `rest`, the format's later fields
+/// as a tuple. bincode writes a struct or a tuple as its fields in order
+/// with nothing around them, so the nesting leaves the bytes as they were.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct OldState<N, S, R> {
+    revision: u64,
+    nodes: BTreeMap<Box<str>, N>,
+    sessions: BTreeMap<SessionId, S>,
+    queues: BTreeMap<Box<str>, LockQueue>,
+    rest: R,
+}
+
+/// Format 1: sessions without a principal.
+type StateV1 = OldState<NodeV3, SessionV1, ()>;
+/// Format 2: as format 3 without lock-delays.
+type StateV2 = OldState<NodeV3, Session, ()>;
+/// Format 3: nodes without `meta`, no clock.
+type StateV3 = OldState<NodeV3, Session, (LockDelays,)>;
+/// Format 4: as format 5 without the key space.
+type StateV4 = OldState<NodeV5, Session, (LockDelays, u64)>;
+/// Format 5: nodes without their ACL.
+type StateV5 = OldState<NodeV5, Session, (LockDelays, u64, KvStore)>;
+
+/// The fields after `queues` as this build has them; those an older
+/// format lacks are empty (no lock-delays, clock 0, no keys).
+#[derive(Default)]
+struct Rest {
+    lock_delays: LockDelays,
+    clock_ms: u64,
+    kv: KvStore,
+}
+
+impl From<()> for Rest {
+    fn from((): ()) -> Self {
+        Rest::default()
+    }
+}
+
+impl From<(LockDelays,)> for Rest {
+    fn from((lock_delays,): (LockDelays,)) -> Self {
+        Rest {
+            lock_delays,
+            ..Rest::default()
+        }
+    }
+}
+
+impl From<(LockDelays, u64)> for Rest {
+    fn from((lock_delays, clock_ms): (LockDelays, u64)) -> Self {
+        Rest {
+            lock_delays,
+            clock_ms,
+            ..Rest::default()
+        }
+    }
+}
+
+impl From<(LockDelays, u64, KvStore)> for Rest {
+    fn from((lock_delays, clock_ms, kv): (LockDelays, u64, KvStore)) -> Self {
+        Rest {
+            lock_delays,
+            clock_ms,
+            kv,
+        }
+    }
+}
+
+/// Converts every value of an old map to this build's type.
+fn upgrade<K: Ord, V, Old: Into<V>>(map: BTreeMap<K, Old>) -> BTreeMap<K, V> {
+    map.into_iter().map(|(k, v)| (k, v.into())).collect()
+}
+
+impl<N: Into<Node>, S: Into<Session>, R: Into<Rest>> From<OldState<N, S, R>> for StateMachine {
+    fn from(old: OldState<N, S, R>) -> Self {
+        let rest = old.rest.into();
         StateMachine {
             revision: old.revision,
-            nodes: nodes_v3(old.nodes),
-            sessions,
+            nodes: upgrade(old.nodes),
+            sessions: upgrade(old.sessions),
             queues: old.queues,
-            lock_delays: BTreeMap::new(),
-            clock_ms: 0,
-            kv: KvStore::default(),
+            lock_delays: rest.lock_delays,
+            clock_ms: rest.clock_ms,
+            kv: rest.kv,
         }
     }
 }
@@ -293,24 +248,13 @@ impl StateMachine {
         let (version, body) = rest
             .split_first_chunk::<4>()
             .ok_or_else(|| SnapshotError::Decode("truncated header".into()))?;
-        let decode_error = |e: bincode::Error| SnapshotError::Decode(e.to_string());
-        let state: StateMachine = match u32::from_le_bytes(*version) {
-            1 => bincode::deserialize::<StateV1>(body)
-                .map_err(decode_error)?
-                .into(),
-            2 => bincode::deserialize::<StateV2>(body)
-                .map_err(decode_error)?
-                .into(),
-            3 => bincode::deserialize::<StateV3>(body)
-                .map_err(decode_error)?
-                .into(),
-            4 => bincode::deserialize::<StateV4>(body)
-                .map_err(decode_error)?
-                .into(),
-            5 => bincode::deserialize::<StateV5>(body)
-                .map_err(decode_error)?
-                .into(),
-            SNAPSHOT_FORMAT => bincode::deserialize(body).map_err(decode_error)?,
+        let state = match u32::from_le_bytes(*version) {
+            1 => decode::<StateV1>(body)?,
+            2 => decode::<StateV2>(body)?,
+            3 => decode::<StateV3>(body)?,
+            4 => decode::<StateV4>(body)?,
+            5 => decode::<StateV5>(body)?,
+            SNAPSHOT_FORMAT => decode::<StateMachine>(body)?,
             other => return Err(SnapshotError::UnsupportedFormat(other)),
         };
         state
@@ -318,6 +262,15 @@ impl StateMachine {
             .map_err(SnapshotError::Inconsistent)?;
         Ok(state)
     }
+}
+
+/// Decodes one format's body and brings it to this build's state.
+fn decode<T: DeserializeOwned + Into<StateMachine>>(
+    body: &[u8],
+) -> Result<StateMachine, SnapshotError> {
+    bincode::deserialize::<T>(body)
+        .map(Into::into)
+        .map_err(|e| SnapshotError::Decode(e.to_string()))
 }
 
 #[cfg(test)]
@@ -358,18 +311,18 @@ mod tests {
 
     /// `sm`'s nodes as formats 1 to 3 encoded them.
     fn old_nodes(sm: &StateMachine) -> BTreeMap<Box<str>, NodeV3> {
-        sm.nodes
-            .iter()
+        nodes_as_v5(sm)
+            .into_iter()
             .map(|(path, n)| {
                 let old = NodeV3 {
-                    data: n.data.clone(),
+                    data: n.data,
                     version: n.version,
                     create_revision: n.create_revision,
                     mod_revision: n.mod_revision,
                     ephemeral_owner: n.ephemeral_owner,
                     next_child_sequence: n.next_child_sequence,
                 };
-                (path.clone(), old)
+                (path, old)
             })
             .collect()
     }
@@ -380,50 +333,33 @@ mod tests {
         let mut up = sm.clone();
         up.clock_ms = 0;
         up.kv = KvStore::default();
-        up.nodes = nodes_v3(old_nodes(sm));
+        up.nodes = upgrade(old_nodes(sm));
         up
     }
 
     /// Encodes `sm` as format 1 did (it must have no principals).
     fn format_1(sm: &StateMachine) -> Vec<u8> {
-        let old = StateV1 {
-            revision: sm.revision,
-            nodes: old_nodes(sm),
-            sessions: sm
-                .sessions
-                .iter()
-                .map(|(id, s)| {
-                    assert!(s.principal.is_none());
-                    let v1 = SessionV1 {
-                        owner: s.owner.clone(),
-                        ttl_ms: s.ttl_ms,
-                        nodes: s.nodes.clone(),
-                        checkpoint_remaining_ms: s.checkpoint_remaining_ms,
-                    };
-                    (*id, v1)
-                })
-                .collect(),
-            queues: sm.queues.clone(),
-        };
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&1u32.to_le_bytes());
-        bytes.extend(bincode::serialize(&old).expect("encode v1"));
-        bytes
+        let sessions = sm
+            .sessions
+            .iter()
+            .map(|(id, s)| {
+                assert!(s.principal.is_none());
+                let v1 = SessionV1 {
+                    owner: s.owner.clone(),
+                    ttl_ms: s.ttl_ms,
+                    nodes: s.nodes.clone(),
+                    checkpoint_remaining_ms: s.checkpoint_remaining_ms,
+                };
+                (*id, v1)
+            })
+            .collect::<BTreeMap<_, _>>();
+        encode_as(1, sm, old_nodes(sm), sessions, ())
     }
 
     /// Encodes `sm` as format 2 did (it must have no lock-delays).
     fn format_2(sm: &StateMachine) -> Vec<u8> {
         assert!(sm.lock_delays.is_empty());
-        let old = StateV2 {
-            revision: sm.revision,
-            nodes: old_nodes(sm),
-            sessions: sm.sessions.clone(),
-            queues: sm.queues.clone(),
-        };
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&2u32.to_le_bytes());
-        bytes.extend(bincode::serialize(&old).expect("encode v2"));
-        bytes
+        encode_as(2, sm, old_nodes(sm), sm.sessions.clone(), ())
     }
 
     #[test]
@@ -496,17 +432,8 @@ mod tests {
 
     /// Encodes `sm` as format 3 did: nodes without meta, no clock.
     fn format_3(sm: &StateMachine) -> Vec<u8> {
-        let old = StateV3 {
-            revision: sm.revision,
-            nodes: old_nodes(sm),
-            sessions: sm.sessions.clone(),
-            queues: sm.queues.clone(),
-            lock_delays: sm.lock_delays.clone(),
-        };
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&3u32.to_le_bytes());
-        bytes.extend(bincode::serialize(&old).expect("encode v3"));
-        bytes
+        let rest = (sm.lock_delays.clone(),);
+        encode_as(3, sm, old_nodes(sm), sm.sessions.clone(), rest)
     }
 
     #[test]
@@ -553,6 +480,29 @@ mod tests {
             Some(1_700_000_000_123)
         );
     }
+}
+
+/// Encodes `sm` as format `format` did: its revision and queues, with
+/// `nodes`, `sessions` and `rest` in that format's shapes.
+#[cfg(test)]
+fn encode_as<N: serde::Serialize, S: serde::Serialize, R: serde::Serialize>(
+    format: u32,
+    sm: &StateMachine,
+    nodes: BTreeMap<Box<str>, N>,
+    sessions: BTreeMap<SessionId, S>,
+    rest: R,
+) -> Vec<u8> {
+    let old = OldState {
+        revision: sm.revision,
+        nodes,
+        sessions,
+        queues: sm.queues.clone(),
+        rest,
+    };
+    let mut bytes = MAGIC.to_vec();
+    bytes.extend_from_slice(&format.to_le_bytes());
+    bytes.extend(bincode::serialize(&old).expect("encode an old format"));
+    bytes
 }
 
 /// `sm`'s nodes as formats 4 and 5 encoded them (without ACLs).
@@ -634,18 +584,8 @@ mod acl_tests {
     #[test]
     fn format_5_still_decodes_with_open_acls() {
         let sm = with_acls();
-        let old = StateV5 {
-            revision: sm.revision,
-            nodes: nodes_as_v5(&sm),
-            sessions: sm.sessions.clone(),
-            queues: sm.queues.clone(),
-            lock_delays: sm.lock_delays.clone(),
-            clock_ms: sm.clock_ms,
-            kv: sm.kv.clone(),
-        };
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&5u32.to_le_bytes());
-        bytes.extend(bincode::serialize(&old).expect("encode v5"));
+        let rest = (sm.lock_delays.clone(), sm.clock_ms, sm.kv.clone());
+        let bytes = encode_as(5, &sm, nodes_as_v5(&sm), sm.sessions.clone(), rest);
         let back = StateMachine::from_snapshot(&bytes).expect("decode v5");
         let mut expected = sm.clone();
         for node in expected.nodes.values_mut() {
@@ -702,17 +642,8 @@ mod kv_tests {
     #[test]
     fn format_4_still_decodes_with_an_empty_key_space() {
         let sm = with_keys();
-        let old = StateV4 {
-            revision: sm.revision,
-            nodes: nodes_as_v5(&sm),
-            sessions: sm.sessions.clone(),
-            queues: sm.queues.clone(),
-            lock_delays: sm.lock_delays.clone(),
-            clock_ms: sm.clock_ms,
-        };
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&4u32.to_le_bytes());
-        bytes.extend(bincode::serialize(&old).expect("encode v4"));
+        let rest = (sm.lock_delays.clone(), sm.clock_ms);
+        let bytes = encode_as(4, &sm, nodes_as_v5(&sm), sm.sessions.clone(), rest);
         let back = StateMachine::from_snapshot(&bytes).expect("decode v4");
         let mut expected = sm.clone();
         expected.kv = KvStore::default();

@@ -164,7 +164,12 @@ pub(crate) fn check_writable(path: &str) -> Result<(), CoreError> {
     Ok(())
 }
 
-fn check_version(path: &str, expected: Option<u64>, actual: u64) -> Result<(), CoreError> {
+/// Refuses a compare-and-set whose expected version is not the node's.
+pub(crate) fn check_version(
+    path: &str,
+    expected: Option<u64>,
+    actual: u64,
+) -> Result<(), CoreError> {
     match expected {
         Some(expected) if expected != actual => Err(CoreError::VersionMismatch {
             path: path.to_string(),

@@ -18,7 +18,7 @@ use crate::command::{Effects, Response};
 use crate::error::CoreError;
 use crate::path::{parent_of, validate_node_path, SEQUENCE_DIGITS};
 use crate::state::{Outcome, StateMachine};
-use crate::tree::check_writable;
+use crate::tree::{check_version, check_writable};
 use crate::txn::Journal;
 use crate::types::{AclEntry, Node, NodeAcl, NodeMeta, SessionId};
 
@@ -430,17 +430,6 @@ impl StateMachine {
             ephemeral_owner: node.ephemeral_owner,
             meta: node.meta,
         })
-    }
-}
-
-fn check_version(path: &str, expected: Option<u64>, actual: u64) -> Result<(), CoreError> {
-    match expected {
-        Some(expected) if expected != actual => Err(CoreError::VersionMismatch {
-            path: path.to_string(),
-            expected,
-            actual,
-        }),
-        _ => Ok(()),
     }
 }
 

@@ -123,25 +123,8 @@ impl Node {
             }
             None => SessionId(rand::random_range(1..=MAX_LEASE_ID)),
         };
-        let owner = "etcd lease".to_string();
-        let command = match principal {
-            None => Command::OpenSession { id, owner, ttl_ms },
-            Some(principal) => Command::OpenSessionAs {
-                id,
-                principal: principal.to_string(),
-                owner,
-                ttl_ms,
-            },
-        };
-        let (_, applied) = self.replica.write(command).await?;
-        match applied.result? {
-            Response::SessionOpened { id, ttl_ms } => Ok(OpenedSession {
-                id,
-                ttl_ms,
-                revision: applied.revision,
-            }),
-            other => Err(unexpected(other)),
-        }
+        self.open_checked(id, principal, "etcd lease".to_string(), ttl_ms)
+            .await
     }
 
     /// A lease's TTL and keys; `None` if the session is not open.

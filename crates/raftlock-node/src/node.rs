@@ -14,7 +14,9 @@ use crate::identity::IdentityFile;
 use crate::network::{Network, PeerClient};
 use crate::peer_guard::PeerGuard;
 use crate::quorum::QuorumClock;
-use crate::replica::proposer::{self, Proposer};
+use crate::replica::group;
+use crate::replica::keepalives::Keepalives;
+use crate::replica::proposer::Proposer;
 use crate::replica::raft_slot::{Incarnation, RaftSlot};
 use crate::replica::Replica;
 use crate::shutdown::Shutdown;
@@ -293,7 +295,7 @@ impl Node {
             source,
         })?;
         let (proposer, proposals) = Proposer::new();
-        let (keepalives, keepalive_queue) = crate::replica::keepalives::Keepalives::new();
+        let (keepalives, keepalive_queue) = Keepalives::new();
         let node = Node {
             replica: Arc::new(Replica {
                 id: config.id,
@@ -318,11 +320,8 @@ impl Node {
         let tls_server = tls.map(|t| t.server);
         node.spawn(crate::routes::serve(replica.clone(), listener, tls_server));
         node.spawn(crate::leader::expire_sessions(replica.clone()));
-        node.spawn(proposer::run(replica.clone(), proposals));
-        node.spawn(crate::replica::keepalives::run(
-            replica.clone(),
-            keepalive_queue,
-        ));
+        node.spawn(group::run(replica.clone(), proposals));
+        node.spawn(group::run(replica.clone(), keepalive_queue));
         spawn_raft_tasks(replica, &node.lifecycle.tasks);
         node.spawn(crate::storage_watch::watch_log_storage(
             replica.clone(),

@@ -124,16 +124,25 @@ impl Node {
             .into());
         }
         let id = SessionId(rand::random());
+        self.open_checked(id, principal, owner.to_string(), ttl_ms)
+            .await
+    }
+
+    /// Opens session `id` (its TTL already checked), on behalf of
+    /// `principal` when one is given.
+    pub(crate) async fn open_checked(
+        &self,
+        id: SessionId,
+        principal: Option<&str>,
+        owner: String,
+        ttl_ms: u64,
+    ) -> Result<OpenedSession, NodeError> {
         let command = match principal {
-            None => Command::OpenSession {
-                id,
-                owner: owner.to_string(),
-                ttl_ms,
-            },
+            None => Command::OpenSession { id, owner, ttl_ms },
             Some(principal) => Command::OpenSessionAs {
                 id,
                 principal: principal.to_string(),
-                owner: owner.to_string(),
+                owner,
                 ttl_ms,
             },
         };
@@ -260,10 +269,10 @@ impl Node {
             wakeups: shared.waiters.wakeups(),
             waiter_registrations: shared.waiters.registered(),
             tracked_sessions: shared.tracker.tracked(),
-            proposals: self.replica.proposer.proposals(),
-            proposed_commands: self.replica.proposer.commands(),
+            proposals: self.replica.proposer.requests(),
+            proposed_commands: self.replica.proposer.items(),
             keepalive_requests: self.replica.keepalives.requests(),
-            keepalives_sent: self.replica.keepalives.keepalives(),
+            keepalives_sent: self.replica.keepalives.items(),
             snapshots_installed: shared.snapshots_installed(),
             sessions_expired,
             leader_changes,

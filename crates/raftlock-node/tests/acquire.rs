@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{settings, Cluster, WAIT};
+use common::{acquire_in_task, holding, settings, Cluster, WAIT};
 use raftlock_node::core::QueueKind;
 use raftlock_node::{AcquireOptions, Consistency, Node, NodeError};
 
@@ -33,13 +33,7 @@ async fn waiters(node: &Node, name: &str) -> Vec<raftlock_node::core::SessionId>
 async fn a_timed_out_retry_withdraws_the_node_an_earlier_request_queued() {
     let cluster = Cluster::start(3, settings()).await;
     let node = cluster.node(1).clone();
-    let holder = node
-        .open_session("holder", Duration::from_secs(30))
-        .await
-        .expect("open");
-    node.acquire(QueueKind::Lock, "r", holder.id, vec![], WAIT)
-        .await
-        .expect("held");
+    holding(&node, "holder", Duration::from_secs(30), "r").await;
     let waiter = node
         .open_session("waiter", Duration::from_secs(30))
         .await
@@ -80,32 +74,12 @@ async fn a_timeout_whose_withdrawal_fails_is_an_unknown_outcome() {
     let leader_id = cluster.leader().await;
     let follower_id = (1..=3).find(|id| *id != leader_id).expect("a follower");
     let follower = cluster.node(follower_id).clone();
-    let holder = follower
-        .open_session("holder", Duration::from_secs(30))
-        .await
-        .expect("open");
-    follower
-        .acquire(QueueKind::Lock, "w", holder.id, vec![], WAIT)
-        .await
-        .expect("held");
+    holding(&follower, "holder", Duration::from_secs(30), "w").await;
     let waiter = follower
         .open_session("waiter", Duration::from_secs(30))
         .await
         .expect("open");
-    let waiting = {
-        let follower = follower.clone();
-        tokio::spawn(async move {
-            follower
-                .acquire(
-                    QueueKind::Lock,
-                    "w",
-                    waiter.id,
-                    vec![],
-                    Duration::from_secs(1),
-                )
-                .await
-        })
-    };
+    let waiting = acquire_in_task(&follower, "w", waiter.id, Duration::from_secs(1));
     // The waiter is queued; then its member loses the cluster, so the
     // withdrawal at the end of the wait cannot reach a leader.
     common::eventually("the waiter to queue", WAIT, || {
@@ -159,13 +133,7 @@ async fn a_wait_in_several_polls_keeps_its_place_in_line() {
         Err(NodeError::Timeout),
         "the first poll times out"
     );
-    let late_waits = {
-        let node = node.clone();
-        tokio::spawn(async move {
-            node.acquire(QueueKind::Lock, "fifo", late.id, vec![], WAIT)
-                .await
-        })
-    };
+    let late_waits = acquire_in_task(&node, "fifo", late.id, WAIT);
     let in_line = async {
         while waiters(&node, "fifo").await.len() < 2 {
             tokio::task::yield_now().await;
@@ -176,13 +144,7 @@ async fn a_wait_in_several_polls_keeps_its_place_in_line() {
         .expect("late queues");
     assert_eq!(waiters(&node, "fifo").await, vec![early.id, late.id]);
     // The next poll re-attaches to the same node, ahead of `late`.
-    let early_waits = {
-        let node = node.clone();
-        tokio::spawn(async move {
-            node.acquire(QueueKind::Lock, "fifo", early.id, vec![], WAIT)
-                .await
-        })
-    };
+    let early_waits = acquire_in_task(&node, "fifo", early.id, WAIT);
     node.release(QueueKind::Lock, "fifo", holder.id)
         .await
         .expect("release");

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, holder_and_waiter, settings, Cluster, Queued, WAIT};
+use common::{eventually, holder_and_waiter, holding, settings, Cluster, Queued, WAIT};
 use raftlock_node::core::{Command, QueueKind, Response};
 use raftlock_node::{Consistency, NodeError};
 
@@ -82,14 +82,7 @@ async fn a_release_with_many_waiters_wakes_exactly_one() {
         .find(|n| n.id() != leader)
         .expect("follower")
         .clone();
-    let holder = follower
-        .open_session("holder", Duration::from_secs(30))
-        .await
-        .expect("open");
-    follower
-        .acquire(QueueKind::Lock, "herd", holder.id, vec![], WAIT)
-        .await
-        .expect("holder granted");
+    let (holder, _) = holding(&follower, "holder", Duration::from_secs(30), "herd").await;
     let mut tasks = Vec::new();
     for i in 0..WAITERS {
         let node = follower.clone();
@@ -217,14 +210,7 @@ async fn each_write_in_a_shared_proposal_gets_its_own_outcome() {
 async fn an_expired_session_passes_its_lock_to_the_next_waiter() {
     let cluster = Cluster::start(3, settings()).await;
     let node = cluster.node(2).clone();
-    let dead = node
-        .open_session("dead", Duration::from_millis(500))
-        .await
-        .expect("open");
-    let first = node
-        .acquire(QueueKind::Lock, "job", dead.id, vec![], WAIT)
-        .await
-        .expect("granted");
+    let (dead, first) = holding(&node, "dead", Duration::from_millis(500), "job").await;
     let live = node
         .open_session("live", Duration::from_secs(30))
         .await

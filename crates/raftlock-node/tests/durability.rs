@@ -13,7 +13,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, settings, Cluster, WAIT};
+use common::{eventually, holding, settings, Cluster, WAIT};
 use raftlock_node::core::{CoreError, QueueKind};
 use raftlock_node::{Consistency, Node, NodeError};
 
@@ -179,14 +179,8 @@ async fn leader_disk_fault(fault: fn(&Node), refusal: fn(&NodeError) -> bool) {
         .filter(|n| n.id() != failed_id)
         .cloned()
         .collect();
-    let session = failed
-        .open_session("fsync", Duration::from_secs(30))
-        .await
-        .expect("open");
-    failed
-        .acquire(QueueKind::Lock, "before", session.id, vec![], WAIT)
-        .await
-        .expect("acknowledged before the failure");
+    // Acknowledged before the failure.
+    let (session, _) = holding(&failed, "fsync", Duration::from_secs(30), "before").await;
 
     fault(&failed);
     let during = failed
@@ -291,14 +285,8 @@ async fn a_follower_whose_disk_fills_up_refuses_writes_and_the_cluster_serves_on
         .find(|n| n.id() != leader_id)
         .expect("a follower")
         .clone();
-    let session = leader
-        .open_session("disk-full", Duration::from_secs(30))
-        .await
-        .expect("open");
-    leader
-        .acquire(QueueKind::Lock, "held", session.id, vec![], WAIT)
-        .await
-        .expect("held before the disk fills");
+    // Held before the disk fills.
+    let (session, _) = holding(&leader, "disk-full", Duration::from_secs(30), "held").await;
 
     full.fail_log_sync_out_of_space();
     // The next entry reaches the follower's barrier, which fails.

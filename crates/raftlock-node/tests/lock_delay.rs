@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, settings, Cluster, WAIT};
+use common::{acquire_in_task, eventually, settings, Cluster, WAIT};
 use raftlock_node::core::QueueKind;
 use raftlock_node::{AcquireOptions, Consistency, Grant, Node, NodeError, OpenedSession};
 use tokio::task::JoinHandle;
@@ -38,19 +38,7 @@ async fn wait_behind(node: &Node, lock: &str) -> JoinHandle<Result<Grant, NodeEr
         .await
         .expect("open waiter");
     let registrations = node.counters().waiter_registrations;
-    let waiting = {
-        let (node, lock) = (node.clone(), lock.to_string());
-        tokio::spawn(async move {
-            node.acquire(
-                QueueKind::Lock,
-                &lock,
-                waiter.id,
-                vec![],
-                Duration::from_secs(30),
-            )
-            .await
-        })
-    };
+    let waiting = acquire_in_task(node, lock, waiter.id, Duration::from_secs(30));
     eventually("the waiter waits", WAIT, || {
         node.counters().waiter_registrations > registrations
     })

@@ -26,6 +26,16 @@ async fn connect(addr: std::net::SocketAddr, timeout_ms: u64) -> Client {
         .unwrap_or_else(|e| panic!("connect to {addr}: {e}"))
 }
 
+/// The session owning the node at `path`, as `reader` sees it.
+async fn owner_of(reader: &Client, path: &str) -> Option<i64> {
+    reader
+        .exists(path)
+        .await
+        .ok()
+        .flatten()
+        .map(|s| s.ephemeral_owner)
+}
+
 /// Create and list in one write; the lowest node holds; the next waits
 /// on it through an exists-watch on another member, which fires with
 /// its deletion; the czxids (fencing tokens) follow the queue.
@@ -135,13 +145,7 @@ async fn requests_alone_keep_a_session() {
         .create("/silent", b"", CreateMode::Ephemeral)
         .await
         .unwrap_or_else(|e| panic!("create: {e}"));
-    let owner = reader
-        .exists(&busy_node)
-        .await
-        .ok()
-        .flatten()
-        .map(|s| s.ephemeral_owner);
-    assert_eq!(owner, Some(busy.session_id()));
+    assert_eq!(owner_of(&reader, &busy_node).await, Some(busy.session_id()));
     // Five timeouts of reads only, one every quarter of the timeout.
     let start = tokio::time::Instant::now();
     while start.elapsed() < timeout * 5 {
@@ -155,14 +159,8 @@ async fn requests_alone_keep_a_session() {
     // The silent session is gone by now (its timeout passed five times
     // over); the busy one's node is still there, as another member sees.
     assert_eq!(reader.exists(&silent_node).await, Ok(None));
-    let owner = reader
-        .exists(&busy_node)
-        .await
-        .ok()
-        .flatten()
-        .map(|s| s.ephemeral_owner);
     assert_eq!(
-        owner,
+        owner_of(&reader, &busy_node).await,
         Some(busy.session_id()),
         "the busy session's node stays"
     );

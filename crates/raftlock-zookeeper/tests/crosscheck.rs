@@ -232,30 +232,20 @@ const NAMES: &[&str] = &["a", "b", "e", "a/x", "a/y", "b/x", "e/x", "a/x/z"];
 /// `digest` of `bob:secret`, as ZooKeeper computes it.
 const BOB: &str = "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=";
 
-fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
-    Acl {
-        perms,
-        id: Id {
-            scheme: scheme.into(),
-            id: id.into(),
-        },
-    }
-}
-
 /// ACLs that leave world:anyone every permission (`DIFFERENCES`).
 fn open_shapes() -> Vec<Vec<Acl>> {
     let open = Acl::open_unsafe();
     vec![
         vec![open.clone()],
-        vec![open.clone(), acl(perms::ALL, "digest", BOB)],
-        vec![acl(perms::READ, "ip", "10.0.0.0/8"), open.clone()],
+        vec![open.clone(), Acl::new(perms::ALL, "digest", BOB)],
+        vec![Acl::new(perms::READ, "ip", "10.0.0.0/8"), open.clone()],
         vec![open.clone(), open.clone()],
         vec![
-            acl(perms::READ | perms::CREATE, "digest", "amy:x:"),
+            Acl::new(perms::READ | perms::CREATE, "digest", "amy:x:"),
             open.clone(),
         ],
-        vec![open.clone(), acl(perms::ALL, "ip", "127.0.0.1/32")],
-        vec![acl(perms::ADMIN, "ip", "+10.001.0.0/016"), open],
+        vec![open.clone(), Acl::new(perms::ALL, "ip", "127.0.0.1/32")],
+        vec![Acl::new(perms::ADMIN, "ip", "+10.001.0.0/016"), open],
     ]
 }
 
@@ -264,31 +254,31 @@ fn invalid_shapes() -> Vec<Vec<Acl>> {
     let open = Acl::open_unsafe();
     vec![
         vec![],
-        vec![acl(perms::ALL, "world", "nobody")],
-        vec![acl(perms::ALL, "digest", "bob")],
-        vec![acl(perms::ALL, "digest", "a:b:c")],
-        vec![acl(perms::ALL, "ip", "300.1.1.1")],
-        vec![acl(perms::ALL, "ip", "10.0.0.0/33")],
-        vec![acl(perms::ALL, "ip", "1.2.3.4/")],
-        vec![acl(perms::ALL, "ip", "::1")],
-        vec![acl(perms::ALL, "sasl", "bob")],
-        vec![acl(perms::ALL, "auth", "")],
-        vec![open, acl(perms::ALL, "x509", "CN=bob")],
+        vec![Acl::new(perms::ALL, "world", "nobody")],
+        vec![Acl::new(perms::ALL, "digest", "bob")],
+        vec![Acl::new(perms::ALL, "digest", "a:b:c")],
+        vec![Acl::new(perms::ALL, "ip", "300.1.1.1")],
+        vec![Acl::new(perms::ALL, "ip", "10.0.0.0/33")],
+        vec![Acl::new(perms::ALL, "ip", "1.2.3.4/")],
+        vec![Acl::new(perms::ALL, "ip", "::1")],
+        vec![Acl::new(perms::ALL, "sasl", "bob")],
+        vec![Acl::new(perms::ALL, "auth", "")],
+        vec![open, Acl::new(perms::ALL, "x509", "CN=bob")],
     ]
 }
 
 /// ACLs that restrict, for probe nodes only (`DIFFERENCES`).
 fn probe_shapes() -> Vec<Vec<Acl>> {
-    let read = acl(perms::READ, "world", "anyone");
+    let read = Acl::new(perms::READ, "world", "anyone");
     vec![
         vec![read.clone()],
         vec![
-            acl(perms::READ | perms::ADMIN, "world", "anyone"),
-            acl(perms::ALL, "digest", BOB),
+            Acl::new(perms::READ | perms::ADMIN, "world", "anyone"),
+            Acl::new(perms::ALL, "digest", BOB),
         ],
-        vec![acl(perms::ALL, "ip", "10.0.0.0/8"), read.clone()],
+        vec![Acl::new(perms::ALL, "ip", "10.0.0.0/8"), read.clone()],
         vec![read.clone(), read.clone()],
-        vec![acl(perms::ALL, "ip", "192.168.1.7"), read],
+        vec![Acl::new(perms::ALL, "ip", "192.168.1.7"), read],
     ]
 }
 const VERSIONS: &[i32] = &[-1, -1, 0, 0, 1, 2, 7];
@@ -1087,10 +1077,10 @@ fn auth_acl_answers(addr: SocketAddr, path: &str) -> Vec<String> {
     }
     let admin = perms::READ | perms::WRITE | perms::ADMIN;
     let auth = vec![
-        acl(admin, "auth", ""),
+        Acl::new(admin, "auth", ""),
         // Not a duplicate of the first (its id differs): both expand.
-        acl(admin, "auth", "ignored"),
-        acl(perms::READ, "world", "anyone"),
+        Acl::new(admin, "auth", "ignored"),
+        Acl::new(perms::READ, "world", "anyone"),
     ];
     let request = |path: &str| {
         OpRequest::Create(CreateRequest {
@@ -1117,7 +1107,7 @@ fn auth_acl_answers(addr: SocketAddr, path: &str) -> Vec<String> {
     }
     let set = OpRequest::SetAcl(SetAclRequest {
         path: path.into(),
-        acl: vec![acl(perms::ALL, "auth", "")],
+        acl: vec![Acl::new(perms::ALL, "auth", "")],
         version: 0,
     });
     let xid = anonymous.send(set.clone());
@@ -1156,6 +1146,6 @@ async fn auth_acls_become_the_digest_ids_zookeeper_gives() {
     drop(zk);
     assert_eq!(ours, theirs, "raftlock (left) and ZooKeeper (right) differ");
     let admin = perms::READ | perms::WRITE | perms::ADMIN;
-    let bob = format!("{:?}", acl(admin, "digest", BOB));
+    let bob = format!("{:?}", Acl::new(admin, "digest", BOB));
     assert!(ours[5].contains(&bob), "{ours:?}");
 }

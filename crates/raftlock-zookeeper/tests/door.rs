@@ -798,16 +798,6 @@ async fn get_ephemerals_lists_the_sessions_own_ephemerals() {
     .await;
 }
 
-fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
-    Acl {
-        perms,
-        id: Id {
-            scheme: scheme.into(),
-            id: id.into(),
-        },
-    }
-}
-
 fn get_acl(conn: &mut Conn, path: &str) -> (Vec<Acl>, Stat) {
     match conn.ok(OpRequest::GetAcl(PathRequest { path: path.into() })) {
         ReplyBody::GetAcl { acl, stat } => (acl, stat),
@@ -838,9 +828,9 @@ async fn acls_are_stored_checked_as_zookeeper_does_and_not_enforced() {
         let mut a = Conn::connect(addrs[0], 10_000);
         let mut b = Conn::connect(addrs[1], 10_000);
         let mixed = vec![
-            acl(perms::READ, "world", "anyone"),
-            acl(perms::ALL, "ip", "10.0.0.0/8"),
-            acl(perms::ADMIN, "digest", "bob:fyVmFCwVbTJYrznoSu1koqYEYF0="),
+            Acl::new(perms::READ, "world", "anyone"),
+            Acl::new(perms::ALL, "ip", "10.0.0.0/8"),
+            Acl::new(perms::ADMIN, "digest", "bob:fyVmFCwVbTJYrznoSu1koqYEYF0="),
         ];
         a.ok(OpRequest::Create2(with_acl("/acl", mixed.clone())));
         // Another member returns it as given, with the stat.
@@ -850,14 +840,17 @@ async fn acls_are_stored_checked_as_zookeeper_does_and_not_enforced() {
         let open = Acl::open_unsafe();
         let dup = vec![
             open.clone(),
-            acl(perms::READ, "world", "anyone"),
+            Acl::new(perms::READ, "world", "anyone"),
             open.clone(),
         ];
         a.ok(OpRequest::Create(with_acl("/dup", dup)));
         let (got, _) = get_acl(&mut b, "/dup");
-        assert_eq!(got, [open.clone(), acl(perms::READ, "world", "anyone")]);
+        assert_eq!(
+            got,
+            [open.clone(), Acl::new(perms::READ, "world", "anyone")]
+        );
         // setACL replaces it and counts aversion, with its version check.
-        let read_only = vec![acl(perms::READ, "world", "anyone")];
+        let read_only = vec![Acl::new(perms::READ, "world", "anyone")];
         assert_eq!(
             stat_of(b.ok(set_acl("/acl", read_only.clone(), 0))).aversion,
             1
@@ -874,13 +867,13 @@ async fn acls_are_stored_checked_as_zookeeper_does_and_not_enforced() {
         // Refused before the tree is consulted, as ZooKeeper refuses them.
         let invalid = [
             vec![],
-            vec![acl(perms::ALL, "world", "nobody")],
-            vec![acl(perms::ALL, "digest", "bob")],
-            vec![acl(perms::ALL, "ip", "300.1.1.1")],
-            vec![acl(perms::ALL, "ip", "10.0.0.0/33")],
-            vec![acl(perms::ALL, "sasl", "bob")],
-            vec![acl(perms::ALL, "auth", "")],
-            vec![open.clone(), acl(perms::ALL, "nosuch", "x")],
+            vec![Acl::new(perms::ALL, "world", "nobody")],
+            vec![Acl::new(perms::ALL, "digest", "bob")],
+            vec![Acl::new(perms::ALL, "ip", "300.1.1.1")],
+            vec![Acl::new(perms::ALL, "ip", "10.0.0.0/33")],
+            vec![Acl::new(perms::ALL, "sasl", "bob")],
+            vec![Acl::new(perms::ALL, "auth", "")],
+            vec![open.clone(), Acl::new(perms::ALL, "nosuch", "x")],
         ];
         for bad in invalid {
             a.fails(
@@ -918,7 +911,7 @@ async fn acls_are_stored_checked_as_zookeeper_does_and_not_enforced() {
         let r = a.ok(OpRequest::Multi(MultiRequest {
             ops: vec![
                 MultiOp::Create(create("/m2", b"", CreateMode::Persistent)),
-                MultiOp::Create(with_acl("/m3", vec![acl(perms::ALL, "ip", "x")])),
+                MultiOp::Create(with_acl("/m3", vec![Acl::new(perms::ALL, "ip", "x")])),
             ],
         }));
         let errors: Vec<OpResult> = [ErrorCode::Ok, ErrorCode::InvalidAcl]
@@ -961,9 +954,9 @@ async fn acls_are_stored_checked_as_zookeeper_does_and_not_enforced() {
             }),
         );
         assert_eq!(r.header.err, ErrorCode::Ok);
-        let auth = vec![acl(perms::READ | perms::WRITE, "auth", "")];
+        let auth = vec![Acl::new(perms::READ | perms::WRITE, "auth", "")];
         a.ok(OpRequest::Create(with_acl("/mine", auth.clone())));
-        let bob = acl(
+        let bob = Acl::new(
             perms::READ | perms::WRITE,
             "digest",
             "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=",

@@ -216,13 +216,7 @@ async fn an_acls_auth_entry_is_the_tokens_digest_id() {
         let mut c = Conn::connect(one, 10_000);
         let r = c.call_xid(xid::AUTH, auth("digest", &format!("jobs:{JOBS_TOKEN}")));
         assert_eq!(r.header.err, ErrorCode::Ok);
-        let auth_acl = vec![Acl {
-            perms: perms::ALL,
-            id: Id {
-                scheme: "auth".into(),
-                id: String::new(),
-            },
-        }];
+        let auth_acl = vec![Acl::new(perms::ALL, "auth", "")];
         c.ok(OpRequest::Create(CreateRequest {
             acl: auth_acl,
             ..create("/jobs/a", b"", CreateMode::Persistent)
@@ -232,13 +226,7 @@ async fn an_acls_auth_entry_is_the_tokens_digest_id() {
         }));
         // base64(sha1("jobs:jobs-secret")), as ZooKeeper's digest
         // provider would have it for the same `addauth`.
-        let expected = Acl {
-            perms: perms::ALL,
-            id: Id {
-                scheme: "digest".into(),
-                id: "jobs:KwPb2OMKJ9zu0bLK1h8Ab31IK4M=".into(),
-            },
-        };
+        let expected = Acl::new(perms::ALL, "digest", "jobs:KwPb2OMKJ9zu0bLK1h8Ab31IK4M=");
         assert!(
             matches!(&body, ReplyBody::GetAcl { acl, .. } if acl == &[expected]),
             "{body:?}"

@@ -638,13 +638,7 @@ fn the_codec_speaks_to_a_real_zookeeper() {
     }
     let s = stat_of(c.ok(OpRequest::SetAcl(SetAclRequest {
         path: "/zkw/c2".into(),
-        acl: vec![Acl {
-            perms: perms::READ | perms::WRITE,
-            id: Id {
-                scheme: "world".into(),
-                id: "anyone".into(),
-            },
-        }],
+        acl: vec![Acl::new(perms::READ | perms::WRITE, "world", "anyone")],
         version: 0,
     })));
     assert_eq!(s.aversion, 1);

@@ -154,7 +154,7 @@ impl Replica {
     /// outcome.
     pub async fn write(&self, command: Command) -> Result<(u64, Applied), NodeError> {
         let idempotent = command.is_idempotent();
-        self.at_leader(idempotent, || self.proposer.propose(self, command.clone()))
+        self.at_leader(idempotent, || self.proposer.submit(self, command.clone()))
             .await
     }
 
@@ -162,7 +162,7 @@ impl Replica {
     /// queued with it on this node, `keepalives.rs`); returns its TTL.
     pub async fn keepalive(&self, id: SessionId) -> Result<u64, NodeError> {
         // A keepalive is idempotent: an unknown outcome is retried too.
-        self.at_leader(true, || self.keepalives.renew(self, id))
+        self.at_leader(true, || self.keepalives.submit(self, id))
             .await
     }
 

@@ -8,6 +8,7 @@
 //! `OutcomeUnknown` (may have been applied), never by hanging.
 
 pub(crate) mod at_leader;
+pub(crate) mod group;
 pub(crate) mod keepalive;
 pub(crate) mod keepalives;
 pub(crate) mod membership;

@@ -17,13 +17,12 @@
 //! Each command still gets its own result and its own retry decision (in
 //! `Replica::write`): a proposal is transport, not a transaction.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use raftlock_core::{AclEntry, Applied, Command, Compare, TreeOp, TxnOp};
-use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::at_leader::{LeaderAnswer, LeaderRequest};
+use super::group::{Group, Kind};
 use super::Replica;
 use crate::error::NodeError;
 use crate::typ::{Proposal, Reply};
@@ -43,132 +42,47 @@ const MAX_BYTES: usize = 4 * 1024 * 1024;
 /// result.
 pub(crate) type Attempt = Result<(u64, Applied), NodeError>;
 
-struct Pending {
-    command: Command,
-    answer: oneshot::Sender<Attempt>,
-}
+/// Writes, grouped into proposals.
+pub(crate) struct Writes;
 
-/// The queue side, held by the `Replica`.
-pub(crate) struct Proposer {
-    queue: mpsc::UnboundedSender<Pending>,
-    /// Outstanding proposals; shared with the task.
-    slots: Arc<Semaphore>,
-    counters: Arc<Counters>,
-}
+/// The queue side, held by the `Replica`: `submit` sends a command to the
+/// current leader in the next proposal.
+pub(crate) type Proposer = Group<Writes>;
 
-#[derive(Default)]
-struct Counters {
-    proposals: AtomicU64,
-    commands: AtomicU64,
-}
+impl Kind for Writes {
+    type Item = Command;
+    type Output = (u64, Applied);
+    const IN_FLIGHT: usize = IN_FLIGHT;
+    const MAX_ITEMS: usize = MAX_COMMANDS;
+    const MAX_WEIGHT: usize = MAX_BYTES;
 
-impl Counters {
-    fn count(&self, commands: usize) {
-        self.proposals.fetch_add(1, Ordering::Relaxed);
-        self.commands.fetch_add(commands as u64, Ordering::Relaxed);
-    }
-}
-
-/// The task side, run by [`run`].
-pub(crate) struct ProposerQueue {
-    queue: mpsc::UnboundedReceiver<Pending>,
-    slots: Arc<Semaphore>,
-    counters: Arc<Counters>,
-}
-
-impl Proposer {
-    pub(crate) fn new() -> (Proposer, ProposerQueue) {
-        let (queue, rx) = mpsc::unbounded_channel();
-        let counters = Arc::new(Counters::default());
-        let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-        let task_side = ProposerQueue {
-            queue: rx,
-            slots: slots.clone(),
-            counters: counters.clone(),
-        };
-        let proposer = Proposer {
-            queue,
-            slots,
-            counters,
-        };
-        (proposer, task_side)
+    fn weight(command: &Command) -> usize {
+        weight(command)
     }
 
-    /// Proposals sent so far.
-    pub(crate) fn proposals(&self) -> u64 {
-        self.counters.proposals.load(Ordering::Relaxed)
-    }
-
-    /// Commands carried by those proposals.
-    pub(crate) fn commands(&self) -> u64 {
-        self.counters.commands.load(Ordering::Relaxed)
-    }
-
-    /// Sends `command` to the current leader in the next proposal: one
-    /// attempt, with no retry (`NoLeader` and `OutcomeUnknown` are the
-    /// caller's to handle).
-    pub(crate) async fn propose(&self, replica: &Replica, command: Command) -> Attempt {
-        // Nothing outstanding: no proposal to ride along with, so skip the
-        // queue (and the hop to the proposer task).
-        if let Ok(_slot) = self.slots.try_acquire() {
-            self.counters.count(1);
-            return match attempt(replica, vec![command]).await {
-                Ok((index, results)) => results
-                    .into_iter()
-                    .next()
-                    .map(|applied| (index, applied))
-                    .ok_or_else(|| NodeError::internal("a command had no result")),
-                Err(e) => Err(e),
-            };
+    async fn alone(replica: &Replica, command: Command) -> Attempt {
+        match attempt(replica, vec![command]).await {
+            Ok((index, results)) => results
+                .into_iter()
+                .next()
+                .map(|applied| (index, applied))
+                .ok_or_else(|| NodeError::internal("a command had no result")),
+            Err(e) => Err(e),
         }
-        let (answer, rx) = oneshot::channel();
-        self.queue
-            .send(Pending { command, answer })
-            .map_err(|_| NodeError::ShuttingDown)?;
-        rx.await.unwrap_or(Err(NodeError::ShuttingDown))
     }
-}
 
-/// Drains the queue into proposals until the node stops.
-pub(crate) async fn run(replica: Arc<Replica>, side: ProposerQueue) {
-    let ProposerQueue {
-        mut queue,
-        slots,
-        counters,
-    } = side;
-    loop {
-        let first = tokio::select! {
-            next = queue.recv() => match next {
-                Some(p) => p,
-                None => return,
-            },
-            _ = replica.shutdown.stopped() => return,
-        };
-        // Wait for a slot before draining: whatever queues meanwhile rides
-        // along in this proposal.
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return;
-        };
-        let batch = drain(first, &mut queue);
-        counters.count(batch.len());
-        let replica = replica.clone();
-        tokio::spawn(async move {
-            submit(&replica, batch).await;
-            drop(slot);
-        });
+    /// One attempt for the whole batch; every pending write gets its own
+    /// command's outcome.
+    async fn together(replica: Arc<Replica>, commands: Vec<Command>) -> Vec<Attempt> {
+        let n = commands.len();
+        match attempt(&replica, commands).await {
+            Ok((index, results)) => results
+                .into_iter()
+                .map(|applied| Ok((index, applied)))
+                .collect(),
+            Err(e) => vec![Err(e); n],
+        }
     }
-}
-
-/// `first` and whatever else is queued, within the caps.
-fn drain(first: Pending, queue: &mut mpsc::UnboundedReceiver<Pending>) -> Vec<Pending> {
-    let mut bytes = weight(&first.command);
-    let mut batch = vec![first];
-    while batch.len() < MAX_COMMANDS && bytes < MAX_BYTES {
-        let Ok(next) = queue.try_recv() else { break };
-        bytes += weight(&next.command);
-        batch.push(next);
-    }
-    batch
 }
 
 /// Rough encoded size: the payload plus a generous allowance for the rest.
@@ -226,26 +140,6 @@ fn op_weight(op: &TxnOp) -> usize {
         TxnOp::Delete { .. } => 0,
     };
     op.path().len() + data + 32
-}
-
-/// One attempt for the whole batch; every pending write gets its own
-/// command's outcome.
-async fn submit(replica: &Replica, batch: Vec<Pending>) {
-    let (commands, answers): (Vec<Command>, Vec<oneshot::Sender<Attempt>>) =
-        batch.into_iter().map(|p| (p.command, p.answer)).unzip();
-    match attempt(replica, commands).await {
-        Ok((index, results)) => {
-            for (answer, applied) in answers.into_iter().zip(results) {
-                // A caller that gave up is fine.
-                let _ = answer.send(Ok((index, applied)));
-            }
-        }
-        Err(e) => {
-            for answer in answers {
-                let _ = answer.send(Err(e.clone()));
-            }
-        }
-    }
 }
 
 /// Proposes `commands` as one entry through the leader as this node sees

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use raftlock_node::core::QueueKind;
+use raftlock_node::core::{QueueKind, SessionId};
 use raftlock_node::{ClusterSettings, Grant, LocalCluster, Node, NodeError, OpenedSession};
 
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -107,35 +107,47 @@ pub struct Queued {
 /// Takes `lock` for a session with `holder_ttl`, then queues a second
 /// session (60 s TTL) behind it, both through `node`.
 pub async fn holder_and_waiter(node: &Node, lock: &str, holder_ttl: Duration) -> Queued {
-    let holder = node
-        .open_session("holder", holder_ttl)
-        .await
-        .expect("open holder");
-    let grant = node
-        .acquire(QueueKind::Lock, lock, holder.id, vec![], WAIT)
-        .await
-        .expect("holder granted");
+    let (holder, grant) = holding(node, "holder", holder_ttl, lock).await;
     let waiter = node
         .open_session("waiter", Duration::from_secs(60))
         .await
         .expect("open waiter");
-    let waiting = {
-        let (node, lock) = (node.clone(), lock.to_string());
-        tokio::spawn(async move {
-            node.acquire(
-                QueueKind::Lock,
-                &lock,
-                waiter.id,
-                vec![],
-                Duration::from_secs(60),
-            )
-            .await
-        })
-    };
+    let waiting = acquire_in_task(node, lock, waiter.id, Duration::from_secs(60));
     Queued {
         holder,
         grant,
         waiter,
         waiting,
     }
+}
+
+/// Acquires `lock` for `session` through `node` in a task of its own,
+/// waiting up to `wait`.
+pub fn acquire_in_task(
+    node: &Node,
+    lock: &str,
+    session: SessionId,
+    wait: Duration,
+) -> tokio::task::JoinHandle<Result<Grant, NodeError>> {
+    let (node, lock) = (node.clone(), lock.to_string());
+    tokio::spawn(async move {
+        node.acquire(QueueKind::Lock, &lock, session, vec![], wait)
+            .await
+    })
+}
+
+/// Opens a session of `owner` with `ttl` through `node`, and takes
+/// `lock` with it (waiting up to `WAIT`).
+pub async fn holding(
+    node: &Node,
+    owner: &str,
+    ttl: Duration,
+    lock: &str,
+) -> (OpenedSession, Grant) {
+    let session = node.open_session(owner, ttl).await.expect("open");
+    let grant = node
+        .acquire(QueueKind::Lock, lock, session.id, vec![], WAIT)
+        .await
+        .expect("granted");
+    (session, grant)
 }

@@ -107,6 +107,16 @@ fn pipelined(c: &Client) -> impl std::future::Future<Output = Result<Vec<Pending
     ])
 }
 
+/// The answers to [`pipelined`]'s two requests (none if they could not
+/// be sent).
+async fn pipelined_answers(c: &Client) -> Vec<Answer> {
+    let mut answers = Vec::new();
+    for p in pipelined(c).await.unwrap_or_default() {
+        answers.push(c.answer(p).await);
+    }
+    answers
+}
+
 /// Two requests sent together are answered in order; after the server
 /// drops the connection the client comes back with the same session id
 /// and password (not a new session), failing what was in flight.
@@ -136,10 +146,7 @@ async fn pipelines_and_resumes_the_session() {
         let c = Client::connect(config(addr))
             .await
             .unwrap_or_else(|e| panic!("connect: {e}"));
-        let mut answers = Vec::new();
-        for p in pipelined(&c).await.unwrap_or_default() {
-            answers.push(c.answer(p).await);
-        }
+        let answers = pipelined_answers(&c).await;
         assert_eq!(
             answers,
             vec![
@@ -198,10 +205,7 @@ async fn an_answer_out_of_order_drops_the_connection() {
         let c = Client::connect(c)
             .await
             .unwrap_or_else(|e| panic!("connect: {e}"));
-        let mut answers = Vec::new();
-        for p in pipelined(&c).await.unwrap_or_default() {
-            answers.push(c.answer(p).await);
-        }
+        let answers = pipelined_answers(&c).await;
         assert_eq!(
             answers,
             vec![Err(Error::ConnectionLoss), Err(Error::ConnectionLoss)]

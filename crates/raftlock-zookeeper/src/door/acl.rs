@@ -87,13 +87,7 @@ pub(crate) fn fixup(acl: &[Acl], authenticated: &[String]) -> Result<Vec<AclEntr
 pub(crate) fn to_wire(acl: Option<&NodeAcl>) -> Vec<Acl> {
     NodeAcl::entries_of(acl)
         .into_iter()
-        .map(|e| Acl {
-            perms: e.perms as i32,
-            id: Id {
-                scheme: e.scheme,
-                id: e.id,
-            },
-        })
+        .map(|e| Acl::new(e.perms as i32, e.scheme, e.id))
         .collect()
 }
 
@@ -158,16 +152,6 @@ fn java_int(text: &str) -> Option<i32> {
 mod tests {
     use super::*;
 
-    fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
-        Acl {
-            perms,
-            id: Id {
-                scheme: scheme.into(),
-                id: id.into(),
-            },
-        }
-    }
-
     fn entry(perms: u32, scheme: &str, id: &str) -> AclEntry {
         AclEntry {
             perms,
@@ -188,13 +172,17 @@ mod tests {
     #[test]
     fn zookeepers_schemes_and_shapes() {
         let ok = |a: Acl| fixup(&[a], &[]).is_ok();
-        assert!(ok(acl(31, "world", "anyone")));
-        assert!(!ok(acl(31, "world", "nobody")));
-        assert!(ok(acl(1, "digest", "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=")));
-        assert!(ok(acl(1, "digest", "bob:x:")));
-        assert!(ok(acl(1, "digest", ":x")));
+        assert!(ok(Acl::new(31, "world", "anyone")));
+        assert!(!ok(Acl::new(31, "world", "nobody")));
+        assert!(ok(Acl::new(
+            1,
+            "digest",
+            "bob:fyVmFCwVbTJYrznoSu1koqYEYF0="
+        )));
+        assert!(ok(Acl::new(1, "digest", "bob:x:")));
+        assert!(ok(Acl::new(1, "digest", ":x")));
         for bad in ["bob", "bob:", "a:b:c", ":", "", "::x"] {
-            assert!(!ok(acl(1, "digest", bad)), "{bad}");
+            assert!(!ok(Acl::new(1, "digest", bad)), "{bad}");
         }
         for good in [
             "127.0.0.1",
@@ -204,7 +192,7 @@ mod tests {
             "+1.02.3.4",
             "-0.0.0.0",
         ] {
-            assert!(ok(acl(1, "ip", good)), "{good}");
+            assert!(ok(Acl::new(1, "ip", good)), "{good}");
         }
         for bad in [
             "300.1.1.1",
@@ -218,19 +206,19 @@ mod tests {
             "localhost",
             "1.2.3.4/8/8",
         ] {
-            assert!(!ok(acl(1, "ip", bad)), "{bad}");
+            assert!(!ok(Acl::new(1, "ip", bad)), "{bad}");
         }
-        assert!(!ok(acl(31, "sasl", "bob")));
-        assert!(!ok(acl(31, "x509", "CN=bob")));
-        assert!(!ok(acl(31, "super", "")));
+        assert!(!ok(Acl::new(31, "sasl", "bob")));
+        assert!(!ok(Acl::new(31, "x509", "CN=bob")));
+        assert!(!ok(Acl::new(31, "super", "")));
         assert_eq!(fixup(&[], &[]), Err(ErrorCode::InvalidAcl));
     }
 
     #[test]
     fn duplicates_go_and_perms_stay_as_given() {
-        let open = acl(31, "world", "anyone");
-        let read = acl(1, "world", "anyone");
-        let odd = acl(-1, "world", "anyone");
+        let open = Acl::new(31, "world", "anyone");
+        let read = Acl::new(1, "world", "anyone");
+        let odd = Acl::new(-1, "world", "anyone");
         let got = fixup(&[open.clone(), read.clone(), open, odd], &[]).expect("valid");
         assert_eq!(
             got,
@@ -247,13 +235,13 @@ mod tests {
 
     #[test]
     fn auth_becomes_the_connections_digest_ids() {
-        let auth = acl(5, "auth", "");
+        let auth = Acl::new(5, "auth", "");
         assert_eq!(
             fixup(std::slice::from_ref(&auth), &[]),
             Err(ErrorCode::InvalidAcl)
         );
         let ids = [digest_id(b"bob:secret"), digest_id(b"amy:pw")];
-        let got = fixup(&[auth, acl(1, "world", "anyone")], &ids).expect("valid");
+        let got = fixup(&[auth, Acl::new(1, "world", "anyone")], &ids).expect("valid");
         assert_eq!(
             got,
             [

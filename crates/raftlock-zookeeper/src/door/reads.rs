@@ -82,49 +82,41 @@ impl Conn {
         Ok((read.revision, seen))
     }
 
+    /// A path read that may leave a one-shot watch: `found`'s kind on a
+    /// node that exists, `missing`'s (exists only) on one that does not.
+    async fn watched_read(
+        &mut self,
+        r: PathWatchRequest,
+        (found, missing): (Kind, Option<Kind>),
+        answer: impl FnOnce(Seen) -> ReplyBody,
+    ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
+        let (revision, seen) = self.seen(&r.path).await?;
+        self.advance(revision).await;
+        let watch = if seen.is_some() { Some(found) } else { missing };
+        if let (true, Some(kind)) = (r.watch, watch) {
+            self.watches.add(kind, &r.path);
+        }
+        Ok((revision, seen.map(answer).ok_or(ErrorCode::NoNode)))
+    }
+
     pub(super) async fn exists(
         &mut self,
         r: PathWatchRequest,
     ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
-        let (revision, seen) = self.seen(&r.path).await?;
-        self.advance(revision).await;
-        Ok(match seen {
-            Some(s) => {
-                if r.watch {
-                    self.watches.add(Kind::Data, &r.path);
-                }
-                (revision, Ok(ReplyBody::Stat(s.stat)))
-            }
-            None => {
-                if r.watch {
-                    self.watches.add(Kind::Exist, &r.path);
-                }
-                (revision, Err(ErrorCode::NoNode))
-            }
-        })
+        let watches = (Kind::Data, Some(Kind::Exist));
+        self.watched_read(r, watches, |s| ReplyBody::Stat(s.stat))
+            .await
     }
 
     pub(super) async fn get_data(
         &mut self,
         r: PathWatchRequest,
     ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
-        let (revision, seen) = self.seen(&r.path).await?;
-        self.advance(revision).await;
-        Ok(match seen {
-            Some(s) => {
-                if r.watch {
-                    self.watches.add(Kind::Data, &r.path);
-                }
-                (
-                    revision,
-                    Ok(ReplyBody::GetData {
-                        data: Some(s.data),
-                        stat: s.stat,
-                    }),
-                )
-            }
-            None => (revision, Err(ErrorCode::NoNode)),
+        self.watched_read(r, (Kind::Data, None), |s| ReplyBody::GetData {
+            data: Some(s.data),
+            stat: s.stat,
         })
+        .await
     }
 
     pub(super) async fn get_children(
@@ -132,27 +124,19 @@ impl Conn {
         r: PathWatchRequest,
         with_stat: bool,
     ) -> Result<(u64, Result<ReplyBody, ErrorCode>), Failure> {
-        let (revision, seen) = self.seen(&r.path).await?;
-        self.advance(revision).await;
-        Ok(match seen {
-            Some(s) => {
-                if r.watch {
-                    self.watches.add(Kind::Child, &r.path);
+        self.watched_read(r, (Kind::Child, None), |s| {
+            if with_stat {
+                ReplyBody::GetChildren2 {
+                    children: s.children,
+                    stat: s.stat,
                 }
-                let body = if with_stat {
-                    ReplyBody::GetChildren2 {
-                        children: s.children,
-                        stat: s.stat,
-                    }
-                } else {
-                    ReplyBody::GetChildren {
-                        children: s.children,
-                    }
-                };
-                (revision, Ok(body))
+            } else {
+                ReplyBody::GetChildren {
+                    children: s.children,
+                }
             }
-            None => (revision, Err(ErrorCode::NoNode)),
         })
+        .await
     }
 
     /// getAllChildrenNumber: how many nodes are below `path`, at any depth

@@ -52,11 +52,47 @@ pub enum ServerPacket {
     Reply(Reply),
 }
 
+/// The framing state both sides share: the frame limit, and whether the
+/// handshake (the one frame without a header) has been read.
+#[derive(Debug)]
+struct Framing {
+    max_frame: usize,
+    connected: bool,
+}
+
+/// One whole frame read: the handshake, or any frame after it.
+enum Frame<C> {
+    Connect(C),
+    After(BytesMut),
+}
+
+impl Framing {
+    fn new(max_frame: usize) -> Self {
+        Self {
+            max_frame,
+            connected: false,
+        }
+    }
+
+    /// The next whole frame in `src`, if one has arrived; the first is
+    /// decoded as the handshake record `C`.
+    fn next<C: Record>(&mut self, src: &mut BytesMut) -> Result<Option<Frame<C>>, CodecError> {
+        let Some(frame) = split_frame(src, self.max_frame)? else {
+            return Ok(None);
+        };
+        if self.connected {
+            return Ok(Some(Frame::After(frame)));
+        }
+        let connect = from_bytes::<C>(&frame)?;
+        self.connected = true;
+        Ok(Some(Frame::Connect(connect)))
+    }
+}
+
 /// The server side of a connection.
 #[derive(Debug)]
 pub struct ServerCodec {
-    max_frame: usize,
-    connected: bool,
+    framing: Framing,
 }
 
 impl Default for ServerCodec {
@@ -69,8 +105,7 @@ impl ServerCodec {
     /// `max_frame` bounds every frame both ways.
     pub fn new(max_frame: usize) -> Self {
         Self {
-            max_frame,
-            connected: false,
+            framing: Framing::new(max_frame),
         }
     }
 }
@@ -80,17 +115,12 @@ impl Decoder for ServerCodec {
     type Error = CodecError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Incoming>, CodecError> {
-        let Some(frame) = split_frame(src, self.max_frame)? else {
-            return Ok(None);
-        };
-        if !self.connected {
-            let connect = from_bytes::<ConnectRequest>(&frame)?;
-            self.connected = true;
-            return Ok(Some(Incoming::Connect(connect)));
-        }
-        Ok(Some(match Request::decode(&frame) {
-            Ok(request) => Incoming::Request(request),
-            Err(error) => Incoming::Undecodable(error),
+        Ok(self.framing.next(src)?.map(|frame| match frame {
+            Frame::Connect(connect) => Incoming::Connect(connect),
+            Frame::After(frame) => match Request::decode(&frame) {
+                Ok(request) => Incoming::Request(request),
+                Err(error) => Incoming::Undecodable(error),
+            },
         }))
     }
 }
@@ -99,7 +129,7 @@ impl Encoder<ServerPacket> for ServerCodec {
     type Error = CodecError;
 
     fn encode(&mut self, item: ServerPacket, dst: &mut BytesMut) -> Result<(), CodecError> {
-        Ok(write_frame(dst, self.max_frame, |w| match &item {
+        Ok(write_frame(dst, self.framing.max_frame, |w| match &item {
             ServerPacket::Connect(c) => c.write(w),
             ServerPacket::Reply(r) => r.encode(w),
         })?)
@@ -110,8 +140,7 @@ impl Encoder<ServerPacket> for ServerCodec {
 /// request it sent, since a reply's shape depends on it.
 #[derive(Debug)]
 pub struct ClientCodec {
-    max_frame: usize,
-    connected: bool,
+    framing: Framing,
     pending: HashMap<i32, OpCode>,
 }
 
@@ -124,8 +153,7 @@ impl Default for ClientCodec {
 impl ClientCodec {
     pub fn new(max_frame: usize) -> Self {
         Self {
-            max_frame,
-            connected: false,
+            framing: Framing::new(max_frame),
             pending: HashMap::new(),
         }
     }
@@ -140,7 +168,7 @@ impl Encoder<ClientPacket> for ClientCodec {
     type Error = CodecError;
 
     fn encode(&mut self, item: ClientPacket, dst: &mut BytesMut) -> Result<(), CodecError> {
-        write_frame(dst, self.max_frame, |w| match &item {
+        write_frame(dst, self.framing.max_frame, |w| match &item {
             ClientPacket::Connect(c) => c.write(w),
             ClientPacket::Request(r) => r.encode(w),
         })?;
@@ -158,16 +186,14 @@ impl Decoder for ClientCodec {
     type Error = CodecError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<ServerPacket>, CodecError> {
-        let Some(frame) = split_frame(src, self.max_frame)? else {
-            return Ok(None);
-        };
-        if !self.connected {
-            let connect = from_bytes::<ConnectResponse>(&frame)?;
-            self.connected = true;
-            return Ok(Some(ServerPacket::Connect(connect)));
-        }
-        let pending = &mut self.pending;
-        let reply = Reply::decode(&frame, |x| pending.remove(&x))?;
-        Ok(Some(ServerPacket::Reply(reply)))
+        Ok(match self.framing.next(src)? {
+            None => None,
+            Some(Frame::Connect(connect)) => Some(ServerPacket::Connect(connect)),
+            Some(Frame::After(frame)) => {
+                let pending = &mut self.pending;
+                let reply = Reply::decode(&frame, |x| pending.remove(&x))?;
+                Some(ServerPacket::Reply(reply))
+            }
+        })
     }
 }

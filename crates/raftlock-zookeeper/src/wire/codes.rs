@@ -1,75 +1,49 @@
 //! ZooKeeper's error codes (`KeeperException.Code`), with its numbers. A
 //! reply header's `err` and a multi's per-operation results carry them.
 
-use super::error::WireError;
+use super::jute::int_enum;
 
-macro_rules! error_codes {
-    ($($(#[$doc:meta])* $name:ident = $value:literal,)*) => {
-        /// A ZooKeeper error code; `Ok` is success.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[repr(i32)]
-        pub enum ErrorCode {
-            $($(#[$doc])* $name = $value,)*
-        }
-
-        impl ErrorCode {
-            /// Every code, in declaration order.
-            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$name,)*];
-
-            /// The code with this number.
-            pub fn from_i32(value: i32) -> Result<Self, WireError> {
-                match value {
-                    $($value => Ok(ErrorCode::$name),)*
-                    other => Err(WireError::UnknownErrorCode(other)),
-                }
-            }
-        }
-    };
-}
-
-error_codes! {
-    Ok = 0,
-    SystemError = -1,
-    /// Also the result of every operation after the failing one in a
-    /// failed multi.
-    RuntimeInconsistency = -2,
-    DataInconsistency = -3,
-    ConnectionLoss = -4,
-    MarshallingError = -5,
-    Unimplemented = -6,
-    OperationTimeout = -7,
-    BadArguments = -8,
-    UnknownSession = -12,
-    NewConfigNoQuorum = -13,
-    ReconfigInProgress = -14,
-    ApiError = -100,
-    NoNode = -101,
-    NoAuth = -102,
-    BadVersion = -103,
-    NoChildrenForEphemerals = -108,
-    NodeExists = -110,
-    NotEmpty = -111,
-    SessionExpired = -112,
-    InvalidCallback = -113,
-    InvalidAcl = -114,
-    AuthFailed = -115,
-    SessionMoved = -118,
-    NotReadOnly = -119,
-    EphemeralOnLocalSession = -120,
-    NoWatcher = -121,
-    RequestTimeout = -122,
-    ReconfigDisabled = -123,
-    SessionClosedRequireSaslAuth = -124,
-    QuotaExceeded = -125,
-    ThrottledOp = -127,
+int_enum! {
+    /// A ZooKeeper error code; `Ok` is success.
+    ErrorCode, UnknownErrorCode {
+        Ok = 0,
+        SystemError = -1,
+        /// Also the result of every operation after the failing one in a
+        /// failed multi.
+        RuntimeInconsistency = -2,
+        DataInconsistency = -3,
+        ConnectionLoss = -4,
+        MarshallingError = -5,
+        Unimplemented = -6,
+        OperationTimeout = -7,
+        BadArguments = -8,
+        UnknownSession = -12,
+        NewConfigNoQuorum = -13,
+        ReconfigInProgress = -14,
+        ApiError = -100,
+        NoNode = -101,
+        NoAuth = -102,
+        BadVersion = -103,
+        NoChildrenForEphemerals = -108,
+        NodeExists = -110,
+        NotEmpty = -111,
+        SessionExpired = -112,
+        InvalidCallback = -113,
+        InvalidAcl = -114,
+        AuthFailed = -115,
+        SessionMoved = -118,
+        NotReadOnly = -119,
+        EphemeralOnLocalSession = -120,
+        NoWatcher = -121,
+        RequestTimeout = -122,
+        ReconfigDisabled = -123,
+        SessionClosedRequireSaslAuth = -124,
+        QuotaExceeded = -125,
+        ThrottledOp = -127,
+    }
 }
 
 impl ErrorCode {
-    /// The number on the wire.
-    pub fn code(self) -> i32 {
-        self as i32
-    }
-
     pub fn is_ok(self) -> bool {
         self == ErrorCode::Ok
     }
@@ -78,6 +52,7 @@ impl ErrorCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::error::WireError;
 
     #[test]
     fn numbers_are_zookeepers() {

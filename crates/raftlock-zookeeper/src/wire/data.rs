@@ -3,85 +3,42 @@
 //! events (`CreateMode`, watcher types, addWatch modes, event types,
 //! keeper states). Unknown values of the enumerations are typed errors.
 
-use bytes::BytesMut;
+use super::jute::{int_enum, record};
 
-use super::error::WireError;
-use super::jute::{Reader, Record, Writer};
-
-/// A node's metadata, all 11 fields of `org.apache.zookeeper.data.Stat`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stat {
-    /// The zxid that created the node.
-    pub czxid: i64,
-    /// The zxid that last modified its data.
-    pub mzxid: i64,
-    /// Creation time, ms since the epoch.
-    pub ctime: i64,
-    /// Last modification time, ms since the epoch.
-    pub mtime: i64,
-    /// Data version.
-    pub version: i32,
-    /// Children version.
-    pub cversion: i32,
-    /// ACL version.
-    pub aversion: i32,
-    /// The owning session of an ephemeral node, 0 otherwise.
-    pub ephemeral_owner: i64,
-    pub data_length: i32,
-    pub num_children: i32,
-    /// The zxid that last changed its children.
-    pub pzxid: i64,
-}
-
-impl Record for Stat {
-    fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            czxid: r.long()?,
-            mzxid: r.long()?,
-            ctime: r.long()?,
-            mtime: r.long()?,
-            version: r.int()?,
-            cversion: r.int()?,
-            aversion: r.int()?,
-            ephemeral_owner: r.long()?,
-            data_length: r.int()?,
-            num_children: r.int()?,
-            pzxid: r.long()?,
-        })
-    }
-    fn write(&self, w: &mut BytesMut) {
-        w.long(self.czxid);
-        w.long(self.mzxid);
-        w.long(self.ctime);
-        w.long(self.mtime);
-        w.int(self.version);
-        w.int(self.cversion);
-        w.int(self.aversion);
-        w.long(self.ephemeral_owner);
-        w.int(self.data_length);
-        w.int(self.num_children);
-        w.long(self.pzxid);
+record! {
+    /// A node's metadata, all 11 fields of `org.apache.zookeeper.data.Stat`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Stat {
+        /// The zxid that created the node.
+        pub czxid: i64,
+        /// The zxid that last modified its data.
+        pub mzxid: i64,
+        /// Creation time, ms since the epoch.
+        pub ctime: i64,
+        /// Last modification time, ms since the epoch.
+        pub mtime: i64,
+        /// Data version.
+        pub version: i32,
+        /// Children version.
+        pub cversion: i32,
+        /// ACL version.
+        pub aversion: i32,
+        /// The owning session of an ephemeral node, 0 otherwise.
+        pub ephemeral_owner: i64,
+        pub data_length: i32,
+        pub num_children: i32,
+        /// The zxid that last changed its children.
+        pub pzxid: i64,
     }
 }
 
-/// An identity: a scheme (`world`, `auth`, `digest`, `ip`, `x509`, ...)
-/// and an id within it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Id {
-    pub scheme: String,
-    pub id: String,
-}
-
-impl Record for Id {
-    fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            scheme: r.string()?,
-            id: r.string()?,
-        })
-    }
-    fn write(&self, w: &mut BytesMut) {
-        w.string(&self.scheme);
-        w.string(&self.id);
+record! {
+    /// An identity: a scheme (`world`, `auth`, `digest`, `ip`, `x509`, ...)
+    /// and an id within it.
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct Id {
+        pub scheme: String,
+        pub id: String,
     }
 }
 
@@ -95,85 +52,41 @@ pub mod perms {
     pub const ALL: i32 = READ | WRITE | CREATE | DELETE | ADMIN;
 }
 
-/// One ACL entry: permission bits (see [`perms`]) granted to an identity.
-/// The bits are kept as sent: ZooKeeper does not reject unknown ones.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Acl {
-    pub perms: i32,
-    pub id: Id,
+record! {
+    /// One ACL entry: permission bits (see [`perms`]) granted to an identity.
+    /// The bits are kept as sent: ZooKeeper does not reject unknown ones.
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct Acl {
+        pub perms: i32,
+        pub id: Id,
+    }
 }
 
 impl Acl {
-    /// `ZooDefs.Ids.OPEN_ACL_UNSAFE`'s one entry: everything to anyone.
-    pub fn open_unsafe() -> Self {
+    /// `perms` granted to `id` in `scheme`.
+    pub fn new(perms: i32, scheme: impl Into<String>, id: impl Into<String>) -> Self {
         Self {
-            perms: perms::ALL,
+            perms,
             id: Id {
-                scheme: "world".into(),
-                id: "anyone".into(),
+                scheme: scheme.into(),
+                id: id.into(),
             },
         }
     }
-}
 
-impl Record for Acl {
-    fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            perms: r.int()?,
-            id: r.record()?,
-        })
-    }
-    fn write(&self, w: &mut BytesMut) {
-        w.int(self.perms);
-        self.id.write(w);
+    /// `ZooDefs.Ids.OPEN_ACL_UNSAFE`'s one entry: everything to anyone.
+    pub fn open_unsafe() -> Self {
+        Self::new(perms::ALL, "world", "anyone")
     }
 }
 
-/// One authenticated identity of a session, as whoAmI reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ClientInfo {
-    pub auth_scheme: String,
-    pub user: String,
-}
-
-impl Record for ClientInfo {
-    fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            auth_scheme: r.string()?,
-            user: r.string()?,
-        })
+record! {
+    /// One authenticated identity of a session, as whoAmI reports it.
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct ClientInfo {
+        pub auth_scheme: String,
+        pub user: String,
     }
-    fn write(&self, w: &mut BytesMut) {
-        w.string(&self.auth_scheme);
-        w.string(&self.user);
-    }
-}
-
-macro_rules! int_enum {
-    ($(#[$meta:meta])* $name:ident, $err:ident { $($(#[$doc:meta])* $variant:ident = $value:literal,)* }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[repr(i32)]
-        pub enum $name {
-            $($(#[$doc])* $variant = $value,)*
-        }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
-
-            pub fn from_i32(value: i32) -> Result<Self, WireError> {
-                match value {
-                    $($value => Ok($name::$variant),)*
-                    other => Err(WireError::$err(other)),
-                }
-            }
-
-            /// The number on the wire.
-            pub fn code(self) -> i32 {
-                self as i32
-            }
-        }
-    };
 }
 
 int_enum! {
@@ -267,6 +180,7 @@ int_enum! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::error::WireError;
 
     #[test]
     fn create_modes_are_zookeepers_and_unknown_flags_are_errors() {

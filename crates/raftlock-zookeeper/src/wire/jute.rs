@@ -164,6 +164,11 @@ impl<'a> Reader<'a> {
     pub fn record<T: Record>(&mut self) -> Result<T, WireError> {
         T::read(self)
     }
+
+    /// Any [`Field`], its encoding chosen by its type.
+    pub fn field<T: Field>(&mut self) -> Result<T, WireError> {
+        T::read_field(self)
+    }
 }
 
 /// Writes jute primitives onto a `BytesMut`.
@@ -174,8 +179,6 @@ pub trait Writer {
     fn buffer(&mut self, v: Option<&[u8]>);
     fn string(&mut self, v: &str);
     fn opt_string(&mut self, v: Option<&str>);
-    fn strings(&mut self, v: &[String]);
-    fn records<T: Record>(&mut self, v: &[T]);
 }
 
 /// A count as jute writes it. Lengths past `i32::MAX` cannot be framed;
@@ -209,19 +212,199 @@ impl Writer for BytesMut {
     fn opt_string(&mut self, v: Option<&str>) {
         self.buffer(v.map(str::as_bytes));
     }
-    fn strings(&mut self, v: &[String]) {
-        self.put_i32(count(v.len()));
-        for s in v {
-            self.string(s);
+}
+
+/// One field of a record: a jute type as the schema uses it, read and
+/// written by the primitives above. The Rust type says which encoding:
+/// `Vec<u8>` is a buffer whose null reads as empty, `Option<Vec<u8>>` one
+/// kept as null, `Vec<T>` a vector, any [`Record`] a nested record.
+pub trait Field: Sized {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError>;
+    fn write_field(&self, w: &mut BytesMut);
+}
+
+impl<T: Record> Field for T {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        T::read(r)
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        self.write(w);
+    }
+}
+
+impl Field for i32 {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        r.int()
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        w.int(*self);
+    }
+}
+
+impl Field for i64 {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        r.long()
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        w.long(*self);
+    }
+}
+
+impl Field for bool {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        r.bool()
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        w.bool(*self);
+    }
+}
+
+/// The connect records' trailing `readOnly` byte, which older clients
+/// leave out: absent when the record ends before it, and then not written
+/// either. Only a record's last field can be one.
+impl Field for Option<bool> {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        if r.remaining() > 0 {
+            r.bool().map(Some)
+        } else {
+            Ok(None)
         }
     }
-    fn records<T: Record>(&mut self, v: &[T]) {
-        self.put_i32(count(v.len()));
-        for r in v {
-            r.write(self);
+    fn write_field(&self, w: &mut BytesMut) {
+        if let Some(v) = *self {
+            w.bool(v);
         }
     }
 }
+
+impl Field for String {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        r.string()
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        w.string(self);
+    }
+}
+
+impl Field for Option<String> {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        r.opt_string()
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        w.opt_string(self.as_deref());
+    }
+}
+
+impl Field for Vec<u8> {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        r.bytes()
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        w.buffer(Some(self));
+    }
+}
+
+impl Field for Option<Vec<u8>> {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        r.opt_bytes()
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        w.buffer(self.as_deref());
+    }
+}
+
+impl<T: Field> Field for Vec<T> {
+    fn read_field(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        r.vector(T::read_field)
+    }
+    fn write_field(&self, w: &mut BytesMut) {
+        w.put_i32(count(self.len()));
+        for v in self {
+            v.write_field(w);
+        }
+    }
+}
+
+/// A struct whose fields are [`Field`]s, and its [`Record`] impl: the
+/// fields are read and written in declaration order, which is the
+/// schema's.
+macro_rules! record {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl $crate::wire::jute::Record for $name {
+            fn read(
+                r: &mut $crate::wire::jute::Reader<'_>,
+            ) -> Result<Self, $crate::wire::error::WireError> {
+                // Struct expressions evaluate their fields in the order
+                // written, so this reads in schema order.
+                Ok(Self {
+                    $($field: $crate::wire::jute::Field::read_field(r)?,)*
+                })
+            }
+            fn write(&self, w: &mut bytes::BytesMut) {
+                $($crate::wire::jute::Field::write_field(&self.$field, w);)*
+            }
+        }
+    };
+}
+pub(crate) use record;
+
+/// An `i32` enumeration of the protocol: its variants and numbers,
+/// `ALL`, `from_i32` (an unknown number is `WireError::$err`), `code`, and
+/// its [`Field`] impl.
+macro_rules! int_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident, $err:ident {
+            $($(#[$doc:meta])* $variant:ident = $value:literal,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(i32)]
+        pub enum $name {
+            $($(#[$doc])* $variant = $value,)*
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            pub fn from_i32(value: i32) -> Result<Self, $crate::wire::error::WireError> {
+                match value {
+                    $($value => Ok($name::$variant),)*
+                    other => Err($crate::wire::error::WireError::$err(other)),
+                }
+            }
+
+            /// The number on the wire.
+            pub fn code(self) -> i32 {
+                self as i32
+            }
+        }
+
+        impl $crate::wire::jute::Field for $name {
+            fn read_field(
+                r: &mut $crate::wire::jute::Reader<'_>,
+            ) -> Result<Self, $crate::wire::error::WireError> {
+                Self::from_i32(r.int()?)
+            }
+            fn write_field(&self, w: &mut bytes::BytesMut) {
+                $crate::wire::jute::Writer::int(w, self.code());
+            }
+        }
+    };
+}
+pub(crate) use int_enum;
 
 #[cfg(test)]
 mod tests {

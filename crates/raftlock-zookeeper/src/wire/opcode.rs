@@ -1,6 +1,6 @@
 //! Request types (`ZooDefs.OpCode`) and the reserved xids (`ClientCnxn`).
 
-use super::error::WireError;
+use super::jute::int_enum;
 
 /// Xids that do not number an ordinary request.
 pub mod xid {
@@ -14,79 +14,54 @@ pub mod xid {
     pub const SET_WATCHES: i32 = -8;
 }
 
-macro_rules! opcodes {
-    ($($(#[$doc:meta])* $name:ident = $value:literal,)*) => {
-        /// A request header's `type`.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[repr(i32)]
-        pub enum OpCode {
-            $($(#[$doc])* $name = $value,)*
-        }
-
-        impl OpCode {
-            /// Every opcode, in declaration order.
-            pub const ALL: &'static [OpCode] = &[$(OpCode::$name,)*];
-
-            pub fn from_i32(value: i32) -> Result<Self, WireError> {
-                match value {
-                    $($value => Ok(OpCode::$name),)*
-                    other => Err(WireError::UnknownOpcode(other)),
-                }
-            }
-        }
-    };
-}
-
-opcodes! {
-    /// Never sent by a client; the server's notifications use xid -1.
-    Notification = 0,
-    Create = 1,
-    Delete = 2,
-    Exists = 3,
-    /// Also how a client reads the config (`/zookeeper/config`).
-    GetData = 4,
-    SetData = 5,
-    GetAcl = 6,
-    SetAcl = 7,
-    GetChildren = 8,
-    Sync = 9,
-    Ping = 11,
-    GetChildren2 = 12,
-    Check = 13,
-    Multi = 14,
-    Create2 = 15,
-    Reconfig = 16,
-    CheckWatches = 17,
-    RemoveWatches = 18,
-    CreateContainer = 19,
-    /// The server's own container cleanup; never sent by a client.
-    DeleteContainer = 20,
-    CreateTtl = 21,
-    MultiRead = 22,
-    Auth = 100,
-    SetWatches = 101,
-    Sasl = 102,
-    GetEphemerals = 103,
-    GetAllChildrenNumber = 104,
-    SetWatches2 = 105,
-    AddWatch = 106,
-    WhoAmI = 107,
-    /// A connect handshake inside the server; not in a client's header.
-    CreateSession = -10,
-    CloseSession = -11,
-    /// A failed operation's result inside a multi.
-    Error = -1,
-}
-
-impl OpCode {
-    pub fn code(self) -> i32 {
-        self as i32
+int_enum! {
+    /// A request header's `type`.
+    OpCode, UnknownOpcode {
+        /// Never sent by a client; the server's notifications use xid -1.
+        Notification = 0,
+        Create = 1,
+        Delete = 2,
+        Exists = 3,
+        /// Also how a client reads the config (`/zookeeper/config`).
+        GetData = 4,
+        SetData = 5,
+        GetAcl = 6,
+        SetAcl = 7,
+        GetChildren = 8,
+        Sync = 9,
+        Ping = 11,
+        GetChildren2 = 12,
+        Check = 13,
+        Multi = 14,
+        Create2 = 15,
+        Reconfig = 16,
+        CheckWatches = 17,
+        RemoveWatches = 18,
+        CreateContainer = 19,
+        /// The server's own container cleanup; never sent by a client.
+        DeleteContainer = 20,
+        CreateTtl = 21,
+        MultiRead = 22,
+        Auth = 100,
+        SetWatches = 101,
+        Sasl = 102,
+        GetEphemerals = 103,
+        GetAllChildrenNumber = 104,
+        SetWatches2 = 105,
+        AddWatch = 106,
+        WhoAmI = 107,
+        /// A connect handshake inside the server; not in a client's header.
+        CreateSession = -10,
+        CloseSession = -11,
+        /// A failed operation's result inside a multi.
+        Error = -1,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::error::WireError;
 
     #[test]
     fn numbers_round_trip() {

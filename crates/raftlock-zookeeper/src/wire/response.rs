@@ -9,94 +9,45 @@ use bytes::BytesMut;
 use super::codes::ErrorCode;
 use super::data::{Acl, ClientInfo, EventType, KeeperState, Stat};
 use super::error::WireError;
-use super::jute::{Reader, Record, Writer};
+use super::jute::{record, Field, Reader, Record};
 use super::opcode::{xid, OpCode};
-use super::request::MultiHeader;
+use super::request::{read_multi, write_multi};
 
-/// The answer to a `ConnectRequest` (no reply header).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ConnectResponse {
-    pub protocol_version: i32,
-    /// The negotiated session timeout, ms; 0 when the session expired.
-    pub time_out: i32,
-    pub session_id: i64,
-    pub passwd: Vec<u8>,
-    /// Whether the server is read-only. Sent only when the request carried
-    /// its own `readOnly` byte (the server treats a client without it as
-    /// too old to read it).
-    pub read_only: Option<bool>,
-}
-
-impl Record for ConnectResponse {
-    fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            protocol_version: r.int()?,
-            time_out: r.int()?,
-            session_id: r.long()?,
-            passwd: r.bytes()?,
-            read_only: if r.remaining() > 0 {
-                Some(r.bool()?)
-            } else {
-                None
-            },
-        })
-    }
-    fn write(&self, w: &mut BytesMut) {
-        w.int(self.protocol_version);
-        w.int(self.time_out);
-        w.long(self.session_id);
-        w.buffer(Some(&self.passwd));
-        if let Some(ro) = self.read_only {
-            w.bool(ro);
-        }
+record! {
+    /// The answer to a `ConnectRequest` (no reply header).
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct ConnectResponse {
+        pub protocol_version: i32,
+        /// The negotiated session timeout, ms; 0 when the session expired.
+        pub time_out: i32,
+        pub session_id: i64,
+        pub passwd: Vec<u8>,
+        /// Whether the server is read-only. Sent only when the request carried
+        /// its own `readOnly` byte (the server treats a client without it as
+        /// too old to read it).
+        pub read_only: Option<bool>,
     }
 }
 
-/// Every reply's first 16 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReplyHeader {
-    /// The request's xid, or a reserved one ([`xid`]).
-    pub xid: i32,
-    /// The last zxid the server applied.
-    pub zxid: i64,
-    pub err: ErrorCode,
-}
-
-impl Record for ReplyHeader {
-    fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            xid: r.int()?,
-            zxid: r.long()?,
-            err: ErrorCode::from_i32(r.int()?)?,
-        })
-    }
-    fn write(&self, w: &mut BytesMut) {
-        w.int(self.xid);
-        w.long(self.zxid);
-        w.int(self.err.code());
+record! {
+    /// Every reply's first 16 bytes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ReplyHeader {
+        /// The request's xid, or a reserved one ([`xid`]).
+        pub xid: i32,
+        /// The last zxid the server applied.
+        pub zxid: i64,
+        pub err: ErrorCode,
     }
 }
 
-/// A watch firing (xid -1), or a connection state change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatcherEvent {
-    pub event_type: EventType,
-    pub state: KeeperState,
-    pub path: String,
-}
-
-impl Record for WatcherEvent {
-    fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            event_type: EventType::from_i32(r.int()?)?,
-            state: KeeperState::from_i32(r.int()?)?,
-            path: r.string()?,
-        })
-    }
-    fn write(&self, w: &mut BytesMut) {
-        w.int(self.event_type.code());
-        w.int(self.state.code());
-        w.string(&self.path);
+record! {
+    /// A watch firing (xid -1), or a connection state change.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct WatcherEvent {
+        pub event_type: EventType,
+        pub state: KeeperState,
+        pub path: String,
     }
 }
 
@@ -149,66 +100,54 @@ pub struct MultiResponse {
 
 impl Record for MultiResponse {
     fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
-        let mut results = Vec::new();
-        loop {
-            let h: MultiHeader = r.record()?;
-            if h.done {
-                return Ok(Self { results });
-            }
-            results.push(match OpCode::from_i32(h.op_type) {
-                Ok(OpCode::Create) => OpResult::Create { path: r.string()? },
+        let results = read_multi(r, |h, r| {
+            Ok(match OpCode::from_i32(h.op_type) {
+                Ok(OpCode::Create) => OpResult::Create { path: r.field()? },
                 Ok(OpCode::Create2) => OpResult::Create2 {
-                    path: r.string()?,
-                    stat: r.record()?,
+                    path: r.field()?,
+                    stat: r.field()?,
                 },
                 Ok(OpCode::Delete) => OpResult::Delete,
-                Ok(OpCode::SetData) => OpResult::SetData { stat: r.record()? },
+                Ok(OpCode::SetData) => OpResult::SetData { stat: r.field()? },
                 Ok(OpCode::Check) => OpResult::Check,
                 Ok(OpCode::GetChildren) => OpResult::GetChildren {
-                    children: r.strings()?,
+                    children: r.field()?,
                 },
                 Ok(OpCode::GetData) => OpResult::GetData {
-                    data: r.opt_bytes()?,
-                    stat: r.record()?,
+                    data: r.field()?,
+                    stat: r.field()?,
                 },
                 // The `ErrorResponse` body repeats the header's code; the
                 // body is what ZooKeeper's own reader uses.
-                Ok(OpCode::Error) => OpResult::Error {
-                    err: ErrorCode::from_i32(r.int()?)?,
-                },
+                Ok(OpCode::Error) => OpResult::Error { err: r.field()? },
                 _ => return Err(WireError::BadMultiOp(h.op_type)),
-            });
-        }
+            })
+        })?;
+        Ok(Self { results })
     }
     fn write(&self, w: &mut BytesMut) {
-        for result in &self.results {
+        let header = |result: &OpResult| {
             let err = match result {
                 OpResult::Error { err } => err.code(),
                 _ => 0,
             };
-            MultiHeader {
-                op_type: result.opcode().code(),
-                done: false,
-                err,
+            (result.opcode(), err)
+        };
+        write_multi(w, &self.results, header, |result, w| match result {
+            OpResult::Create { path } => path.write_field(w),
+            OpResult::Create2 { path, stat } => {
+                path.write_field(w);
+                stat.write_field(w);
             }
-            .write(w);
-            match result {
-                OpResult::Create { path } => w.string(path),
-                OpResult::Create2 { path, stat } => {
-                    w.string(path);
-                    stat.write(w);
-                }
-                OpResult::Delete | OpResult::Check => {}
-                OpResult::SetData { stat } => stat.write(w),
-                OpResult::GetChildren { children } => w.strings(children),
-                OpResult::GetData { data, stat } => {
-                    w.buffer(data.as_deref());
-                    stat.write(w);
-                }
-                OpResult::Error { err } => w.int(err.code()),
+            OpResult::Delete | OpResult::Check => {}
+            OpResult::SetData { stat } => stat.write_field(w),
+            OpResult::GetChildren { children } => children.write_field(w),
+            OpResult::GetData { data, stat } => {
+                data.write_field(w);
+                stat.write_field(w);
             }
-        }
-        MultiHeader::END.write(w);
+            OpResult::Error { err } => err.write_field(w),
+        });
     }
 }
 
@@ -255,44 +194,42 @@ impl ReplyBody {
     /// Reads the body a successful answer to `op` carries.
     pub fn read_for(op: OpCode, r: &mut Reader<'_>) -> Result<Self, WireError> {
         Ok(match op {
-            OpCode::Create => Self::Create { path: r.string()? },
+            OpCode::Create => Self::Create { path: r.field()? },
             OpCode::Create2 | OpCode::CreateTtl | OpCode::CreateContainer => Self::Create2 {
-                path: r.string()?,
-                stat: r.record()?,
+                path: r.field()?,
+                stat: r.field()?,
             },
             OpCode::Exists | OpCode::SetData | OpCode::SetAcl | OpCode::Check => {
                 Self::Stat(r.record()?)
             }
             OpCode::GetData | OpCode::Reconfig => Self::GetData {
-                data: r.opt_bytes()?,
-                stat: r.record()?,
+                data: r.field()?,
+                stat: r.field()?,
             },
             OpCode::GetAcl => Self::GetAcl {
-                acl: r.vector(Reader::record)?,
-                stat: r.record()?,
+                acl: r.field()?,
+                stat: r.field()?,
             },
             OpCode::GetChildren => Self::GetChildren {
-                children: r.strings()?,
+                children: r.field()?,
             },
             OpCode::GetChildren2 => Self::GetChildren2 {
-                children: r.strings()?,
-                stat: r.record()?,
+                children: r.field()?,
+                stat: r.field()?,
             },
-            OpCode::Sync => Self::Sync { path: r.string()? },
+            OpCode::Sync => Self::Sync { path: r.field()? },
             OpCode::Multi | OpCode::MultiRead => Self::Multi(r.record()?),
             OpCode::GetAllChildrenNumber => Self::AllChildrenNumber {
-                total_number: r.int()?,
+                total_number: r.field()?,
             },
             OpCode::GetEphemerals => Self::Ephemerals {
-                ephemerals: r.strings()?,
+                ephemerals: r.field()?,
             },
             OpCode::WhoAmI => Self::WhoAmI {
-                client_info: r.vector(Reader::record)?,
+                client_info: r.field()?,
             },
-            OpCode::AddWatch => Self::AddWatch {
-                err: ErrorCode::from_i32(r.int()?)?,
-            },
-            OpCode::Sasl => Self::Sasl { token: r.bytes()? },
+            OpCode::AddWatch => Self::AddWatch { err: r.field()? },
+            OpCode::Sasl => Self::Sasl { token: r.field()? },
             OpCode::Delete
             | OpCode::DeleteContainer
             | OpCode::Ping
@@ -312,31 +249,33 @@ impl ReplyBody {
         match self {
             Self::Empty => {}
             Self::Notification(e) => e.write(w),
-            Self::Create { path } | Self::Sync { path } => w.string(path),
+            Self::Create { path } | Self::Sync { path } => path.write_field(w),
             Self::Create2 { path, stat } => {
-                w.string(path);
-                stat.write(w);
+                path.write_field(w);
+                stat.write_field(w);
             }
             Self::Stat(stat) => stat.write(w),
             Self::GetData { data, stat } => {
-                w.buffer(data.as_deref());
-                stat.write(w);
+                data.write_field(w);
+                stat.write_field(w);
             }
             Self::GetAcl { acl, stat } => {
-                w.records(acl);
-                stat.write(w);
+                acl.write_field(w);
+                stat.write_field(w);
             }
-            Self::GetChildren { children } => w.strings(children),
+            Self::GetChildren { children }
+            | Self::Ephemerals {
+                ephemerals: children,
+            } => children.write_field(w),
             Self::GetChildren2 { children, stat } => {
-                w.strings(children);
-                stat.write(w);
+                children.write_field(w);
+                stat.write_field(w);
             }
             Self::Multi(m) => m.write(w),
-            Self::AllChildrenNumber { total_number } => w.int(*total_number),
-            Self::Ephemerals { ephemerals } => w.strings(ephemerals),
-            Self::WhoAmI { client_info } => w.records(client_info),
-            Self::AddWatch { err } => w.int(err.code()),
-            Self::Sasl { token } => w.buffer(Some(token)),
+            Self::AllChildrenNumber { total_number } => total_number.write_field(w),
+            Self::WhoAmI { client_info } => client_info.write_field(w),
+            Self::AddWatch { err } => err.write_field(w),
+            Self::Sasl { token } => token.write_field(w),
         }
     }
 }
