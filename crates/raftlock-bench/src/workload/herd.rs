@@ -53,6 +53,16 @@ pub struct Herd {
     pub idle_cpu: CpuUsage,
 }
 
+impl Herd {
+    /// Server CPU per release net of idle, in milliseconds; `None` when
+    /// the idle baseline exceeded what the rounds used (a server whose idle
+    /// CPU is bursty, GC with parked waiters): the difference then says
+    /// nothing about the release, and only the gross figure stands.
+    pub fn net_cpu_ms_per_release(&self) -> Option<f64> {
+        (self.server_cpu_ms_per_release >= 0.0).then_some(self.server_cpu_ms_per_release)
+    }
+}
+
 /// The coordinator's word to the current holder; the answer is when the
 /// release was sent.
 type Release = oneshot::Sender<anyhow::Result<Instant>>;
