@@ -727,7 +727,7 @@ fn herd(o: &mut String, r: &Report) {
         "\n### Herd: one holder, W waiters on one lock, {} releases\n",
         r.params.herd_rounds
     );
-    let _ = writeln!(o, "Each round: the holder releases, the next waiter is granted, the old holder queues again. CPU = all members; net = minus the idle CPU with the waiters parked (mean of 3 s before and after), which is noisy when idle CPU is high (Go/JVM GC with 1,000 parked waiters); "below idle" where that baseline exceeded the rounds' CPU, so no net figure stands.\n");
+    let _ = writeln!(o, "Each round: the holder releases, the next waiter is granted, the old holder queues again. CPU = all members; net = minus the idle CPU with the waiters parked (mean of 3 s before and after), which is noisy when idle CPU is high (Go/JVM GC with 1,000 parked waiters); \"below idle\" where that baseline exceeded the rounds' CPU, so no net figure stands.\n");
     let _ = writeln!(o, "| system | waiters | release sent → next grant p50 / p99 / max, ms | server CPU per release, net of idle (gross) | idle servers' CPU | queue set-up | others, cores |");
     let _ = writeln!(o, "|---|---:|---|---:|---:|---:|---:|");
     for s in &r.systems {
