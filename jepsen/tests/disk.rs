@@ -24,10 +24,10 @@ use raftlock_jepsen::Workload;
 use process::assert_valid;
 
 /// What a member logs when a failed barrier (or snapshot write) takes it
-/// out of Raft (`crates/raftlock-node/src/storage_watch.rs`).
+/// out of Raft (`crates/raftlock-node/src/disk/storage_watch.rs`).
 const STOPPED: &str = "stops taking part in Raft";
 /// What a member logs when it rejoined in place after a full disk
-/// (`crates/raftlock-node/src/storage_watch.rs`).
+/// (`crates/raftlock-node/src/disk/storage_watch.rs`).
 const REJOINED: &str = "reopened the log and restarted Raft in place";
 /// What a member logs when it takes the slow-fsync fault.
 const SLOWED: &str = "fault injected: slow log syncs";

@@ -9,7 +9,7 @@ use std::time::Duration;
 use raftlock_tls::TlsSettings;
 use serde::Deserialize;
 
-use crate::typ::{Member, NodeId};
+use crate::raft::typ::{Member, NodeId};
 
 /// Settings shared by every node of a cluster (the `[cluster]` table).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

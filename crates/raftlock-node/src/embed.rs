@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 
 use crate::config::NodeConfig;
 use crate::node::{Node, StartError};
-use crate::typ::NodeId;
+use crate::raft::typ::NodeId;
 
 impl Node {
     /// Starts member `id` of the cluster file at `path`, as `raftlock

@@ -5,8 +5,8 @@
 
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 
+use crate::raft::typ::TypeConfig;
 use crate::replica::at_leader::LeaderRequest;
-use crate::typ::TypeConfig;
 
 /// The internal route bodies as `routes.rs` decodes them (plain
 /// `bincode::deserialize`): the leader route's request, and openraft's
@@ -25,13 +25,13 @@ pub fn internal_bodies(bytes: &[u8]) -> [bool; 4] {
 /// tried as they are and with a valid trailer of checksums appended, so
 /// the fuzzer also reaches the header and meta parsing behind them.
 pub fn snapshot_file(bytes: &[u8]) -> [bool; 2] {
-    let decode = |file: Vec<u8>| match crate::snapshot_file::parse(file) {
+    let decode = |file: Vec<u8>| match crate::disk::snapshot_file::parse(file) {
         Ok(stored) => raftlock_core::StateMachine::from_snapshot(&stored.data).is_ok(),
         Err(_) => false,
     };
     [
         decode(bytes.to_vec()),
-        decode(crate::snapshot_file::with_trailer(bytes)),
+        decode(crate::disk::snapshot_file::with_trailer(bytes)),
     ]
 }
 
@@ -64,12 +64,12 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     for command in commands.iter().take(2) {
         out.push(("command", bincode::serialize(command).unwrap_or_default()));
     }
-    let proposal = crate::typ::Proposal(commands.clone());
+    let proposal = crate::raft::typ::Proposal(commands.clone());
     out.push((
         "proposal",
         bincode::serialize(&proposal).unwrap_or_default(),
     ));
-    let write = LeaderRequest::Write(crate::typ::Proposal(commands[..2].to_vec()));
+    let write = LeaderRequest::Write(crate::raft::typ::Proposal(commands[..2].to_vec()));
     out.push((
         "internal_body",
         bincode::serialize(&write).unwrap_or_default(),
@@ -81,11 +81,11 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     ));
     let snapshot = state.to_snapshot().unwrap_or_default();
     out.push(("core_snapshot", snapshot.clone()));
-    if let Ok(backup) = crate::backup::Backup::capture(&state, 12) {
+    if let Ok(backup) = crate::disk::backup::Backup::capture(&state, 12) {
         out.push(("backup", backup.into_bytes()));
     }
     let dir = std::env::temp_dir().join(format!("raftlock-fuzz-seed-{}", std::process::id()));
-    let meta = crate::typ::SnapshotMeta {
+    let meta = crate::raft::typ::SnapshotMeta {
         last_log_id: Some(openraft::LogId::new(
             openraft::CommittedLeaderId::new(1, 1),
             12,
@@ -94,7 +94,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         snapshot_id: "1-12".into(),
     };
     if std::fs::create_dir_all(&dir).is_ok()
-        && crate::snapshot_file::save(&dir, &meta, &snapshot).is_ok()
+        && crate::disk::snapshot_file::save(&dir, &meta, &snapshot).is_ok()
     {
         if let Ok(bytes) = std::fs::read(dir.join("snapshot.bin")) {
             // Also without its trailer (one block: 20 bytes), for the

@@ -25,7 +25,7 @@ impl Node {
     }
 
     /// The openraft handle (forcing an election, reading its metrics).
-    pub fn raft(&self) -> crate::typ::Raft {
+    pub fn raft(&self) -> crate::raft::typ::Raft {
         self.replica.raft.current()
     }
 }

@@ -14,82 +14,60 @@
 
 #![warn(missing_docs)]
 
-mod acquire;
-mod backup;
 mod config;
-mod disk_space;
+mod disk;
 mod door_addrs;
 mod embed;
 mod error;
-mod founding;
 #[doc(hidden)]
 pub mod fuzzing;
 mod history;
-mod hold_offs;
-mod identity;
 #[cfg(feature = "internals")]
 mod internals;
-pub mod join;
-mod kinds;
-mod kv_ops;
-mod leader;
 mod local;
-mod member_tls;
-mod network;
 mod node;
-mod observe;
 mod ops;
-mod peer_guard;
-mod pipe;
-mod primitives;
-mod queue_ops;
-mod quorum;
+mod raft;
 mod replica;
-mod routes;
+mod sessions;
 mod shutdown;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod simulation;
-mod snapshot_file;
-mod state_machine;
+pub use raft::join;
 mod stats;
 mod status;
-mod storage_watch;
-mod tracker;
-mod tree_ops;
-mod typ;
-mod views;
-mod waiters;
+mod transport;
 
-pub use acquire::AcquireOptions;
-pub use backup::{
+pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeConfig};
+pub use disk::backup::{
     restore, Backup, BackupError, BackupHeader, BackupSummary, RestoreError, Restored,
     BACKUP_FORMAT,
 };
-pub use config::{check_address, BindAddrs, ClusterSettings, ConfigError, NodeConfig};
+pub use disk::identity::{Identity, IdentityError};
+pub use disk::snapshot_file::SnapshotFileError;
 pub use door_addrs::{all_door_addrs, door_addrs, DoorAddrs};
 pub use error::{core_code, MembershipError, NodeError};
 pub use history::{Change, ChangeHistory, Compacted};
-pub use identity::{Identity, IdentityError};
-pub use kv_ops::{KvEvents, KvStats, LeaseView, MAX_LEASE_ID};
 pub use local::LocalCluster;
 pub use node::{Node, StartError};
-pub use observe::ElectionChanges;
+pub use ops::acquire::AcquireOptions;
+pub use ops::kv_ops::{KvEvents, KvStats, LeaseView, MAX_LEASE_ID};
+pub use ops::observe::ElectionChanges;
+pub use ops::primitives::MultiGrant;
+pub use ops::queue_ops::Enqueue;
+pub use ops::tree_ops::{
+    AtRevision, NodeAndChildren, NodeView, PutNode, TxnAnswer, TxnOutcome, Written,
+};
+pub use ops::views::{SessionCounts, StateCounts};
 pub use ops::{Consistency, Grant, NodeCounters, OpenedSession};
-pub use peer_guard::PeerState;
-pub use primitives::MultiGrant;
-pub use queue_ops::Enqueue;
+pub use raft::typ::{Member, NodeId};
+/// openraft's wiring, for the simulator (`internals` feature).
+#[cfg(feature = "internals")]
+pub use raft::typ::{Proposal, Raft, Reply, TypeConfig};
 pub use raftlock_api as api;
 pub use raftlock_core as core;
 pub use raftlock_tls::{ClientAuth, TlsSettings};
 pub use replica::membership::{MembershipMember, MembershipView};
-pub use snapshot_file::SnapshotFileError;
 pub use status::{ClusterStatus, MemberStatus};
-pub use tree_ops::{
-    AtRevision, NodeAndChildren, NodeView, PutNode, TxnAnswer, TxnOutcome, Written,
-};
-pub use typ::{Member, NodeId};
-/// openraft's wiring, for the simulator (`internals` feature).
-#[cfg(feature = "internals")]
-pub use typ::{Proposal, Raft, Reply, TypeConfig};
-pub use views::{SessionCounts, StateCounts};
+pub use transport::peer_guard::PeerState;

@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 
 use crate::config::{ClusterSettings, NodeConfig};
 use crate::node::{Node, StartError};
-use crate::typ::{Member, NodeId};
+use crate::raft::typ::{Member, NodeId};
 
 /// A cluster of in-process nodes with their data under one directory.
 pub struct LocalCluster {

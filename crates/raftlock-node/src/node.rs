@@ -9,21 +9,21 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::config::{ConfigError, NodeConfig};
-use crate::disk_space::DiskSpace;
-use crate::identity::IdentityFile;
-use crate::network::{Network, PeerClient};
-use crate::peer_guard::PeerGuard;
-use crate::quorum::QuorumClock;
+use crate::disk::disk_space::DiskSpace;
+use crate::disk::identity::IdentityFile;
+use crate::ops::waiters::WaiterRegistry;
+use crate::raft::state_machine::{Shared, StateMachineStore};
+use crate::raft::typ::{NodeId, Raft, TypeConfig};
 use crate::replica::group;
 use crate::replica::keepalives::Keepalives;
 use crate::replica::proposer::Proposer;
 use crate::replica::raft_slot::{Incarnation, RaftSlot};
 use crate::replica::Replica;
+use crate::sessions::quorum::QuorumClock;
+use crate::sessions::tracker::{SessionTracker, TokioClock};
 use crate::shutdown::Shutdown;
-use crate::state_machine::{Shared, StateMachineStore};
-use crate::tracker::{SessionTracker, TokioClock};
-use crate::typ::{NodeId, Raft, TypeConfig};
-use crate::waiters::WaiterRegistry;
+use crate::transport::network::{Network, PeerClient};
+use crate::transport::peer_guard::PeerGuard;
 
 /// A running raftlock replica inside the caller's tokio runtime. Cheap to
 /// clone; every clone is a handle to the same node.
@@ -77,7 +77,7 @@ impl Tasks {
 /// The tasks that follow one Raft instance's metrics; they end with it,
 /// and the storage supervisor starts them again for the next one.
 pub(crate) fn spawn_raft_tasks(replica: &Arc<Replica>, tasks: &Tasks) {
-    tasks.spawn(crate::leader::watch_leadership(replica.clone()));
+    tasks.spawn(crate::sessions::leader::watch_leadership(replica.clone()));
     tasks.spawn(crate::replica::membership::follow_membership(
         replica.clone(),
     ));
@@ -245,7 +245,7 @@ impl Node {
     ) -> Result<Node, StartError> {
         config.validate()?;
         // Before the data directory is touched: a bad PEM file fails fast.
-        let tls = crate::member_tls::MemberTls::load(&config)?;
+        let tls = crate::transport::member_tls::MemberTls::load(&config)?;
         let config = Arc::new(config);
         let storage_err = |message: String| StartError::Storage {
             path: config.data_dir.display().to_string(),
@@ -318,14 +318,18 @@ impl Node {
         };
         let replica = &node.replica;
         let tls_server = tls.map(|t| t.server);
-        node.spawn(crate::routes::serve(replica.clone(), listener, tls_server));
-        node.spawn(crate::leader::expire_sessions(replica.clone()));
+        node.spawn(crate::transport::routes::serve(
+            replica.clone(),
+            listener,
+            tls_server,
+        ));
+        node.spawn(crate::sessions::leader::expire_sessions(replica.clone()));
         node.spawn(group::run(replica.clone(), proposals));
         node.spawn(group::run(replica.clone(), keepalive_queue));
         spawn_raft_tasks(replica, &node.lifecycle.tasks);
-        node.spawn(crate::storage_watch::watch_log_storage(
+        node.spawn(crate::disk::storage_watch::watch_log_storage(
             replica.clone(),
-            crate::storage_watch::Recovery {
+            crate::disk::storage_watch::Recovery {
                 factory,
                 disk_space: node.lifecycle.disk_space.clone(),
                 tasks: node.lifecycle.tasks.clone(),
@@ -333,7 +337,7 @@ impl Node {
         ));
         if bootstrap {
             // In the background: the founder waits for every seed to answer.
-            node.spawn(crate::founding::found_cluster(replica.clone()));
+            node.spawn(crate::raft::founding::found_cluster(replica.clone()));
         }
         tracing::info!(id = config.id, raft = %raft_addr, "node started");
         Ok(node)

@@ -5,5 +5,5 @@
 //! ([`TokioClock`], its transport feeding the [`QuorumClock`]). Not an
 //! API: hidden from the docs.
 
-pub use crate::quorum::{Leadership, QuorumClock};
-pub use crate::tracker::{Clock, KeepaliveRefused, SessionTracker, TokioClock};
+pub use crate::sessions::quorum::{Leadership, QuorumClock};
+pub use crate::sessions::tracker::{Clock, KeepaliveRefused, SessionTracker, TokioClock};

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::node::Node;
-use crate::typ::NodeId;
+use crate::raft::typ::NodeId;
 
 /// A member as this node sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@
 //!   full disk: the member leaves the Raft group and answers
 //!   `503 disk_full`. `{"full": false}` → `204`: the disk has room again;
 //!   the member reopens its log and rejoins by itself, in the same process
-//!   (`crates/raftlock-node/src/storage_watch.rs`).
+//!   (`crates/raftlock-node/src/disk/storage_watch.rs`).
 //! - `POST /fault/slow-fsync` `{"delay_ms": N}` → `204`: every log sync
 //!   takes `N` ms longer (0: back to normal).
 

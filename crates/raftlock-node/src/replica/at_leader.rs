@@ -21,8 +21,8 @@ use tokio::time::Instant;
 use super::membership::{MembershipView, CATCH_UP_WAIT};
 use super::Replica;
 use crate::error::NodeError;
-use crate::network::{route, CallError};
-use crate::typ::{Member, NodeId, Proposal, Reply};
+use crate::raft::typ::{Member, NodeId, Proposal, Reply};
+use crate::transport::network::{route, CallError};
 
 /// What a follower asks the leader to do.
 #[derive(Debug, Clone, Serialize, Deserialize)]

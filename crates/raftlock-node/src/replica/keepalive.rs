@@ -43,7 +43,7 @@ use tokio::time::Instant;
 
 use super::Replica;
 use crate::error::NodeError;
-use crate::tracker::KeepaliveRefused;
+use crate::sessions::tracker::KeepaliveRefused;
 
 impl Replica {
     /// A keepalive at the leader; returns the session's TTL.

@@ -21,8 +21,8 @@ use tokio::time::Instant;
 use super::{PeerIdentity, Replica};
 use crate::config::check_address;
 use crate::error::NodeError;
-use crate::network::route;
-use crate::typ::{Member, NodeId, StoredMembership};
+use crate::raft::typ::{Member, NodeId, StoredMembership};
+use crate::transport::network::route;
 
 /// Longest a new member may take to catch up (receive a snapshot and the
 /// log after it) before the add answers [`MembershipError::NotCaughtUp`].
@@ -320,7 +320,7 @@ impl Replica {
     where
         F: std::future::Future<
             Output = Result<
-                openraft::raft::ClientWriteResponse<crate::typ::TypeConfig>,
+                openraft::raft::ClientWriteResponse<crate::raft::typ::TypeConfig>,
                 RaftError<NodeId, ClientWriteError<NodeId, Member>>,
             >,
         >,

@@ -22,14 +22,14 @@ use openraft::ServerState;
 use tokio::time::Instant;
 
 use crate::config::NodeConfig;
+use crate::disk::identity::Identity;
 use crate::error::NodeError;
-use crate::identity::Identity;
-use crate::network::PeerClient;
-use crate::peer_guard::PeerGuard;
-use crate::quorum::{Leadership, QuorumClock};
+use crate::raft::state_machine::Shared;
+use crate::raft::typ::NodeId;
+use crate::sessions::quorum::{Leadership, QuorumClock};
 use crate::shutdown::Shutdown;
-use crate::state_machine::Shared;
-use crate::typ::NodeId;
+use crate::transport::network::PeerClient;
+use crate::transport::peer_guard::PeerGuard;
 use proposer::Proposer;
 use raft_slot::RaftSlot;
 

@@ -25,7 +25,7 @@ use super::at_leader::{LeaderAnswer, LeaderRequest};
 use super::group::{Group, Kind};
 use super::Replica;
 use crate::error::NodeError;
-use crate::typ::{Proposal, Reply};
+use crate::raft::typ::{Proposal, Reply};
 
 /// Proposals outstanding at once from one node. More would let a lone
 /// write skip the queue behind a large proposal; fewer makes proposals

@@ -18,7 +18,7 @@ use openraft::metrics::RaftMetrics;
 use raftlock_storage::{DurableIndex, SyncMeter, SyncStall};
 use tokio::sync::watch;
 
-use crate::typ::{Member, NodeId, Raft};
+use crate::raft::typ::{Member, NodeId, Raft};
 
 /// One life of the member's Raft: the instance, and the log store handle
 /// it was built on (seen through its durability and fault hooks).

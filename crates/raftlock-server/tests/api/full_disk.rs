@@ -5,7 +5,7 @@
 //! writes `503 disk_full`, and once the ballast is removed it reopens its
 //! log and rejoins by itself, in this same process: back as a voter,
 //! caught up, every acknowledged write readable on it (docs/design.md,
-//! "A full disk"; `crates/raftlock-node/src/storage_watch.rs`).
+//! "A full disk"; `crates/raftlock-node/src/disk/storage_watch.rs`).
 //!
 //! Needs root to mount the tmpfs (CI runs as root); without it each test
 //! says SKIPPED on stderr and passes.

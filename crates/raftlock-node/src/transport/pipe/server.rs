@@ -14,9 +14,9 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::frame::{self, Head};
 use super::{Kind, PROTOCOL};
-use crate::peer_guard::Claims;
 use crate::replica::Replica;
-use crate::routes::{self, Failure};
+use crate::transport::peer_guard::Claims;
+use crate::transport::routes::{self, Failure};
 
 /// A connection with no frame for this long is closed. The dialing side
 /// stops reusing an idle connection well before (`client::IDLE_REUSE`),

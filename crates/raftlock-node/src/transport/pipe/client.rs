@@ -20,8 +20,8 @@ use tokio_rustls::TlsConnector;
 
 use super::frame::{self, Answered, Head};
 use super::PROTOCOL;
-use crate::network::{route, CallError};
-use crate::typ::NodeId;
+use crate::raft::typ::NodeId;
+use crate::transport::network::{route, CallError};
 
 /// As for HTTP (`network::PeerClient`): a peer that does not accept a
 /// connection within this is down or cut off.
@@ -344,7 +344,7 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
-    use crate::pipe::Kind;
+    use crate::transport::pipe::Kind;
 
     /// A member of an older version answers the upgrade 404 (no such
     /// route): the call says so (the caller then uses HTTP), and the peer

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{Kind, MAX_FRAME};
-use crate::peer_guard::Claims;
-use crate::routes::Failure;
+use crate::transport::peer_guard::Claims;
+use crate::transport::routes::Failure;
 
 const OK: u8 = 0;
 const REFUSED: u8 = 1;

@@ -5,7 +5,7 @@ use openraft::{CommittedLeaderId, Entry};
 use raftlock_core::{Command, QueueKind, SessionId};
 
 use super::*;
-use crate::tracker::TokioClock;
+use crate::sessions::tracker::TokioClock;
 
 fn open(dir: &std::path::Path) -> Arc<Shared> {
     open_with(dir, SnapshotFloor::detached())

@@ -26,7 +26,7 @@ use openraft::{Membership, Vote};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::typ::{Member, NodeId};
+use crate::raft::typ::{Member, NodeId};
 
 /// A peer's latest accepted request.
 #[derive(Debug, Clone, Copy)]

@@ -19,11 +19,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::net::TcpListener;
 
-use crate::member_tls::MemberListener;
-use crate::network::route;
+use crate::raft::typ::TypeConfig;
 use crate::replica::at_leader::LeaderRequest;
 use crate::replica::Replica;
-use crate::typ::TypeConfig;
+use crate::transport::member_tls::MemberListener;
+use crate::transport::network::route;
 
 type Shared = State<Arc<Replica>>;
 
@@ -152,7 +152,7 @@ pub(crate) async fn serve(
         .route(route::INITIALIZED, post(initialized))
         .route(route::IDENTITY, post(identity))
         // A peer pipe: every frame on it passes the guard itself.
-        .route(route::PIPE, get(crate::pipe::server::upgrade))
+        .route(route::PIPE, get(crate::transport::pipe::server::upgrade))
         // Snapshot chunks and entry batches can be large.
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(replica.clone());

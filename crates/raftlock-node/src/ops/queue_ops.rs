@@ -6,10 +6,10 @@
 use raftlock_api::{Mode, QueueKind};
 use raftlock_core::{RwMode, SessionId, SharedKind};
 
-use crate::acquire::AcquireOptions;
 use crate::error::NodeError;
-use crate::kinds::{mismatch, CoreQueue};
 use crate::node::Node;
+use crate::ops::acquire::AcquireOptions;
+use crate::ops::kinds::{mismatch, CoreQueue};
 use crate::ops::Grant;
 
 /// What one acquire asks of a queue.

@@ -37,7 +37,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::disk_space::{DiskSpace, Room};
+use crate::disk::disk_space::{DiskSpace, Room};
 use crate::node::{spawn_raft_tasks, RaftFactory, ReopenError, Tasks};
 use crate::replica::Replica;
 
@@ -124,7 +124,7 @@ async fn rejoin_when_there_is_room(replica: &Arc<Replica>, recovery: &Recovery) 
                     tracing::warn!(
                         id = replica.id,
                         free_bytes = free,
-                        need_bytes = crate::disk_space::ROOM_TO_REOPEN,
+                        need_bytes = crate::disk::disk_space::ROOM_TO_REOPEN,
                         "the data directory's disk is still full; waiting for room"
                     );
                     reported = Some(free);

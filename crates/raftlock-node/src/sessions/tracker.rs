@@ -44,7 +44,7 @@ use raftlock_core::{HeldOff, SessionId, SessionLease};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::hold_offs::HoldOffs;
+use crate::sessions::hold_offs::HoldOffs;
 
 /// The clock deadlines are measured on. A seam for simulated time.
 pub trait Clock: Send + Sync + 'static {

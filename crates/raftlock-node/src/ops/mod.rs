@@ -2,6 +2,16 @@
 //! operations the API exposes, in-process. Acquiring is its own flow
 //! (`acquire.rs`), and so is the cluster's status (`status.rs`).
 
+pub(crate) mod acquire;
+pub(crate) mod kinds;
+pub(crate) mod kv_ops;
+pub(crate) mod observe;
+pub(crate) mod primitives;
+pub(crate) mod queue_ops;
+pub(crate) mod tree_ops;
+pub(crate) mod views;
+pub(crate) mod waiters;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +21,7 @@ use tokio::sync::broadcast;
 
 use crate::error::NodeError;
 use crate::node::Node;
-use crate::typ::NodeId;
+use crate::raft::typ::NodeId;
 
 /// How fresh a read must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -290,8 +300,8 @@ impl Node {
     /// no-op; at other addresses it is refused (`MemberExists`).
     pub async fn add_member(
         &self,
-        id: crate::typ::NodeId,
-        member: crate::typ::Member,
+        id: crate::raft::typ::NodeId,
+        member: crate::raft::typ::Member,
     ) -> Result<crate::MembershipView, NodeError> {
         self.replica.change_member(id, Some(member)).await
     }
@@ -300,7 +310,7 @@ impl Node {
     /// leader may remove itself: it steps down once the change commits.
     pub async fn remove_member(
         &self,
-        id: crate::typ::NodeId,
+        id: crate::raft::typ::NodeId,
     ) -> Result<crate::MembershipView, NodeError> {
         self.replica.change_member(id, None).await
     }
@@ -322,7 +332,7 @@ impl Node {
     /// `member_replaced` while the cluster names another incarnation of
     /// it; for a peer, how it last answered this member's Raft requests
     /// (`None`: this member sent it none, as a follower usually has not).
-    pub fn member_state(&self, id: crate::typ::NodeId) -> Option<crate::PeerState> {
+    pub fn member_state(&self, id: crate::raft::typ::NodeId) -> Option<crate::PeerState> {
         if id == self.id() {
             return Some(if self.replaced().is_some() {
                 crate::PeerState::Replaced

@@ -25,13 +25,13 @@ use raftlock_core::{Command, Effects, StateMachine};
 use raftlock_storage::{DurableIndex, SnapshotFloor, StoreError};
 use tokio::sync::{broadcast, watch};
 
+use crate::disk::snapshot_file::{self, SnapshotFileError, SnapshotWriter};
 use crate::history::ChangeHistory;
-use crate::snapshot_file::{self, SnapshotFileError, SnapshotWriter};
-use crate::tracker::SessionTracker;
-use crate::typ::{
+use crate::ops::waiters::WaiterRegistry;
+use crate::raft::typ::{
     LogId, Proposal, Reply, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
-use crate::waiters::WaiterRegistry;
+use crate::sessions::tracker::SessionTracker;
 
 /// What the rest of the node reads or is told about.
 pub struct Shared {
@@ -264,8 +264,8 @@ impl Shared {
         let granted: Vec<String> = effects
             .granted
             .iter()
-            .filter(|p| crate::waiters::is_shared_node(p))
-            .map(|p| crate::waiters::granted_key(p))
+            .filter(|p| crate::ops::waiters::is_shared_node(p))
+            .map(|p| crate::ops::waiters::granted_key(p))
             .collect();
         if !granted.is_empty() {
             self.waiters

@@ -35,11 +35,11 @@ use raftlock_core::{QueueKind, SnapshotError, StateMachine};
 use serde::Serialize;
 
 use crate::config::{ConfigError, NodeConfig};
+use crate::disk::identity::{self, Identity};
+use crate::disk::snapshot_file::{self, SnapshotFileError};
 use crate::error::NodeError;
-use crate::identity::{self, Identity};
 use crate::node::Node;
-use crate::snapshot_file::{self, SnapshotFileError};
-use crate::typ::{LogId, SnapshotMeta, StoredMembership};
+use crate::raft::typ::{LogId, SnapshotMeta, StoredMembership};
 
 /// Format of the backup files this build writes and reads.
 pub const BACKUP_FORMAT: u32 = 1;
@@ -478,7 +478,7 @@ pub fn restore(backup: &Backup, config: &NodeConfig) -> Result<Restored, Restore
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot_file::tests::state;
+    use crate::disk::snapshot_file::tests::state;
 
     #[test]
     fn a_backup_round_trips_and_counts_what_it_holds() {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use raftlock_core::{StateMachine, SNAPSHOT_FORMAT};
 
-use crate::typ::SnapshotMeta;
+use crate::raft::typ::SnapshotMeta;
 
 const FILE: &str = "snapshot.bin";
 const TEMP: &str = "snapshot.bin.tmp";

@@ -11,8 +11,8 @@ use raftlock_core::path::validate_lock_name;
 use raftlock_core::{QueueEntryView, QueueKind, SessionId, SessionView, SharedKind, StateMachine};
 
 use crate::error::NodeError;
-use crate::kinds::CoreQueue;
 use crate::node::Node;
+use crate::ops::kinds::CoreQueue;
 use crate::ops::Consistency;
 
 /// A holder as the contract shows it.

@@ -21,11 +21,11 @@ use raftlock_core::{
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::acquire::AcquireOptions;
 use crate::error::NodeError;
 use crate::node::Node;
+use crate::ops::acquire::AcquireOptions;
+use crate::ops::waiters::granted_key;
 use crate::ops::{unexpected, Grant};
-use crate::waiters::granted_key;
 
 /// A granted multi-lock: one grant per lock, in the order they were named.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,8 +10,8 @@ use std::time::Duration;
 use openraft::ServerState;
 use raftlock_core::{Command, SessionId};
 
+use crate::raft::typ::{Proposal, Reply};
 use crate::replica::Replica;
-use crate::typ::{Proposal, Reply};
 
 /// Largest checkpoint entry (sessions per command), so a leader of 100,000
 /// sessions does not write one multi-megabyte entry.

@@ -49,7 +49,7 @@ impl Kind {
     /// The kind that replaces `route`, if it travels on pipes. Snapshots
     /// (large, rare) and the unguarded routes stay on HTTP.
     pub(crate) fn of_route(route: &str) -> Option<Kind> {
-        use crate::network::route;
+        use crate::transport::network::route;
         match route {
             route::APPEND => Some(Kind::Append),
             route::VOTE => Some(Kind::Vote),

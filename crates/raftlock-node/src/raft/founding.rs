@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::identity::hex;
-use crate::network::route;
+use crate::disk::identity::hex;
 use crate::replica::{PeerIdentity, Replica};
+use crate::transport::network::route;
 
 /// Pause between rounds while some seed does not answer yet.
 const RETRY: Duration = Duration::from_millis(200);

@@ -25,12 +25,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::config::NodeConfig;
-use crate::peer_guard::{PeerGuard, PeerState};
-use crate::pipe::client::{PipeError, Pipes};
-use crate::pipe::frame::Head;
-use crate::pipe::Kind;
-use crate::quorum::QuorumClock;
-use crate::typ::{LogId, Member, NodeId, TypeConfig};
+use crate::raft::typ::{LogId, Member, NodeId, TypeConfig};
+use crate::sessions::quorum::QuorumClock;
+use crate::transport::peer_guard::{PeerGuard, PeerState};
+use crate::transport::pipe::client::{PipeError, Pipes};
+use crate::transport::pipe::frame::Head;
+use crate::transport::pipe::Kind;
 
 /// Route of each RPC on the peer's internal listener.
 pub(crate) mod route {

@@ -21,7 +21,7 @@ use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::typ::NodeId;
+use crate::raft::typ::NodeId;
 
 /// The file's name inside the data directory.
 pub(crate) const FILE: &str = "identity";

@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use crate::error::NodeError;
 use crate::node::Node;
+use crate::ops::tree_ops::AtRevision;
 use crate::ops::{unexpected, Consistency, OpenedSession};
-use crate::tree_ops::AtRevision;
 
 /// A lease as etcd's `LeaseTimeToLive` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

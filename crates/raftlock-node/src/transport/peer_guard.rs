@@ -15,8 +15,8 @@ use std::sync::Mutex;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde::{Deserialize, Serialize};
 
-use crate::identity::{hex, Identity, IdentityError, IdentityFile};
-use crate::typ::NodeId;
+use crate::disk::identity::{hex, Identity, IdentityError, IdentityFile};
+use crate::raft::typ::NodeId;
 
 pub(crate) const CLUSTER: &str = "x-raftlock-cluster";
 pub(crate) const FROM: &str = "x-raftlock-from";
