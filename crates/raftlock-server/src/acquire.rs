@@ -29,7 +29,6 @@ use raftlock_node::{AcquireOptions, Enqueue, Grant, NodeError};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::parse_session;
 use crate::state::AppState;
 
 /// One acquire or campaign as the request stated it, not yet validated.
@@ -57,8 +56,7 @@ pub(crate) async fn acquire(app: &AppState, req: AcquireRequest<'_>) -> Result<G
 }
 
 async fn run(app: &AppState, req: AcquireRequest<'_>) -> Result<Grant, ApiError> {
-    let session = parse_session(req.session_id)?;
-    req.caller.require_session(app, session).await?;
+    let session = req.caller.own_session(app, req.session_id).await?;
     let checked = validate_lock_name(req.name)
         .map_err(ApiError::from)
         .and_then(|()| {
@@ -138,8 +136,7 @@ pub(crate) async fn release(
     name: &str,
     session_id: &str,
 ) -> Result<(), ApiError> {
-    let session = parse_session(session_id)?;
-    caller.require_session(app, session).await?;
+    let session = caller.own_session(app, session_id).await?;
     app.session_wins(session, validate_lock_name(name).map_err(ApiError::from))
         .await?;
     app.node.release_queue(kind, name, session).await?;

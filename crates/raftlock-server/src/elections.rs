@@ -11,17 +11,18 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use raftlock_api::election::{ElectionList, ElectionView, LeaderView};
+use raftlock_api::election::{ElectionList, ElectionView};
 use raftlock_core::path::validate_lock_name;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::acquire::{acquire, release, AcquireRequest};
-use crate::auth::{Caller, Permission};
+use crate::auth::Caller;
 use crate::error::{no_such_action, ApiError};
-use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
+use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
 use crate::locks::{split_action, SessionBody};
 use crate::observe::observe;
+use crate::redact::Redact;
 use crate::state::AppState;
 
 /// The election operations in the OpenAPI document (`openapi.rs`).
@@ -60,20 +61,6 @@ struct Elected {
     node: String,
     fencing_token: u64,
     session_id: String,
-}
-
-/// Hides, for `caller`, the leader's session id if it is another
-/// principal's.
-pub(crate) fn redact(mut election: ElectionView, caller: &Caller) -> ElectionView {
-    election.leader = election.leader.map(|l| redact_leader(l, caller));
-    election
-}
-
-fn redact_leader(mut leader: LeaderView, caller: &Caller) -> LeaderView {
-    leader.session_id = caller
-        .visibility(leader.principal.as_deref())
-        .redact(leader.session_id);
-    leader
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -158,8 +145,7 @@ async fn proclaim(
     request: Request,
 ) -> Result<Response, ApiError> {
     let JsonBody(body) = JsonBody::<ProclaimBody>::from_request(request, &app).await?;
-    let session = parse_session(&body.session_id)?;
-    caller.require_session(&app, session).await?;
+    let session = caller.own_session(&app, &body.session_id).await?;
     let checked = validate_lock_name(name)
         .map_err(ApiError::from)
         .and_then(|()| app.check_data(body.value.len()));
@@ -226,7 +212,7 @@ async fn inspect(
     query: ReadQuery,
 ) -> Result<Response, ApiError> {
     let election = app.node.election(&name, query.consistency.into()).await?;
-    Ok(Json(redact(election, &caller)).into_response())
+    Ok(Json(election.redact(&caller)).into_response())
 }
 
 /// The elections with a leader or candidates, by name prefix.
@@ -238,14 +224,11 @@ async fn list(
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<ElectionList>, ApiError> {
-    let mut elections = app
+    let elections = app
         .node
-        .elections(&query.prefix, query.consistency.into(), |name| {
-            caller.may(Permission::Read, name)
-        })
+        .elections(&query.prefix, query.consistency.into(), caller.reads())
         .await?;
-    for line in &mut elections {
-        line.leader = line.leader.take().map(|l| redact_leader(l, &caller));
-    }
-    Ok(Json(ElectionList { elections }))
+    Ok(Json(ElectionList {
+        elections: elections.redact(&caller),
+    }))
 }

@@ -48,6 +48,7 @@ mod overload;
 mod process;
 mod queue_routes;
 mod reachability;
+mod redact;
 mod session_list;
 mod sessions;
 mod shared_locks;

@@ -9,7 +9,7 @@
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use raftlock_api::lock::{FencingAnswer, FencingBody, Holder, LockBody, LockList, Waiter};
+use raftlock_api::lock::{FencingAnswer, FencingBody, LockBody, LockList};
 use raftlock_node::Grant;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
@@ -18,6 +18,7 @@ use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadConsistency, ReadQuery};
 use crate::queue_routes::{self, Asked, QueueRoute};
+use crate::redact::Redact;
 use crate::state::AppState;
 
 /// The lock operations in the OpenAPI document (`openapi.rs`).
@@ -68,21 +69,6 @@ struct Granted {
     fencing_token: u64,
     session_id: String,
     since_revision: u64,
-}
-
-/// Hides, for `caller`, the session ids of another principal's entries.
-pub(crate) fn redact_holder(mut h: Holder, caller: &Caller) -> Holder {
-    h.session_id = caller
-        .visibility(h.principal.as_deref())
-        .redact(h.session_id);
-    h
-}
-
-fn redact_waiter(mut w: Waiter, caller: &Caller) -> Waiter {
-    w.session_id = caller
-        .visibility(w.principal.as_deref())
-        .redact(w.session_id);
-    w
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -144,14 +130,8 @@ async fn inspect(
     ApiPath(name): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<LockBody>, ApiError> {
-    let mut lock = app.node.lock(&name, query.consistency.into()).await?;
-    lock.holder = lock.holder.map(|h| redact_holder(h, &caller));
-    lock.waiters = lock
-        .waiters
-        .into_iter()
-        .map(|w| redact_waiter(w, &caller))
-        .collect();
-    Ok(Json(lock))
+    let lock = app.node.lock(&name, query.consistency.into()).await?;
+    Ok(Json(lock.redact(&caller)))
 }
 
 /// The locks with a holder or waiters, by name prefix.
@@ -164,16 +144,13 @@ async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<LockList>, ApiError> {
     // The delays are read with the queues: one consistent view.
-    let mut locks = app
+    let locks = app
         .node
-        .locks(&query.prefix, query.consistency.into(), |name| {
-            caller.may(Permission::Read, name)
-        })
+        .locks(&query.prefix, query.consistency.into(), caller.reads())
         .await?;
-    for line in &mut locks {
-        line.holder = line.holder.take().map(|h| redact_holder(h, &caller));
-    }
-    Ok(Json(LockList { locks }))
+    Ok(Json(LockList {
+        locks: locks.redact(&caller),
+    }))
 }
 
 /// Is this fencing token still the lock's current one?

@@ -19,7 +19,7 @@ use utoipa::{OpenApi, ToSchema};
 use crate::acquire::long_poll;
 use crate::auth::{Caller, Permission};
 use crate::error::ApiError;
-use crate::extract::{parse_session, JsonBody};
+use crate::extract::JsonBody;
 use crate::state::AppState;
 
 /// The multi-lock operations, for the OpenAPI document.
@@ -87,8 +87,7 @@ async fn acquire(
     JsonBody(body): JsonBody<AcquireBody>,
 ) -> Result<Response, ApiError> {
     require_all(&caller, &body.locks)?;
-    let session = parse_session(&body.session_id)?;
-    caller.require_session(&app, session).await?;
+    let session = caller.own_session(&app, &body.session_id).await?;
     let checked = validate_lock_set(&body.locks)
         .map_err(ApiError::from)
         .and_then(|()| app.wait(body.wait_ms));
@@ -129,8 +128,7 @@ async fn release(
     JsonBody(body): JsonBody<ReleaseBody>,
 ) -> Result<Response, ApiError> {
     require_all(&caller, &body.locks)?;
-    let session = parse_session(&body.session_id)?;
-    caller.require_session(&app, session).await?;
+    let session = caller.own_session(&app, &body.session_id).await?;
     app.session_wins(
         session,
         validate_lock_set(&body.locks).map_err(ApiError::from),

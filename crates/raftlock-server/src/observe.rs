@@ -19,8 +19,8 @@ use raftlock_node::ElectionChanges;
 use crate::auth::Caller;
 use raftlock_api::election::ElectionView;
 
-use crate::elections::redact;
 use crate::error::ApiError;
+use crate::redact::Redact;
 use crate::state::AppState;
 
 fn event(view: &ElectionView) -> Event {
@@ -43,7 +43,7 @@ fn events(
                 view = changes.next() => view?,
                 _ = app.stopping() => return None,
             };
-            Some((Ok(event(&redact(view, &caller))), changes))
+            Some((Ok(event(&view.redact(&caller))), changes))
         }
     });
     futures::StreamExt::chain(head, tail)
@@ -60,7 +60,7 @@ pub(crate) async fn observe(
     validate_lock_name(&name)?;
     let (first, changes) = app.node.observe_election(&name).await?;
     let keepalive = Duration::from_millis(app.config.sse_keepalive_ms.max(1));
-    let first = redact(first, &caller);
+    let first = first.redact(&caller);
     Ok(Sse::new(events(app, caller, first, changes))
         .keep_alive(KeepAlive::new().interval(keepalive))
         .into_response())

@@ -12,7 +12,7 @@ use utoipa::{OpenApi, ToSchema};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::{parse_session, ApiPath, ApiQuery, JsonBody, ReadQuery};
+use crate::extract::{ApiPath, ApiQuery, JsonBody, ReadQuery};
 use crate::state::AppState;
 
 /// The session operations in the OpenAPI document (`openapi.rs`).
@@ -89,8 +89,7 @@ async fn keepalive(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Ttl>, ApiError> {
-    let id = parse_session(&id)?;
-    caller.require_session(&app, id).await?;
+    let id = caller.own_session(&app, &id).await?;
     let ttl = app.node.keepalive(id).await?;
     Ok(Json(Ttl {
         ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
@@ -107,8 +106,7 @@ async fn inspect(
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<SessionView>, ApiError> {
-    let id = parse_session(&id)?;
-    caller.require_session(&app, id).await?;
+    let id = caller.own_session(&app, &id).await?;
     let session = app
         .node
         .session(id, query.consistency.into())
@@ -126,8 +124,7 @@ async fn close(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id = parse_session(&id)?;
-    caller.require_session(&app, id).await?;
+    let id = caller.own_session(&app, &id).await?;
     app.node.close_session(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -4,30 +4,16 @@
 //! the views (`Node::shared`, `Node::shared_list`); this module redacts
 //! them for the caller.
 
-use raftlock_api::shared::{SharedHolder, SharedLine, SharedQueue, SharedWaiter};
+use raftlock_api::shared::{SharedLine, SharedQueue};
 use raftlock_api::QueueKind;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::auth::{Caller, Permission};
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::ReadConsistency;
+use crate::redact::Redact;
 use crate::state::AppState;
-
-/// Hides, for `caller`, the session ids of another principal's entries.
-fn redact_holder(mut h: SharedHolder, caller: &Caller) -> SharedHolder {
-    h.session_id = caller
-        .visibility(h.principal.as_deref())
-        .redact(h.session_id);
-    h
-}
-
-fn redact_waiter(mut w: SharedWaiter, caller: &Caller) -> SharedWaiter {
-    w.session_id = caller
-        .visibility(w.principal.as_deref())
-        .redact(w.session_id);
-    w
-}
 
 /// Reads one read-write lock or semaphore, as `caller` may see it.
 pub(crate) async fn inspect(
@@ -37,18 +23,8 @@ pub(crate) async fn inspect(
     name: &str,
     consistency: ReadConsistency,
 ) -> Result<SharedQueue, ApiError> {
-    let mut view = app.node.shared(kind, name, consistency.into()).await?;
-    view.holders = view
-        .holders
-        .into_iter()
-        .map(|h| redact_holder(h, caller))
-        .collect();
-    view.waiters = view
-        .waiters
-        .into_iter()
-        .map(|w| redact_waiter(w, caller))
-        .collect();
-    Ok(view)
+    let view = app.node.shared(kind, name, consistency.into()).await?;
+    Ok(view.redact(caller))
 }
 
 /// `GET /v1/rwlocks` and `GET /v1/semaphores`: which names to list.
@@ -72,17 +48,14 @@ pub(crate) async fn list(
     kind: QueueKind,
     query: &ListQuery,
 ) -> Result<Vec<SharedLine>, ApiError> {
-    let mut lines = app
+    let lines = app
         .node
-        .shared_list(kind, &query.prefix, query.consistency.into(), |name| {
-            caller.may(Permission::Read, name)
-        })
+        .shared_list(
+            kind,
+            &query.prefix,
+            query.consistency.into(),
+            caller.reads(),
+        )
         .await?;
-    for line in &mut lines {
-        line.holders = std::mem::take(&mut line.holders)
-            .into_iter()
-            .map(|h| redact_holder(h, caller))
-            .collect();
-    }
-    Ok(lines)
+    Ok(lines.redact(caller))
 }

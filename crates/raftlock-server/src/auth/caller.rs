@@ -10,6 +10,7 @@ use raftlock_core::SessionId;
 use raftlock_node::Consistency;
 
 use crate::error::ApiError;
+use crate::extract::parse_session;
 use crate::state::AppState;
 use raftlock_api::auth::{Permission, Token};
 
@@ -104,6 +105,20 @@ impl Caller {
                 "session {id} belongs to another principal"
             ))),
         }
+    }
+
+    /// The session a request names (`text`, as the client sent it), once
+    /// the caller may act for it: `404 session_not_found` for a malformed
+    /// or unknown id, `403 forbidden` for another principal's.
+    pub async fn own_session(&self, app: &AppState, text: &str) -> Result<SessionId, ApiError> {
+        let id = parse_session(text)?;
+        self.require_session(app, id).await?;
+        Ok(id)
+    }
+
+    /// Whether a listing may show a name: the caller reads it.
+    pub fn reads(&self) -> impl Fn(&str) -> bool + '_ {
+        move |name| self.may(Permission::Read, name)
     }
 }
 
