@@ -81,6 +81,99 @@ pub fn door_addrs(text: &str, door: &str, id: u64) -> Result<Option<DoorAddrs>, 
         .map(|(_, a)| a))
 }
 
+/// Why a member's door could not be bound or started.
+#[derive(Debug, thiserror::Error)]
+pub enum MemberDoorError {
+    /// The door's entry of the cluster file is malformed.
+    #[error("cluster file: {0}")]
+    Config(String),
+    /// The door's address is taken or cannot be bound.
+    #[error("cannot listen on {door} bind {addr}: {source}")]
+    Bind {
+        /// The door (`zookeeper`, `etcd`).
+        door: &'static str,
+        /// The address tried.
+        addr: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The `[tls]` table's certificate or key cannot be loaded.
+    #[error("{door} door TLS: {source}")]
+    Tls {
+        /// The door.
+        door: &'static str,
+        /// Why it failed.
+        source: raftlock_tls::TlsError,
+    },
+    /// The bound listener cannot be served.
+    #[error("{door} door: {source}")]
+    Io {
+        /// The door.
+        door: &'static str,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+}
+
+/// A member's door listener as the cluster file configures it, bound
+/// before Raft starts (so a port conflict fails first), not yet serving.
+/// `raftlock serve` and the Jepsen harness's member processes bind every
+/// door this way; each door crate starts its server on it.
+pub struct BoundDoor {
+    /// The door (`zookeeper`, `etcd`).
+    pub door: &'static str,
+    /// The bound listener.
+    pub listener: tokio::net::TcpListener,
+    /// This member's addresses for the door.
+    pub addrs: DoorAddrs,
+    /// Every member's client address for the door, by member id.
+    pub client_addrs: Vec<(u64, String)>,
+}
+
+impl BoundDoor {
+    /// Binds member `id`'s `door` if the cluster file (its text) gives it
+    /// one (`<door> = { client_addr = ... }` in its `[[members]]` entry);
+    /// `None` when it does not.
+    pub async fn bind(
+        cluster_toml: &str,
+        door: &'static str,
+        id: u64,
+    ) -> Result<Option<Self>, MemberDoorError> {
+        let all = all_door_addrs(cluster_toml, door).map_err(MemberDoorError::Config)?;
+        let Some(addrs) = all.iter().find(|(m, _)| *m == id).map(|(_, a)| a.clone()) else {
+            return Ok(None);
+        };
+        let listener = tokio::net::TcpListener::bind(addrs.bind_addr())
+            .await
+            .map_err(|source| MemberDoorError::Bind {
+                door,
+                addr: addrs.bind_addr().to_string(),
+                source,
+            })?;
+        let client_addrs = all.into_iter().map(|(m, a)| (m, a.client_addr)).collect();
+        Ok(Some(Self {
+            door,
+            listener,
+            addrs,
+            client_addrs,
+        }))
+    }
+
+    /// The API's certificate and client policy for the door, when the
+    /// cluster has `[tls]`.
+    pub fn tls_server(
+        &self,
+        tls: Option<&crate::TlsSettings>,
+    ) -> Result<Option<std::sync::Arc<raftlock_tls::rustls::ServerConfig>>, MemberDoorError> {
+        tls.map(raftlock_tls::api_server_config)
+            .transpose()
+            .map_err(|source| MemberDoorError::Tls {
+                door: self.door,
+                source,
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +226,36 @@ mod tests {
         assert!(err.contains("zookeeper address"), "{err}");
         let not_a_table = TEXT.replace("etcd = { client_addr = \"127.0.0.1:2379\" }", "etcd = 5");
         assert!(door_addrs(&not_a_table, "etcd", 1).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_door_binds_where_the_file_says_and_names_itself_when_it_cannot() {
+        let taken = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port");
+        let addr = taken.local_addr().expect("bound").to_string();
+        let text = format!(
+            "[[members]]\nid = 1\napi_addr = \"127.0.0.1:7001\"\nraft_addr = \"127.0.0.1:7101\"\n\
+             etcd = {{ client_addr = \"{addr}\" }}\nzookeeper = {{ client_addr = \"127.0.0.1:0\" }}\n"
+        );
+        let err = BoundDoor::bind(&text, "etcd", 1)
+            .await
+            .err()
+            .expect("the port is taken");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("cannot listen on etcd bind {addr}: ")),
+            "{err}"
+        );
+        let bound = BoundDoor::bind(&text, "zookeeper", 1)
+            .await
+            .expect("binds")
+            .expect("configured");
+        assert_eq!(bound.door, "zookeeper");
+        assert_eq!(bound.client_addrs, vec![(1, "127.0.0.1:0".to_string())]);
+        assert!(BoundDoor::bind(&text, "zookeeper", 2)
+            .await
+            .expect("parses")
+            .is_none());
     }
 }

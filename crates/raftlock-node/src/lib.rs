@@ -46,7 +46,7 @@ pub use disk::backup::{
 };
 pub use disk::identity::{Identity, IdentityError};
 pub use disk::snapshot_file::SnapshotFileError;
-pub use door_addrs::{all_door_addrs, door_addrs, DoorAddrs};
+pub use door_addrs::{all_door_addrs, door_addrs, BoundDoor, DoorAddrs, MemberDoorError};
 pub use error::{core_code, MembershipError, NodeError};
 pub use history::{Change, ChangeHistory, Compacted};
 pub use local::LocalCluster;
