@@ -9,13 +9,11 @@
 //! port, and kills it at the end. Without `java` or ZooKeeper's jar the
 //! tests print why and return, except in CI (`CI=true`), where they fail.
 
-use std::collections::VecDeque;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::BytesMut;
 use raftlock_zookeeper::wire::*;
@@ -25,152 +23,24 @@ use tokio_util::codec::{Decoder, Encoder};
 mod zookeeper_server;
 use zookeeper_server::ZooKeeper;
 
-const IO_TIMEOUT: Duration = Duration::from_secs(15);
+#[path = "support/wire_client.rs"]
+mod wire_client;
+use wire_client::*;
 
-/// One client connection through [`ClientCodec`].
-struct Conn {
-    stream: TcpStream,
-    codec: ClientCodec,
-    buf: BytesMut,
-    next_xid: i32,
-    /// Notifications that arrived while waiting for a reply.
-    events: VecDeque<(i64, WatcherEvent)>,
-    session_id: i64,
-}
-
-impl Conn {
-    fn connect(addr: &str, read_only: Option<bool>) -> (Self, ConnectResponse) {
-        let stream = TcpStream::connect(addr).expect("connect");
-        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        let mut conn = Self {
-            stream,
-            codec: ClientCodec::default(),
-            buf: BytesMut::new(),
-            next_xid: 1,
-            events: VecDeque::new(),
-            session_id: 0,
-        };
-        conn.write(ClientPacket::Connect(ConnectRequest {
+/// A new session on `addr`, as `read_only` asks.
+fn connect(addr: &str, read_only: Option<bool>) -> (Conn, ConnectResponse) {
+    let (conn, rsp) = Conn::handshake(
+        addr,
+        ConnectRequest {
             protocol_version: 0,
             last_zxid_seen: 0,
             time_out: 30_000,
             session_id: 0,
             passwd: vec![0; 16],
             read_only,
-        }));
-        let rsp = match conn.read() {
-            Some(ServerPacket::Connect(rsp)) => rsp,
-            other => panic!("expected a connect response, got {other:?}"),
-        };
-        conn.session_id = rsp.session_id;
-        (conn, rsp)
-    }
-
-    fn write(&mut self, packet: ClientPacket) {
-        let mut out = BytesMut::new();
-        self.codec.encode(packet, &mut out).expect("encode");
-        self.stream.write_all(&out).expect("send");
-    }
-
-    /// The next packet, or `None` once the server closed the connection.
-    fn read(&mut self) -> Option<ServerPacket> {
-        loop {
-            if let Some(packet) = self.codec.decode(&mut self.buf).expect("decode") {
-                return Some(packet);
-            }
-            let mut chunk = [0u8; 4096];
-            match self.stream.read(&mut chunk) {
-                Ok(0) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == ErrorKind::ConnectionReset => return None,
-                Err(e) => panic!("read: {e}"),
-            }
-        }
-    }
-
-    /// Sends `op` with the given xid and returns the reply to that xid,
-    /// queueing notifications that come first.
-    fn call_xid(&mut self, xid: i32, op: OpRequest) -> Reply {
-        self.write(ClientPacket::Request(Request { xid, op }));
-        loop {
-            match self.read() {
-                Some(ServerPacket::Reply(r)) if r.header.xid == xid::NOTIFICATION => {
-                    let ReplyBody::Notification(e) = r.body else {
-                        panic!("notification without an event: {r:?}");
-                    };
-                    self.events.push_back((r.header.zxid, e));
-                }
-                Some(ServerPacket::Reply(r)) => {
-                    assert_eq!(r.header.xid, xid, "replies come in order");
-                    return r;
-                }
-                other => panic!("expected a reply to {xid}, got {other:?}"),
-            }
-        }
-    }
-
-    fn call(&mut self, op: OpRequest) -> Reply {
-        let xid = self.next_xid;
-        self.next_xid += 1;
-        self.call_xid(xid, op)
-    }
-
-    /// Calls and expects success; returns the body.
-    fn ok(&mut self, op: OpRequest) -> ReplyBody {
-        let what = format!("{op:?}");
-        let r = self.call(op);
-        assert_eq!(r.header.err, ErrorCode::Ok, "{what}");
-        r.body
-    }
-
-    /// Calls and expects `err` with a header-only answer.
-    fn fails(&mut self, op: OpRequest, err: ErrorCode) {
-        let what = format!("{op:?}");
-        let r = self.call(op);
-        assert_eq!(r.header.err, err, "{what}");
-        assert_eq!(r.body, ReplyBody::Empty, "{what}");
-    }
-
-    /// The next notification (already queued, or read now).
-    fn event(&mut self) -> WatcherEvent {
-        if let Some((_, e)) = self.events.pop_front() {
-            return e;
-        }
-        match self.read() {
-            Some(ServerPacket::Reply(Reply {
-                header,
-                body: ReplyBody::Notification(e),
-            })) if header.xid == xid::NOTIFICATION => e,
-            other => panic!("expected a notification, got {other:?}"),
-        }
-    }
-}
-
-fn create(path: &str, data: &[u8], mode: CreateMode) -> CreateRequest {
-    CreateRequest {
-        path: path.into(),
-        data: Some(data.to_vec()),
-        acl: vec![Acl::open_unsafe()],
-        mode,
-    }
-}
-
-fn pw(path: &str, watch: bool) -> PathWatchRequest {
-    PathWatchRequest {
-        path: path.into(),
-        watch,
-    }
-}
-
-fn path(path: &str) -> PathRequest {
-    PathRequest { path: path.into() }
-}
-
-fn stat_of(body: ReplyBody) -> Stat {
-    match body {
-        ReplyBody::Stat(s) => s,
-        other => panic!("expected a stat, got {other:?}"),
-    }
+        },
+    );
+    (conn, rsp.expect("a connect response"))
 }
 
 fn is_sequential(name: &str, prefix: &str) -> bool {
@@ -186,12 +56,12 @@ fn the_codec_speaks_to_a_real_zookeeper() {
     let addr = zk.addr();
 
     // Handshake: the readOnly byte comes back exactly when it was sent.
-    let (mut c, rsp) = Conn::connect(&addr, Some(false));
+    let (mut c, rsp) = connect(&addr, Some(false));
     assert_eq!(rsp.read_only, Some(false));
     assert_eq!(rsp.time_out, 30_000);
     assert_ne!(rsp.session_id, 0);
     assert_eq!(rsp.passwd.len(), 16);
-    let (mut old, old_rsp) = Conn::connect(&addr, None);
+    let (mut old, old_rsp) = connect(&addr, None);
     assert_eq!(
         old_rsp.read_only, None,
         "no readOnly byte for a client that sent none"
