@@ -146,14 +146,7 @@ pub async fn locks(args: LocksArgs) -> anyhow::Result<()> {
     }
     let locks = args.endpoints.client()?.locks(&prefix).await?;
     if locks.is_empty() {
-        println!(
-            "no locks{}",
-            if prefix.is_empty() {
-                String::new()
-            } else {
-                format!(" under {prefix:?}")
-            }
-        );
+        println!("{}", nothing_listed("locks", &prefix));
         return Ok(());
     }
     let mut table = TextTable::new(&[
@@ -238,14 +231,7 @@ async fn shared(endpoints: &Endpoints, prefix: &str, rwlocks: bool) -> anyhow::R
         "semaphores"
     };
     if rows.is_empty() {
-        println!(
-            "no {what}{}",
-            if prefix.is_empty() {
-                String::new()
-            } else {
-                format!(" under {prefix:?}")
-            }
-        );
+        println!("{}", nothing_listed(what, prefix));
         return Ok(());
     }
     let mut table = TextTable::new(&[
@@ -278,4 +264,14 @@ async fn shared(endpoints: &Endpoints, prefix: &str, rwlocks: bool) -> anyhow::R
     }
     table.print();
     Ok(())
+}
+
+/// What a listing prints when nothing matched: `no locks`, or `no locks
+/// under "orders/"` for a prefix.
+fn nothing_listed(what: &str, prefix: &str) -> String {
+    if prefix.is_empty() {
+        format!("no {what}")
+    } else {
+        format!("no {what} under {prefix:?}")
+    }
 }
