@@ -194,37 +194,23 @@ impl Conn {
         for op in m.ops {
             let result = match op {
                 MultiOp::GetData(r) => {
-                    let (at, seen) = self.seen(&r.path).await?;
-                    revision = revision.max(at);
-                    self.advance(at).await;
-                    match seen {
-                        Some(s) => {
-                            if r.watch {
-                                self.watches.add(Kind::Data, &r.path);
-                            }
-                            OpResult::GetData {
-                                data: Some(s.data),
-                                stat: s.stat,
-                            }
-                        }
+                    let watch = r.watch.then_some(Kind::Data);
+                    match self.read_in_multi(&r.path, watch, &mut revision).await? {
+                        Some(s) => OpResult::GetData {
+                            data: Some(s.data),
+                            stat: s.stat,
+                        },
                         None => OpResult::Error {
                             err: ErrorCode::NoNode,
                         },
                     }
                 }
                 MultiOp::GetChildren(r) => {
-                    let (at, seen) = self.seen(&r.path).await?;
-                    revision = revision.max(at);
-                    self.advance(at).await;
-                    match seen {
-                        Some(s) => {
-                            if r.watch {
-                                self.watches.add(Kind::Child, &r.path);
-                            }
-                            OpResult::GetChildren {
-                                children: s.children,
-                            }
-                        }
+                    let watch = r.watch.then_some(Kind::Child);
+                    match self.read_in_multi(&r.path, watch, &mut revision).await? {
+                        Some(s) => OpResult::GetChildren {
+                            children: s.children,
+                        },
                         None => OpResult::Error {
                             err: ErrorCode::NoNode,
                         },
@@ -235,5 +221,23 @@ impl Conn {
             results.push(result);
         }
         Ok((revision, Ok(ReplyBody::Multi(MultiResponse { results }))))
+    }
+
+    /// One read of a read-only multi: the node at `path` once the session
+    /// has caught up with it, `revision` raised to the read's; the watch,
+    /// if asked, is set only on a node that exists.
+    async fn read_in_multi(
+        &mut self,
+        path: &str,
+        watch: Option<Kind>,
+        revision: &mut u64,
+    ) -> Result<Option<Seen>, Failure> {
+        let (at, seen) = self.seen(path).await?;
+        *revision = (*revision).max(at);
+        self.advance(at).await;
+        if let (Some(kind), Some(_)) = (watch, &seen) {
+            self.watches.add(kind, path);
+        }
+        Ok(seen)
     }
 }
