@@ -94,11 +94,7 @@ impl pb::kv_server::Kv for Etcd {
         for lease in caller.check_txn(&txn)? {
             self.check_lease(&caller, lease).await?;
         }
-        let done = self
-            .node
-            .kv_write(KvOp::Txn(txn))
-            .await
-            .map_err(errors::status)?;
+        let done = self.write_txn(txn).await?;
         let KvResponseOp::Txn {
             succeeded,
             responses,

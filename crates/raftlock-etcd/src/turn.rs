@@ -16,7 +16,7 @@ use raftlock_core::kv::{
     KvResponseOp, PutRequest, RangeRequest, TxnRequest,
 };
 use raftlock_core::SessionId;
-use raftlock_node::Consistency;
+use raftlock_node::{AtRevision, Consistency};
 use tonic::Status;
 
 use crate::convert::lease;
@@ -103,6 +103,17 @@ impl Drop for Abandoned {
 }
 
 impl Etcd {
+    /// Runs `txn` through the log: its outcome and the revision it wrote.
+    pub(crate) async fn write_txn(
+        &self,
+        txn: TxnRequest,
+    ) -> Result<AtRevision<KvResponseOp>, Status> {
+        self.node
+            .kv_write(KvOp::Txn(txn))
+            .await
+            .map_err(errors::status)
+    }
+
     /// Deletes `key` if its create revision is still `revision` (and,
     /// with `lease`, it is attached to that lease); returns the revision
     /// of the write.
@@ -120,11 +131,7 @@ impl Etcd {
             })],
             failure: Vec::new(),
         };
-        let done = self
-            .node
-            .kv_write(KvOp::Txn(txn))
-            .await
-            .map_err(errors::status)?;
+        let done = self.write_txn(txn).await?;
         Ok(done.revision)
     }
 
@@ -160,11 +167,7 @@ impl Etcd {
             })],
             failure: Vec::new(),
         };
-        let done = self
-            .node
-            .kv_write(KvOp::Txn(txn))
-            .await
-            .map_err(errors::status)?;
+        let done = self.write_txn(txn).await?;
         match done.value {
             KvResponseOp::Txn { succeeded, .. } => Ok((succeeded, done.revision)),
             _ => Err(unexpected()),
@@ -196,11 +199,7 @@ impl Etcd {
                 ..RangeRequest::default()
             })],
         };
-        let done = self
-            .node
-            .kv_write(KvOp::Txn(txn))
-            .await
-            .map_err(errors::status)?;
+        let done = self.write_txn(txn).await?;
         // This member's state must include the put before it decides
         // anything from its own (stale) reads: a follower may lag.
         let mut written = done.revision;
