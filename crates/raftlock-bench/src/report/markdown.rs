@@ -831,6 +831,21 @@ mod tests {
         assert!(md.contains("| raftlock | 4,096 | 3,000 |"), "{md}");
     }
 
+    /// The committed results render to the committed tables, byte for byte:
+    /// pins every table's format against real data from all workloads.
+    #[test]
+    fn the_committed_results_render_to_the_committed_doc() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let r = crate::report::load_json(&root.join("docs/bench/results.json")).unwrap();
+        let doc = std::fs::read_to_string(root.join("docs/benchmarks.md")).unwrap();
+        let md = render(&r, &[], "bench");
+        let sections: Vec<&str> = md.split("\n### ").collect();
+        assert!(sections.len() > 10, "{md}");
+        for s in sections {
+            assert!(doc.contains(s), "not in docs/benchmarks.md:\n{s}");
+        }
+    }
+
     #[test]
     fn formats() {
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
