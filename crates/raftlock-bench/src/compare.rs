@@ -19,6 +19,7 @@ use crate::backend::Backend;
 use crate::cluster::{Cluster, System, Tools};
 use crate::disturbance;
 use crate::pin;
+use crate::procfs::CpuUsage;
 use crate::progress::say;
 use crate::report::{self, Report, SystemReport};
 use crate::warmup;
@@ -288,52 +289,33 @@ async fn latency_group<B: Backend>(
     let members = cluster.members.len();
     let tag = |what: &str| format!("{what}{} run {n}", if pinned { " pinned" } else { "" });
     if wants(Workload::Uncontended) {
-        for &c in &p.clients {
-            let leader = match cluster.leader().await {
-                Ok(l) => l,
-                Err(e) => {
-                    sr.notes.push(format!("{} {c}: {e:#}", tag("uncontended")));
-                    continue;
-                }
-            };
-            let got = disturbance::quietest(
-                || uncontended::run(b, &pids, leader, members, c, p.uncontended_secs, pinned, n),
-                |x| &x.cpu,
-            )
-            .await;
-            match got {
-                Ok((x, how)) => {
-                    note_remeasured(sr, how, &format!("{} c={c}", tag("uncontended")));
-                    sr.uncontended.push(x);
-                }
-                Err(e) => sr.notes.push(format!("{} {c}: {e:#}", tag("uncontended"))),
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+        let measure = |leader, c| {
+            uncontended::run(b, &pids, leader, members, c, p.uncontended_secs, pinned, n)
+        };
+        let what = tag("uncontended");
+        each_client_count(
+            cluster,
+            sr,
+            &p.clients,
+            &what,
+            |sr| &mut sr.uncontended,
+            |x| &x.cpu,
+            measure,
+        )
+        .await;
     }
     if wants(Workload::Put) {
-        for &c in &p.put_clients {
-            let leader = match cluster.leader().await {
-                Ok(l) => l,
-                Err(e) => {
-                    sr.notes.push(format!("{} {c}: {e:#}", tag("put")));
-                    continue;
-                }
-            };
-            let got = disturbance::quietest(
-                || put::run(b, &pids, leader, members, c, p.put_secs, pinned, n),
-                |x| &x.cpu,
-            )
-            .await;
-            match got {
-                Ok((x, how)) => {
-                    note_remeasured(sr, how, &format!("{} c={c}", tag("put")));
-                    sr.put.push(x);
-                }
-                Err(e) => sr.notes.push(format!("{} {c}: {e:#}", tag("put"))),
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+        let measure = |leader, c| put::run(b, &pids, leader, members, c, p.put_secs, pinned, n);
+        each_client_count(
+            cluster,
+            sr,
+            &p.put_clients,
+            &tag("put"),
+            |sr| &mut sr.put,
+            |x| &x.cpu,
+            measure,
+        )
+        .await;
     }
     if wants(Workload::Contended) {
         let got = disturbance::quietest(
@@ -364,6 +346,40 @@ async fn latency_group<B: Backend>(
 
 /// Says in the report (and on the terminal) that a phase was measured
 /// again because the machine was busy elsewhere.
+/// `measure(leader, clients)` for each of `counts` (the quietest of its
+/// tries, against the leader of the moment) into `rows`; a failure
+/// becomes a note tagged `what`.
+async fn each_client_count<T, F, Fut>(
+    cluster: &Cluster,
+    sr: &mut SystemReport,
+    counts: &[usize],
+    what: &str,
+    rows: fn(&mut SystemReport) -> &mut Vec<T>,
+    cpu: fn(&T) -> &CpuUsage,
+    measure: F,
+) where
+    F: Fn(usize, usize) -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    for &c in counts {
+        let leader = match cluster.leader().await {
+            Ok(l) => l,
+            Err(e) => {
+                sr.notes.push(format!("{what} {c}: {e:#}"));
+                continue;
+            }
+        };
+        match disturbance::quietest(|| measure(leader, c), cpu).await {
+            Ok((x, how)) => {
+                note_remeasured(sr, how, &format!("{what} c={c}"));
+                rows(sr).push(x);
+            }
+            Err(e) => sr.notes.push(format!("{what} {c}: {e:#}")),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 fn note_remeasured(sr: &mut SystemReport, how: Option<disturbance::Remeasured>, what: &str) {
     if let Some(how) = how {
         let note = how.note(what);

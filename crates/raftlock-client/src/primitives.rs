@@ -13,12 +13,11 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::sync::OwnedMutexGuard;
-use tokio::time::Instant;
 
 use raftlock_api::{Mode, QueueKind};
 
 use crate::error::{ClientError, Result};
-use crate::queue::{local_turn, Wait, LONG_POLL};
+use crate::queue::{finish_turn, local_turn, poll_until_granted, Wait};
 use crate::session::{LostReason, Session, Shared};
 use crate::types::{Grant, Poll, SessionId};
 
@@ -94,15 +93,7 @@ struct Pending {
 
 impl Pending {
     fn finish<T>(mut self, result: &Result<T>) -> Option<OwnedMutexGuard<()>> {
-        match result {
-            Ok(_) => self.local.take(),
-            Err(_) if self.kept_queued => None,
-            Err(e) if e.outcome_unknown() || matches!(e, ClientError::SessionLost(_)) => None,
-            Err(_) => {
-                self.local.take();
-                None
-            }
-        }
+        finish_turn(&mut self.local, self.kept_queued, result)
     }
 }
 
@@ -110,59 +101,6 @@ impl Drop for Pending {
     fn drop(&mut self) {
         if let Some(local) = self.local.take() {
             spawn_release(self.session.clone(), self.target.clone(), Some(local));
-        }
-    }
-}
-
-/// Polls `attempt` until granted or `wait` runs out, keeping the place in
-/// line between polls (see `queue::wait_for_grant`).
-async fn wait_for<T, F>(
-    session: &Shared,
-    wait: Wait,
-    pending: &mut Pending,
-    mut attempt: F,
-) -> Result<T>
-where
-    F: FnMut(Poll) -> BoxFuture<'static, Result<T>>,
-{
-    let mut first = true;
-    loop {
-        if let Some(reason) = session.lost_reason() {
-            return Err(ClientError::SessionLost(reason));
-        }
-        let poll = match wait {
-            Wait::Forever => Poll {
-                wait: LONG_POLL,
-                keep_queued: true,
-                lock_delay: None,
-            },
-            Wait::Try => Poll::from(Duration::ZERO),
-            Wait::Until(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() && !first {
-                    return Err(ClientError::Timeout(format!(
-                        "waiting for {}",
-                        pending.target.describe()
-                    )));
-                }
-                Poll {
-                    wait: left.min(LONG_POLL),
-                    keep_queued: left > LONG_POLL,
-                    lock_delay: None,
-                }
-            }
-        };
-        first = false;
-        let result = tokio::select! {
-            reason = session.lost() => return Err(ClientError::SessionLost(reason)),
-            result = attempt(poll) => result,
-        };
-        match session.note(result) {
-            Err(ClientError::Timeout(_)) if !matches!(wait, Wait::Try) => {
-                pending.kept_queued = poll.keep_queued;
-                continue;
-            }
-            other => return other,
         }
     }
 }
@@ -186,7 +124,8 @@ where
         local: Some(turn),
         kept_queued: false,
     };
-    let result = wait_for(session, wait, &mut pending, attempt).await;
+    let what = || pending.target.describe();
+    let result = poll_until_granted(session, wait, what, &mut pending.kept_queued, attempt).await;
     let turn = pending.finish(&result);
     result.map(|grant| (grant, turn))
 }

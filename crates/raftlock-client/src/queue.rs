@@ -9,6 +9,7 @@
 //! answered: the handle's next `lock()` cannot be handed the very node
 //! that is being released.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,14 +133,26 @@ impl Pending {
     /// queued: a node may remain, so release it in the background (by
     /// dropping `self` armed).
     pub(crate) fn finish(mut self, result: &Result<Grant>) -> Option<OwnedMutexGuard<()>> {
-        match result {
-            Ok(_) => self.local.take(),
-            Err(_) if self.kept_queued => None,
-            Err(e) if e.outcome_unknown() || matches!(e, ClientError::SessionLost(_)) => None,
-            Err(_) => {
-                self.local.take();
-                None
-            }
+        finish_turn(&mut self.local, self.kept_queued, result)
+    }
+}
+
+/// The end of a wait holding the local turn `local`: granted, the turn is
+/// handed back; a definite refusal lets it go; otherwise (`kept_queued`,
+/// an unknown outcome, a lost session) it stays in `local`, for the
+/// caller's drop to release in the background with whatever is queued.
+pub(crate) fn finish_turn<T>(
+    local: &mut Option<OwnedMutexGuard<()>>,
+    kept_queued: bool,
+    result: &Result<T>,
+) -> Option<OwnedMutexGuard<()>> {
+    match result {
+        Ok(_) => local.take(),
+        Err(_) if kept_queued => None,
+        Err(e) if e.outcome_unknown() || matches!(e, ClientError::SessionLost(_)) => None,
+        Err(_) => {
+            local.take();
+            None
         }
     }
 }
@@ -166,6 +179,27 @@ pub(crate) async fn wait_for_grant(
     pending: &mut Pending,
 ) -> Result<Grant> {
     let client = &session.client;
+    let attempt = move |poll: Poll| match kind {
+        Kind::Lock { lock_delay } => client.acquire(name, session.id, Poll { lock_delay, ..poll }),
+        Kind::Election { value } => client.campaign(name, session.id, value, poll),
+    };
+    let what = || name.to_string();
+    poll_until_granted(session, wait, what, &mut pending.kept_queued, attempt).await
+}
+
+/// Polls `attempt` until it grants or `wait` runs out; every poll but the
+/// last keeps the node queued. `kept_queued` learns whether a node may be
+/// left queued when this fails; `what` names the wait in a timeout.
+pub(crate) async fn poll_until_granted<T, Fut>(
+    session: &Shared,
+    wait: Wait,
+    what: impl Fn() -> String,
+    kept_queued: &mut bool,
+    mut attempt: impl FnMut(Poll) -> Fut,
+) -> Result<T>
+where
+    Fut: Future<Output = Result<T>>,
+{
     let mut first = true;
     loop {
         if let Some(reason) = session.lost_reason() {
@@ -181,7 +215,7 @@ pub(crate) async fn wait_for_grant(
             Wait::Until(deadline) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() && !first {
-                    return Err(ClientError::Timeout(format!("waiting for {name}")));
+                    return Err(ClientError::Timeout(format!("waiting for {}", what())));
                 }
                 Poll {
                     wait: left.min(LONG_POLL),
@@ -192,20 +226,14 @@ pub(crate) async fn wait_for_grant(
             }
         };
         first = false;
-        let attempt = match kind {
-            Kind::Lock { lock_delay } => {
-                client.acquire(name, session.id, Poll { lock_delay, ..poll })
-            }
-            Kind::Election { value } => client.campaign(name, session.id, value, poll),
-        };
         let result = tokio::select! {
             reason = session.lost() => return Err(ClientError::SessionLost(reason)),
-            result = attempt => result,
+            result = attempt(poll) => result,
         };
         match session.note(result) {
             Err(ClientError::Timeout(_)) if !matches!(wait, Wait::Try) => {
                 // Kept queued, or withdrawn by the server with this poll.
-                pending.kept_queued = poll.keep_queued;
+                *kept_queued = poll.keep_queued;
                 continue;
             }
             other => return other,

@@ -12,6 +12,8 @@
 
 use super::SystemReport;
 use crate::report::Report;
+use crate::workload::put::Put;
+use crate::workload::uncontended::Uncontended;
 
 /// The rivals a "best rival" row compares with.
 pub const RIVALS: [&str; 2] = ["etcd", "zookeeper"];
@@ -221,46 +223,22 @@ pub fn goal_clients(counts: &[usize]) -> usize {
 
 /// Uncontended cycles/s of `c` clients, per run, unpinned.
 pub fn cycles(c: usize) -> Box<dyn Fn(&SystemReport) -> PerRun> {
-    Box::new(move |s| {
-        s.uncontended
-            .iter()
-            .filter(|u| u.clients == c && !u.pinned)
-            .map(|u| (u.run, u.cycles_per_sec))
-            .collect()
-    })
+    uncontended_of(c, false, |u| u.cycles_per_sec)
 }
 
 /// Uncontended server CPU per cycle of `c` clients, per run, unpinned.
 pub fn cpu_per_cycle(c: usize) -> Box<dyn Fn(&SystemReport) -> PerRun> {
-    Box::new(move |s| {
-        s.uncontended
-            .iter()
-            .filter(|u| u.clients == c && !u.pinned)
-            .map(|u| (u.run, u.server_cpu_us_per_cycle))
-            .collect()
-    })
+    uncontended_of(c, false, |u| u.server_cpu_us_per_cycle)
 }
 
 /// Puts/s of `c` clients, per run, unpinned.
 pub fn puts(c: usize) -> Box<dyn Fn(&SystemReport) -> PerRun> {
-    Box::new(move |s| {
-        s.put
-            .iter()
-            .filter(|p| p.clients == c && !p.pinned)
-            .map(|p| (p.run, p.puts_per_sec))
-            .collect()
-    })
+    put_of(c, false, |p| p.puts_per_sec)
 }
 
 /// Server CPU per put of `c` clients, per run, unpinned.
 pub fn cpu_per_put(c: usize) -> Box<dyn Fn(&SystemReport) -> PerRun> {
-    Box::new(move |s| {
-        s.put
-            .iter()
-            .filter(|p| p.clients == c && !p.pinned)
-            .map(|p| (p.run, p.server_cpu_us_per_put))
-            .collect()
-    })
+    put_of(c, false, |p| p.server_cpu_us_per_put)
 }
 
 /// The goals, in the order the report lists them.
@@ -467,27 +445,37 @@ pub fn pair_figures(r: &Report, mine: &'static str, theirs: &'static str) -> Vec
 fn uncontended_of(
     c: usize,
     pinned: bool,
-    g: fn(&crate::workload::uncontended::Uncontended) -> f64,
+    g: fn(&Uncontended) -> f64,
 ) -> Box<dyn Fn(&SystemReport) -> PerRun> {
-    Box::new(move |s| {
-        s.uncontended
-            .iter()
-            .filter(|u| u.clients == c && u.pinned == pinned)
-            .map(|u| (u.run, g(u)))
-            .collect()
-    })
+    per_run(
+        c,
+        pinned,
+        |s| &s.uncontended,
+        |u| (u.clients, u.pinned, u.run),
+        g,
+    )
 }
 
-fn put_of(
+fn put_of(c: usize, pinned: bool, g: fn(&Put) -> f64) -> Box<dyn Fn(&SystemReport) -> PerRun> {
+    per_run(c, pinned, |s| &s.put, |p| (p.clients, p.pinned, p.run), g)
+}
+
+/// `g` of each row of `rows` measured with `c` clients and `pinned`, by
+/// run; `at` reads a row's (clients, pinned, run).
+fn per_run<T: 'static>(
     c: usize,
     pinned: bool,
-    g: fn(&crate::workload::put::Put) -> f64,
+    rows: fn(&SystemReport) -> &[T],
+    at: fn(&T) -> (usize, bool, usize),
+    g: fn(&T) -> f64,
 ) -> Box<dyn Fn(&SystemReport) -> PerRun> {
     Box::new(move |s| {
-        s.put
+        rows(s)
             .iter()
-            .filter(|p| p.clients == c && p.pinned == pinned)
-            .map(|p| (p.run, g(p)))
+            .filter_map(|x| match at(x) {
+                (clients, p, run) if clients == c && p == pinned => Some((run, g(x))),
+                _ => None,
+            })
             .collect()
     })
 }

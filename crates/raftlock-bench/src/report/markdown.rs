@@ -5,8 +5,7 @@ use std::fmt::Write;
 
 use super::plots::Plot;
 use super::{Report, SystemReport};
-use crate::workload::contended::Contended;
-use crate::workload::put::Put;
+use crate::procfs::CpuUsage;
 use crate::workload::uncontended::Uncontended;
 
 use super::headline::{self, spread, Spread, RIVALS as PEERS};
@@ -296,11 +295,51 @@ fn pinning(pinned: bool) -> &'static str {
 }
 
 /// Distinct (pinned, clients) keys in order, unpinned first.
-fn keys<T>(rows: &[T], key: impl Fn(&T) -> (bool, usize)) -> Vec<(bool, usize)> {
-    let mut k: Vec<(bool, usize)> = rows.iter().map(key).collect();
+/// The rows of `rows` grouped by `key`, in key order: one table row each.
+fn grouped<T, K: Ord + Copy>(rows: &[T], key: impl Fn(&T) -> K) -> Vec<(K, Runs<'_, T>)> {
+    let mut k: Vec<K> = rows.iter().map(&key).collect();
     k.sort_unstable();
     k.dedup();
-    k
+    k.into_iter()
+        .map(|k| (k, Runs(rows.iter().filter(|x| key(x) == k).collect())))
+        .collect()
+}
+
+/// The runs behind one table row, and how their columns are summed up.
+struct Runs<'a, T>(Vec<&'a T>);
+
+impl<T> Runs<'_, T> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn col(&self, g: impl Fn(&T) -> f64) -> Vec<f64> {
+        self.0.iter().map(|x| g(x)).collect()
+    }
+
+    /// Median of the runs' percentiles.
+    fn med_ms(&self, g: impl Fn(&T) -> f64) -> String {
+        ms(med(&self.col(g)))
+    }
+
+    fn spread_num(&self, g: impl Fn(&T) -> f64) -> String {
+        spread_text(&self.col(g), num)
+    }
+
+    fn spread_us(&self, g: impl Fn(&T) -> f64) -> String {
+        spread_text(&self.col(g), |x| format!("{} µs", num(x)))
+    }
+
+    fn sum(&self, g: impl Fn(&T) -> u64) -> u64 {
+        self.0.iter().map(|x| g(x)).sum()
+    }
+
+    /// The busiest run's other processes, in cores.
+    fn others(&self, g: impl Fn(&T) -> &CpuUsage) -> f64 {
+        self.col(|x| g(x).other_cores())
+            .into_iter()
+            .fold(0.0, f64::max)
+    }
 }
 
 /// A figure in its row's unit.
@@ -534,13 +573,7 @@ fn uncontended(o: &mut String, r: &Report) {
     let _ = writeln!(o, "| system | pinned | clients | runs | cycles/s | acquire p50 / p99, ms | release p50 / p99, ms | server CPU per cycle | errors | others, cores |");
     let _ = writeln!(o, "|---|---|---:|---:|---:|---|---|---:|---:|---:|");
     for s in &r.systems {
-        for (pinned, c) in keys(&s.uncontended, |u| (u.pinned, u.clients)) {
-            let v: Vec<&Uncontended> = s
-                .uncontended
-                .iter()
-                .filter(|u| u.pinned == pinned && u.clients == c)
-                .collect();
-            let f = |g: fn(&Uncontended) -> f64| v.iter().map(|u| g(u)).collect::<Vec<f64>>();
+        for ((pinned, c), v) in grouped(&s.uncontended, |u| (u.pinned, u.clients)) {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {:.2} |",
@@ -548,17 +581,14 @@ fn uncontended(o: &mut String, r: &Report) {
                 pinning(pinned),
                 c,
                 v.len(),
-                spread_text(&f(|u| u.cycles_per_sec), num),
-                ms(med(&f(|u| u.acquire.p50_ms))),
-                ms(med(&f(|u| u.acquire.p99_ms))),
-                ms(med(&f(|u| u.release.p50_ms))),
-                ms(med(&f(|u| u.release.p99_ms))),
-                spread_text(&f(|u| u.server_cpu_us_per_cycle), |x| format!(
-                    "{} µs",
-                    num(x)
-                )),
-                v.iter().map(|u| u.errors).sum::<u64>(),
-                f(|u| u.cpu.other_cores()).into_iter().fold(0.0, f64::max)
+                v.spread_num(|u| u.cycles_per_sec),
+                v.med_ms(|u| u.acquire.p50_ms),
+                v.med_ms(|u| u.acquire.p99_ms),
+                v.med_ms(|u| u.release.p50_ms),
+                v.med_ms(|u| u.release.p99_ms),
+                v.spread_us(|u| u.server_cpu_us_per_cycle),
+                v.sum(|u| u.errors),
+                v.others(|u| &u.cpu)
             );
         }
     }
@@ -577,13 +607,7 @@ fn put(o: &mut String, r: &Report) {
     let _ = writeln!(o, "| system | pinned | clients | runs | puts/s | latency p50 / p99, ms | server CPU per put | errors | others, cores |");
     let _ = writeln!(o, "|---|---|---:|---:|---:|---|---:|---:|---:|");
     for s in &r.systems {
-        for (pinned, c) in keys(&s.put, |p| (p.pinned, p.clients)) {
-            let v: Vec<&Put> = s
-                .put
-                .iter()
-                .filter(|p| p.pinned == pinned && p.clients == c)
-                .collect();
-            let f = |g: fn(&Put) -> f64| v.iter().map(|p| g(p)).collect::<Vec<f64>>();
+        for ((pinned, c), v) in grouped(&s.put, |p| (p.pinned, p.clients)) {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {:.2} |",
@@ -591,15 +615,12 @@ fn put(o: &mut String, r: &Report) {
                 pinning(pinned),
                 c,
                 v.len(),
-                spread_text(&f(|p| p.puts_per_sec), num),
-                ms(med(&f(|p| p.latency.p50_ms))),
-                ms(med(&f(|p| p.latency.p99_ms))),
-                spread_text(&f(|p| p.server_cpu_us_per_put), |x| format!(
-                    "{} µs",
-                    num(x)
-                )),
-                v.iter().map(|p| p.errors).sum::<u64>(),
-                f(|p| p.cpu.other_cores()).into_iter().fold(0.0, f64::max)
+                v.spread_num(|p| p.puts_per_sec),
+                v.med_ms(|p| p.latency.p50_ms),
+                v.med_ms(|p| p.latency.p99_ms),
+                v.spread_us(|p| p.server_cpu_us_per_put),
+                v.sum(|p| p.errors),
+                v.others(|p| &p.cpu)
             );
         }
     }
@@ -626,32 +647,27 @@ fn contended(o: &mut String, r: &Report) {
         "|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|"
     );
     for s in &r.systems {
-        for (pinned, _) in keys(&s.contended, |c| (c.pinned, 0)) {
-            let v: Vec<&Contended> = s.contended.iter().filter(|c| c.pinned == pinned).collect();
-            let f = |g: fn(&Contended) -> f64| v.iter().map(|c| g(c)).collect::<Vec<f64>>();
+        for (pinned, v) in grouped(&s.contended, |c| c.pinned) {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} / {} | {:.0}% | {} / {} | {} | {} | {} | {} | {:.2} |",
                 s.system,
                 pinning(pinned),
                 v.len(),
-                spread_text(&f(|c| c.grants_per_sec), num),
-                ms(med(&f(|c| c.handoff.p50_ms))),
-                ms(med(&f(|c| c.handoff.p99_ms))),
+                v.spread_num(|c| c.grants_per_sec),
+                v.med_ms(|c| c.handoff.p50_ms),
+                v.med_ms(|c| c.handoff.p99_ms),
                 100.0
-                    * med(&f(
-                        |c| c.grant_before_release_answer as f64 / c.handoff.count.max(1) as f64
-                    )),
-                ms(med(&f(|c| c.acquire.p50_ms))),
-                ms(med(&f(|c| c.acquire.p99_ms))),
-                spread_text(&f(|c| c.server_cpu_us_per_grant), |x| format!(
-                    "{} µs",
-                    num(x)
-                )),
-                v.iter().map(|c| c.mutual_exclusion_violations).sum::<u64>(),
-                v.iter().map(|c| c.token_regressions).sum::<u64>(),
-                v.iter().map(|c| c.errors).sum::<u64>(),
-                f(|c| c.cpu.other_cores()).into_iter().fold(0.0, f64::max)
+                    * med(&v
+                        .col(|c| c.grant_before_release_answer as f64
+                            / c.handoff.count.max(1) as f64)),
+                v.med_ms(|c| c.acquire.p50_ms),
+                v.med_ms(|c| c.acquire.p99_ms),
+                v.spread_us(|c| c.server_cpu_us_per_grant),
+                v.sum(|c| c.mutual_exclusion_violations),
+                v.sum(|c| c.token_regressions),
+                v.sum(|c| c.errors),
+                v.others(|c| &c.cpu)
             );
         }
     }
@@ -829,6 +845,21 @@ mod tests {
         );
         assert!(md.contains("### Scale"), "{md}");
         assert!(md.contains("| raftlock | 4,096 | 3,000 |"), "{md}");
+    }
+
+    /// The committed results render to the committed tables, byte for byte:
+    /// pins every table's format against real data from all workloads.
+    #[test]
+    fn the_committed_results_render_to_the_committed_doc() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let r = crate::report::load_json(&root.join("docs/bench/results.json")).unwrap();
+        let doc = std::fs::read_to_string(root.join("docs/benchmarks.md")).unwrap();
+        let md = render(&r, &[], "bench");
+        let sections: Vec<&str> = md.split("\n### ").collect();
+        assert!(sections.len() > 10, "{md}");
+        for s in sections {
+            assert!(doc.contains(s), "not in docs/benchmarks.md:\n{s}");
+        }
     }
 
     #[test]
