@@ -167,12 +167,7 @@ impl Barrier {
             // After sled's sync: the purge pointer that lets these go is
             // durable (a file that survives a crash holds only purged
             // entries, and is deleted again at open).
-            for path in &ticket.doomed {
-                match std::fs::remove_file(path) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e.into()),
-                    _ => {}
-                }
-            }
+            ticket.remove_doomed()?;
         }
         // After sled's data is durable, before any waiter is told: the
         // record never claims more than sled holds, and covers every

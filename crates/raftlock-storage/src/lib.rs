@@ -65,5 +65,9 @@ pub use floor::SnapshotFloor;
 pub use meta::MetaStore;
 pub use reader::SledLogReader;
 pub use segment::DEFAULT_SEGMENT_BYTES;
+/// The segment log itself and its file-system seam, for the deterministic
+/// simulator, which runs the real log over a simulated disk.
+#[cfg(feature = "simulation")]
+pub use segment::{LogFile, OpenResult, Opened, SegmentFs, SegmentLog, StdFs, SyncTicket};
 pub use store::SledLogStore;
 pub use sync_worker::{SyncMeter, SyncStall, SyncStats};

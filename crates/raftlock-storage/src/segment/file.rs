@@ -12,11 +12,11 @@
 //! chunk, not once per append; and the zeros are what marks the end of the
 //! written records (`record.rs`).
 
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use super::fs::{LogFile, SegmentFs};
 
 /// Zero-filled space is added this many bytes at a time. Small enough that
 /// a full disk shows up within a few hundred appends (the node then steps
@@ -66,24 +66,20 @@ pub(crate) fn check_header(bytes: &[u8], seq: u64) -> Result<(), String> {
 
 /// A segment open for appending (and, through [`SegmentFile::handle`], for
 /// reading and syncing from other threads).
-pub(crate) struct SegmentFile {
+pub(crate) struct SegmentFile<T: LogFile> {
     pub(crate) seq: u64,
     pub(crate) path: PathBuf,
-    file: Arc<File>,
+    file: Arc<T>,
     /// Bytes of the file that exist (written or zero-filled).
     zeroed: u64,
 }
 
-impl SegmentFile {
+impl<T: LogFile> SegmentFile<T> {
     /// Creates segment `seq` in `dir` with its header and one chunk of
     /// zeros. Not synced: the next barrier syncs it and the directory.
-    pub(crate) fn create(dir: &Path, seq: u64) -> io::Result<Self> {
+    pub(crate) fn create<F: SegmentFs<File = T>>(fs: &F, dir: &Path, seq: u64) -> io::Result<Self> {
         let path = dir.join(name(seq));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
+        let file = fs.create_new(&path)?;
         let mut first = vec![0u8; CHUNK as usize];
         first[..HEADER as usize].copy_from_slice(&header(seq));
         file.write_all_at(&first, 0)?;
@@ -96,8 +92,13 @@ impl SegmentFile {
     }
 
     /// Opens an existing segment for appending; `len` is its size.
-    pub(crate) fn open(path: &Path, seq: u64, len: u64) -> io::Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
+    pub(crate) fn open<F: SegmentFs<File = T>>(
+        fs: &F,
+        path: &Path,
+        seq: u64,
+        len: u64,
+    ) -> io::Result<Self> {
+        let file = fs.open_rw(path)?;
         Ok(Self {
             seq,
             path: path.to_path_buf(),
@@ -107,7 +108,7 @@ impl SegmentFile {
     }
 
     /// The shared descriptor (reads, `fdatasync`).
-    pub(crate) fn handle(&self) -> Arc<File> {
+    pub(crate) fn handle(&self) -> Arc<T> {
         Arc::clone(&self.file)
     }
 
@@ -137,6 +138,7 @@ impl SegmentFile {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fs::StdFs;
     use super::*;
 
     #[test]
@@ -150,7 +152,7 @@ mod tests {
     #[test]
     fn grows_in_zeroed_chunks() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut seg = SegmentFile::create(dir.path(), 3).expect("create");
+        let mut seg = SegmentFile::create(&StdFs, dir.path(), 3).expect("create");
         let len = |p: &Path| std::fs::metadata(p).expect("meta").len();
         assert_eq!(len(&seg.path), CHUNK);
         seg.write_at(&[1u8; 16], CHUNK - 8).expect("write");

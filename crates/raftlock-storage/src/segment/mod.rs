@@ -10,15 +10,14 @@
 //! maps each live index to its record.
 
 mod file;
+mod fs;
 mod index;
 mod record;
 mod recovery;
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io;
 use std::ops::RangeBounds;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -29,6 +28,7 @@ use serde::Serialize;
 use crate::codec::{decode_raw, encode};
 use crate::error::StoreError;
 use file::{SegmentFile, HEADER};
+pub use fs::{LogFile, SegmentFs, StdFs};
 use index::{half_open, Index, Loc};
 use record::{encode as encode_record, mark_payload, parse, read_mark, Kind, Parsed, Pos};
 
@@ -41,19 +41,20 @@ pub(crate) fn is_segment_file(name: &std::ffi::OsStr) -> bool {
 pub const DEFAULT_SEGMENT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A closed segment: kept until every entry in it is purged.
-struct Closed {
+struct Closed<T> {
     seq: u64,
     path: PathBuf,
-    file: Arc<File>,
+    file: Arc<T>,
     /// Greatest entry index written to it (`None`: none).
     max_index: Option<u64>,
 }
 
-struct Inner<NID: NodeId> {
+struct Inner<NID: NodeId, F: SegmentFs> {
+    fs: F,
     dir: PathBuf,
     capacity: u64,
-    closed: VecDeque<Closed>,
-    active: SegmentFile,
+    closed: VecDeque<Closed<F::File>>,
+    active: SegmentFile<F::File>,
     active_max: Option<u64>,
     /// Where the next record goes in `active`.
     head: u64,
@@ -65,7 +66,7 @@ struct Inner<NID: NodeId> {
     /// The claim of the last mark written.
     claimed: Pos,
     /// Files written since the last barrier began.
-    dirty: Vec<Arc<File>>,
+    dirty: Vec<Arc<F::File>>,
     /// A segment file was created or removed: the directory needs a sync.
     dir_changed: bool,
     /// Segment files to delete once the purge pointer is durable.
@@ -76,22 +77,36 @@ struct Inner<NID: NodeId> {
 }
 
 /// What a durability barrier takes from the log when it starts.
-pub(crate) struct SyncTicket {
-    files: Vec<Arc<File>>,
+pub struct SyncTicket<F: SegmentFs = StdFs> {
+    fs: F,
+    files: Vec<Arc<F::File>>,
     dir: Option<PathBuf>,
-    pub(crate) doomed: Vec<PathBuf>,
+    doomed: Vec<PathBuf>,
     pos: Pos,
 }
 
-impl SyncTicket {
+impl<F: SegmentFs> SyncTicket<F> {
     /// `fdatasync` every segment written before the barrier began, then the
     /// directory if segments were created.
-    pub(crate) fn sync(&self) -> io::Result<()> {
+    pub fn sync(&self) -> io::Result<()> {
         for file in &self.files {
             file.sync_data()?;
         }
         if let Some(dir) = &self.dir {
-            File::open(dir)?.sync_all()?;
+            self.fs.sync_dir(dir)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the segment files a purge let go. Only once the purge
+    /// pointer saying so is durable: a file that survives a crash then
+    /// holds only purged entries, and is deleted again at open.
+    pub fn remove_doomed(&self) -> io::Result<()> {
+        for path in &self.doomed {
+            match self.fs.remove(path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -119,12 +134,13 @@ impl<NID: NodeId> LogSync for SegmentLog<NID> {
     }
 }
 
-/// The log's entries. Cheap to clone (shared).
-pub(crate) struct SegmentLog<NID: NodeId> {
-    inner: Arc<RwLock<Inner<NID>>>,
+/// The log's entries in segment files, over the file system `F`. Cheap to
+/// clone (shared).
+pub struct SegmentLog<NID: NodeId, F: SegmentFs = StdFs> {
+    inner: Arc<RwLock<Inner<NID, F>>>,
 }
 
-impl<NID: NodeId> Clone for SegmentLog<NID> {
+impl<NID: NodeId, F: SegmentFs> Clone for SegmentLog<NID, F> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
@@ -133,11 +149,11 @@ impl<NID: NodeId> Clone for SegmentLog<NID> {
 }
 
 /// What open found besides the entries.
-pub(crate) struct Opened {
+pub struct Opened {
     /// bincode of the last committed log id written, if any.
-    pub(crate) committed: Option<Vec<u8>>,
+    pub committed: Option<Vec<u8>>,
     /// Whether any segment held any record.
-    pub(crate) had_records: bool,
+    pub had_records: bool,
 }
 
 fn broken_error(kind: io::ErrorKind, msg: &str) -> StoreError {
@@ -147,19 +163,29 @@ fn broken_error(kind: io::ErrorKind, msg: &str) -> StoreError {
     ))
 }
 
+/// The outcome of an open: the log and what was found, or why it is refused.
+pub type OpenResult<NID, F> = Result<Result<(SegmentLog<NID, F>, Opened), String>, StoreError>;
+
 impl<NID: NodeId> SegmentLog<NID> {
-    /// Opens the segments in `dir` (creating the first if there is none),
-    /// checking every record (`recovery.rs`) and cutting a torn tail.
-    /// Entries at or below `purged` are dropped. `Ok(Err(reason))`: refuse.
-    pub(crate) fn open<E>(
-        dir: &Path,
-        capacity: u64,
-        purged: Option<u64>,
-    ) -> Result<Result<(Self, Opened), String>, StoreError>
+    /// [`SegmentLog::open_with`] on the real file system.
+    pub(crate) fn open<E>(dir: &Path, capacity: u64, purged: Option<u64>) -> OpenResult<NID, StdFs>
     where
         E: DeserializeOwned + RaftLogId<NID>,
     {
-        let mut scanned = match recovery::scan(dir)? {
+        Self::open_with::<E>(StdFs, dir, capacity, purged)
+    }
+}
+
+impl<NID: NodeId, F: SegmentFs> SegmentLog<NID, F> {
+    /// Opens the segments in `dir` on `fs` (creating the first if there is
+    /// none), checking every record (`recovery.rs`) and cutting a torn
+    /// tail. Segments are closed at `capacity` bytes. Entries at or below
+    /// `purged` are dropped. `Ok(Err(reason))`: refuse.
+    pub fn open_with<E>(fs: F, dir: &Path, capacity: u64, purged: Option<u64>) -> OpenResult<NID, F>
+    where
+        E: DeserializeOwned + RaftLogId<NID>,
+    {
+        let mut scanned = match recovery::scan(&fs, dir)? {
             Ok(s) => s,
             Err(reason) => return Ok(Err(reason)),
         };
@@ -172,18 +198,18 @@ impl<NID: NodeId> SegmentLog<NID> {
                 "the log's tail was never acknowledged and is torn or damaged: cutting it"
             );
             for path in &cut.drop {
-                std::fs::remove_file(path)?;
+                fs.remove(path)?;
             }
             scanned.segments.retain(|s| s.seq <= cut.at.seq);
             if cut.at.offset < HEADER {
                 // Its header is torn: it was created by an append that was
                 // never acknowledged, and holds nothing.
                 if let Some(last) = scanned.segments.pop() {
-                    std::fs::remove_file(&last.path)?;
+                    fs.remove(&last.path)?;
                     next_seq = last.seq;
                 }
             } else if let Some(last) = scanned.segments.last_mut() {
-                let mut seg = SegmentFile::open(&last.path, last.seq, last.len)?;
+                let mut seg = SegmentFile::open(&fs, &last.path, last.seq, last.len)?;
                 seg.zero_from(cut.at.offset)?;
                 last.end = cut.at.offset;
             }
@@ -250,10 +276,10 @@ impl<NID: NodeId> SegmentLog<NID> {
         for (seg, max) in segments.into_iter().zip(max_by_seq.iter().copied()) {
             let purgeable = closed.is_empty() && max.is_none_or(|m| Some(m) <= purged);
             if purgeable {
-                std::fs::remove_file(&seg.path)?;
+                fs.remove(&seg.path)?;
                 continue;
             }
-            let file = File::open(&seg.path)?;
+            let file = fs.open_read(&seg.path)?;
             closed.push_back(Closed {
                 seq: seg.seq,
                 path: seg.path,
@@ -265,17 +291,18 @@ impl<NID: NodeId> SegmentLog<NID> {
             Some(seg) => {
                 let max = max_by_seq.last().copied().flatten();
                 (
-                    SegmentFile::open(&seg.path, seg.seq, seg.len)?,
+                    SegmentFile::open(&fs, &seg.path, seg.seq, seg.len)?,
                     seg.end.max(HEADER),
                     max,
                 )
             }
-            None => (SegmentFile::create(dir, next_seq)?, HEADER, None),
+            None => (SegmentFile::create(&fs, dir, next_seq)?, HEADER, None),
         };
         // The first barrier (at open) syncs the active segment and the
         // directory: a cut, a deletion or a new file above is then durable.
         let dirty = vec![active.handle()];
         let inner = Inner {
+            fs,
             dir: dir.to_path_buf(),
             capacity,
             closed,
@@ -302,20 +329,17 @@ impl<NID: NodeId> SegmentLog<NID> {
         )))
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Inner<NID>> {
+    fn read(&self) -> RwLockReadGuard<'_, Inner<NID, F>> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Inner<NID>> {
+    fn write(&self) -> RwLockWriteGuard<'_, Inner<NID, F>> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Appends `entries` (one `pwrite`). Readable when this returns; durable
     /// after the next barrier. Returns the last index written, if any.
-    pub(crate) fn append<E>(
-        &self,
-        entries: impl IntoIterator<Item = E>,
-    ) -> Result<Option<u64>, StoreError>
+    pub fn append<E>(&self, entries: impl IntoIterator<Item = E>) -> Result<Option<u64>, StoreError>
     where
         E: Serialize + RaftLogId<NID>,
     {
@@ -349,7 +373,7 @@ impl<NID: NodeId> SegmentLog<NID> {
     }
 
     /// Removes the entries from `index` on (a truncate record).
-    pub(crate) fn remove_from(&self, index: u64) -> Result<(), StoreError> {
+    pub fn remove_from(&self, index: u64) -> Result<(), StoreError> {
         let mut body = Vec::new();
         encode_record(&mut body, Kind::Truncate, index, &[]).ok_or_else(|| too_large(0))?;
         let mut inner = self.write();
@@ -361,7 +385,7 @@ impl<NID: NodeId> SegmentLog<NID> {
     /// Forgets the entries up to `index` and queues for deletion the oldest
     /// segments holding nothing newer, once the pointer saying so is
     /// durable (the next barrier).
-    pub(crate) fn remove_upto(&self, index: u64) {
+    pub fn remove_upto(&self, index: u64) {
         let mut inner = self.write();
         inner.index.remove_upto(index);
         while inner
@@ -377,19 +401,19 @@ impl<NID: NodeId> SegmentLog<NID> {
 
     /// Keeps `committed` (bincode of the committed log id) for the next
     /// mark: written with the next append or at close, never waited for.
-    pub(crate) fn set_committed(&self, committed: Vec<u8>) {
+    pub fn set_committed(&self, committed: Vec<u8>) {
         self.write().committed = Some(committed);
     }
 
     /// Entries with index in `range`, in order; missing ones are skipped.
-    pub(crate) fn range<E>(&self, range: impl RangeBounds<u64>) -> Result<Vec<E>, StoreError>
+    pub fn range<E>(&self, range: impl RangeBounds<u64>) -> Result<Vec<E>, StoreError>
     where
         E: DeserializeOwned + RaftLogId<NID>,
     {
         let Some((start, end)) = half_open(&range) else {
             return Ok(Vec::new());
         };
-        let wanted: Vec<(Arc<File>, u64, u64, u64)> = {
+        let wanted: Vec<(Arc<F::File>, u64, u64, u64)> = {
             let inner = self.read();
             inner
                 .index
@@ -432,38 +456,39 @@ impl<NID: NodeId> SegmentLog<NID> {
     }
 
     /// Log id of the last entry, if any.
-    pub(crate) fn last_log_id(&self) -> Option<LogId<NID>> {
+    pub fn last_log_id(&self) -> Option<LogId<NID>> {
         self.read().index.last().cloned()
     }
 
     /// Log id of the last entry with index `<= index`, if any.
-    pub(crate) fn last_log_id_upto(&self, index: u64) -> Option<LogId<NID>> {
+    pub fn last_log_id_upto(&self, index: u64) -> Option<LogId<NID>> {
         self.read().index.last_upto(index).cloned()
     }
 
     /// Index of the last entry, if any.
-    pub(crate) fn last_index(&self) -> Option<u64> {
+    pub fn last_index(&self) -> Option<u64> {
         self.read().index.last().map(|id| id.index)
     }
 
     /// Whether the log holds exactly the entry `log_id`.
-    pub(crate) fn contains(&self, log_id: &LogId<NID>) -> bool {
+    pub fn contains(&self, log_id: &LogId<NID>) -> bool {
         self.read().index.get(log_id.index) == Some(log_id)
     }
 
     /// See `Index::first_gap_after`.
-    pub(crate) fn first_gap_after(&self, after: Option<u64>) -> Option<(u64, u64)> {
+    pub fn first_gap_after(&self, after: Option<u64>) -> Option<(u64, u64)> {
         self.read().index.first_gap_after(after)
     }
 
     /// Starts a barrier: what must be synced for every write made so far.
-    pub(crate) fn begin_sync(&self) -> Result<SyncTicket, StoreError> {
+    pub fn begin_sync(&self) -> Result<SyncTicket<F>, StoreError> {
         let mut inner = self.write();
         if let Some((kind, msg)) = &inner.broken {
             return Err(broken_error(*kind, msg));
         }
         let dir = std::mem::take(&mut inner.dir_changed).then(|| inner.dir.clone());
         Ok(SyncTicket {
+            fs: inner.fs.clone(),
             files: std::mem::take(&mut inner.dirty),
             dir,
             doomed: std::mem::take(&mut inner.doomed),
@@ -472,7 +497,7 @@ impl<NID: NodeId> SegmentLog<NID> {
     }
 
     /// The barrier of `ticket` completed: later marks claim what it covered.
-    pub(crate) fn finish_sync(&self, ticket: &SyncTicket) {
+    pub fn finish_sync(&self, ticket: &SyncTicket<F>) {
         let mut inner = self.write();
         inner.acked = inner.acked.max(ticket.pos);
         if !ticket.doomed.is_empty() {
@@ -485,7 +510,7 @@ impl<NID: NodeId> SegmentLog<NID> {
     /// At close: a last mark claiming what the last barrier covered, so
     /// damage to the final records is told from a torn tail at the next
     /// open (`recovery.rs`).
-    pub(crate) fn close(&self, sync: bool) -> Result<(), StoreError> {
+    pub fn close(&self, sync: bool) -> Result<(), StoreError> {
         let mut inner = self.write();
         if inner.broken.is_some() || (inner.acked <= inner.claimed && inner.committed.is_none()) {
             return Ok(());
@@ -538,7 +563,7 @@ where
     Ok(entry)
 }
 
-impl<NID: NodeId> Inner<NID> {
+impl<NID: NodeId, F: SegmentFs> Inner<NID, F> {
     fn pos(&self) -> Pos {
         Pos {
             seq: self.active.seq,
@@ -546,7 +571,7 @@ impl<NID: NodeId> Inner<NID> {
         }
     }
 
-    fn file(&self, seq: u64) -> Option<Arc<File>> {
+    fn file(&self, seq: u64) -> Option<Arc<F::File>> {
         if seq == self.active.seq {
             return Some(self.active.handle());
         }
@@ -603,7 +628,7 @@ impl<NID: NodeId> Inner<NID> {
         if self.head + len <= self.capacity || self.head <= HEADER {
             return Ok(());
         }
-        let next = SegmentFile::create(&self.dir, self.active.seq + 1)?;
+        let next = SegmentFile::create(&self.fs, &self.dir, self.active.seq + 1)?;
         let old = std::mem::replace(&mut self.active, next);
         self.closed.push_back(Closed {
             seq: old.seq,

@@ -24,6 +24,7 @@
 use std::path::{Path, PathBuf};
 
 use super::file::{check_header, parse_name, HEADER};
+use super::fs::SegmentFs;
 use super::record::{parse, read_mark, Kind, Parsed, Pos, ALIGN};
 
 /// A valid record found by the scan.
@@ -141,12 +142,11 @@ fn scan_file(bytes: &[u8], seq: u64) -> FileScan {
 
 /// Scans the segment files in `dir`. `Err` is a refusal naming the file
 /// and offset; an I/O error reading the files is `Ok(Err)` of the outer.
-pub(crate) fn scan(dir: &Path) -> std::io::Result<Result<Scanned, String>> {
+pub(crate) fn scan<F: SegmentFs>(fs: &F, dir: &Path) -> std::io::Result<Result<Scanned, String>> {
     let mut files: Vec<(u64, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if let Some(seq) = entry.file_name().to_str().and_then(parse_name) {
-            files.push((seq, entry.path()));
+    for name in fs.list(dir)? {
+        if let Some(seq) = name.to_str().and_then(parse_name) {
+            files.push((seq, dir.join(&name)));
         }
     }
     files.sort();
@@ -162,7 +162,7 @@ pub(crate) fn scan(dir: &Path) -> std::io::Result<Result<Scanned, String>> {
 
     let mut scans = Vec::with_capacity(files.len());
     for (seq, path) in &files {
-        let bytes = std::fs::read(path)?;
+        let bytes = fs.read(path)?;
         let scan = scan_file(&bytes, *seq);
         scans.push((*seq, path.clone(), bytes.len() as u64, scan));
     }
@@ -227,13 +227,14 @@ pub(crate) fn scan(dir: &Path) -> std::io::Result<Result<Scanned, String>> {
 #[cfg(test)]
 mod tests {
     use super::super::file::{name, SegmentFile};
+    use super::super::fs::StdFs;
     use super::super::record::{encode, mark_payload};
     use super::*;
 
     /// Writes a segment holding entries `indexes`, a mark claiming `claim`
     /// before entry `mark_before` (if any); returns each record's offset.
     fn segment(dir: &Path, seq: u64, records: &[(Kind, u64, Vec<u8>)]) -> Vec<u64> {
-        let mut seg = SegmentFile::create(dir, seq).expect("create");
+        let mut seg = SegmentFile::create(&StdFs, dir, seq).expect("create");
         let mut at = HEADER;
         let mut offsets = Vec::new();
         for (kind, index, payload) in records {
@@ -273,7 +274,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         segment(dir.path(), 1, &[entry(1), entry(2)]);
         segment(dir.path(), 2, &[mark(1, 100), entry(3)]);
-        let s = scan(dir.path()).expect("io").expect("ok");
+        let s = scan(&StdFs, dir.path()).expect("io").expect("ok");
         assert_eq!(indexes(&s), vec![1, 2, 3]);
         assert!(s.cut.is_none());
         assert_eq!(s.segments.len(), 2);
@@ -288,7 +289,7 @@ mod tests {
             &[entry(1), entry(2), mark(1, 0), entry(3), entry(4)],
         );
         flip(&dir.path().join(name(1)), offs[3] + 30);
-        let s = scan(dir.path())
+        let s = scan(&StdFs, dir.path())
             .expect("io")
             .expect("a torn tail is not refused");
         assert_eq!(indexes(&s), vec![1, 2]);
@@ -309,7 +310,7 @@ mod tests {
         let end = offs[2] + 64;
         segment(dir.path(), 2, &[mark(1, end), entry(4)]);
         flip(&dir.path().join(name(1)), offs[1] + 30);
-        let err = scan(dir.path()).expect("io").expect_err("refused");
+        let err = scan(&StdFs, dir.path()).expect("io").expect_err("refused");
         assert!(
             err.contains(&format!("{}, offset {}", name(1), offs[1])),
             "{err}"
@@ -321,7 +322,7 @@ mod tests {
         let offs = segment(dir.path(), 1, &[entry(1), entry(2), entry(3)]);
         segment(dir.path(), 2, &[mark(1, offs[1]), entry(4)]);
         flip(&dir.path().join(name(1)), offs[1] + 30);
-        let s = scan(dir.path()).expect("io").expect("torn");
+        let s = scan(&StdFs, dir.path()).expect("io").expect("torn");
         assert_eq!(indexes(&s), vec![1]);
         assert_eq!(s.cut.expect("cut").drop.len(), 1);
     }
@@ -337,7 +338,7 @@ mod tests {
             *b = 0;
         }
         std::fs::write(&path, &bytes).expect("write");
-        let s = scan(dir.path()).expect("io").expect("unclaimed");
+        let s = scan(&StdFs, dir.path()).expect("io").expect("unclaimed");
         assert_eq!(indexes(&s), vec![1]);
         assert!(s
             .cut
@@ -356,7 +357,7 @@ mod tests {
             *b = 0;
         }
         std::fs::write(&path, &bytes).expect("write");
-        assert!(scan(dir.path()).expect("io").is_err());
+        assert!(scan(&StdFs, dir.path()).expect("io").is_err());
     }
 
     #[test]
@@ -364,7 +365,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         segment(dir.path(), 1, &[entry(1)]);
         segment(dir.path(), 3, &[entry(3)]);
-        let err = scan(dir.path()).expect("io").expect_err("refused");
+        let err = scan(&StdFs, dir.path()).expect("io").expect_err("refused");
         assert!(err.contains("not consecutive"), "{err}");
     }
 }
