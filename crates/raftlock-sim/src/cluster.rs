@@ -36,7 +36,7 @@ pub async fn start_member(world: &WorldRef, id: NodeId) -> Result<(), String> {
         m.tracker = Some(tracker);
         m.quorum = Some(Arc::new(QuorumClock::default()));
         m.acks.clear();
-        Ok::<_, String>((m.incarnation, timeout, m.disk.epoch))
+        Ok::<_, String>((m.incarnation, timeout, m.disk.epoch()))
     })?;
     let config = openraft::Config {
         cluster_name: "raftlock-sim".into(),
@@ -50,8 +50,14 @@ pub async fn start_member(world: &WorldRef, id: NodeId) -> Result<(), String> {
     }
     .validate()
     .map_err(|e| e.to_string())?;
-    let (log_store, syncs) = SimLogStore::open(world.clone(), id);
-    let worker = tokio::spawn(sync_worker(world.clone(), id, epoch, syncs));
+    let (log_store, syncs) = SimLogStore::open(world.clone(), id)?;
+    let worker = tokio::spawn(sync_worker(
+        world.clone(),
+        id,
+        epoch,
+        log_store.log(),
+        syncs,
+    ));
     let network = SimNetworkFactory {
         world: world.clone(),
         from: id,
@@ -107,13 +113,13 @@ pub async fn crash_member(world: &WorldRef, id: NodeId) {
     crash_member_torn(world, id, None).await
 }
 
-/// Crashes member `id`; with `torn = Some((kept, torn_at))`, in the middle
-/// of writing back (see `Disk::crash_torn`).
-pub async fn crash_member_torn(world: &WorldRef, id: NodeId, torn: Option<(usize, usize)>) {
+/// Crashes member `id`; with `torn = Some((kept, per_mille))`, in the
+/// middle of writing back (see `Disk::crash_torn`).
+pub async fn crash_member_torn(world: &WorldRef, id: NodeId, torn: Option<(usize, u64)>) {
     let raft = world.with(|w| {
         let m = w.nodes.get_mut(&id)?;
         match torn {
-            Some((kept, torn_at)) => m.disk.crash_torn(kept, torn_at),
+            Some((kept, per_mille)) => m.disk.crash_torn(kept, per_mille),
             None => m.disk.crash(),
         }
         w.check_committed_durable(id);

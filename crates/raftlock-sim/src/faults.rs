@@ -216,11 +216,16 @@ async fn inject(world: &WorldRef, fault: Fault) -> Option<String> {
             Some(format!("syncs fail with {error} on {id}"))
         }),
         Fault::TornCrash => {
-            let (id, kept, torn_at) =
-                world.with(|w| (ids[w.rng.pick(ids.len())], w.rng.pick(4), w.rng.pick(4)));
-            crash_member_torn(world, id, Some((kept, torn_at))).await;
+            let (id, kept, per_mille) = world.with(|w| {
+                (
+                    ids[w.rng.pick(ids.len())],
+                    w.rng.pick(4),
+                    w.rng.range(0, 1000),
+                )
+            });
+            crash_member_torn(world, id, Some((kept, per_mille))).await;
             Some(format!(
-                "crash {id} mid-write-back: {kept} unsynced write(s) kept, the next torn"
+                "crash {id} mid-write-back: {kept} unsynced write(s) kept, {per_mille}‰ of the next"
             ))
         }
         Fault::Pause => world.with(|w| {

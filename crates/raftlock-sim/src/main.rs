@@ -269,7 +269,7 @@ fn summary(r: &RunReport) {
         r.terms,
         r.shared_terms,
         r.lost_writes,
-        r.torn_records,
+        r.torn_writes,
         r.failed_syncs,
         r.simulated.as_secs_f64(),
         r.real.as_secs_f64(),

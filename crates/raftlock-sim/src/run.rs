@@ -83,8 +83,8 @@ pub struct RunReport {
     pub shared_terms: usize,
     /// Unsynced disk writes lost to crashes.
     pub lost_writes: u64,
-    /// Torn records cut off when a crashed member reopened.
-    pub torn_records: u64,
+    /// Unsynced writes torn by crashes (cut off when the member reopened).
+    pub torn_writes: u64,
     /// Log sync batches that failed with an injected EIO or ENOSPC.
     pub failed_syncs: u64,
     /// Simulated time the run took.
@@ -179,7 +179,7 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
             w.sessions.keepalives,
         )
     });
-    let (history, violations, faults, terms, shared_terms, lost_writes, torn_records, failed_syncs) =
+    let (history, violations, faults, terms, shared_terms, lost_writes, torn_writes, failed_syncs) =
         world.with(|w| {
             let mut per_term = std::collections::BTreeMap::<u64, usize>::new();
             for l in w.oracle.leaders.keys() {
@@ -191,8 +191,8 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
                 w.faults,
                 w.oracle.leaders.len(),
                 per_term.values().filter(|&&n| n > 1).count(),
-                w.nodes.values().map(|m| m.disk.lost_writes).sum(),
-                w.nodes.values().map(|m| m.disk.torn_records).sum(),
+                w.nodes.values().map(|m| m.disk.lost_writes()).sum(),
+                w.nodes.values().map(|m| m.disk.torn_writes()).sum(),
                 w.failed_syncs,
             )
         });
@@ -235,7 +235,7 @@ fn run_inner(config: RunConfig) -> anyhow::Result<RunReport> {
         terms,
         shared_terms,
         lost_writes,
-        torn_records,
+        torn_writes,
         failed_syncs,
         simulated,
         real: real.elapsed(),

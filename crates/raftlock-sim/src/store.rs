@@ -1,11 +1,15 @@
 //! openraft's log store and state machine over the simulated disk.
 //!
-//! The log store follows openraft's contract: an append is acknowledged
-//! (`LogFlushed`) only once a sync made it durable. Syncs run on one worker
-//! per member, in order, each after a seeded latency, and cover every write
-//! before them (group commit, as `raftlock-storage`'s sync worker does).
-//! The state machine is the real `raftlock_core::StateMachine`, in memory,
-//! with snapshots on the simulated disk.
+//! The log is the real segment log of `raftlock-storage` (`SegmentLog`),
+//! writing through its file-system seam to the member's simulated disk
+//! (`disk.rs`), so crashes exercise its real recovery and torn-tail
+//! handling. The store follows openraft's contract as the real store does:
+//! an append is acknowledged (`LogFlushed`) only once a barrier made it
+//! durable; a truncate and a purge return after theirs. Barriers run on
+//! one worker per member, in order, each after a seeded latency, and cover
+//! every write before them (group commit, as `raftlock-storage`'s sync
+//! worker does). The state machine is the real `raftlock_core::StateMachine`,
+//! in memory, with snapshots on the simulated disk.
 
 // openraft's traits return its (large) `StorageError`; the functions below pass it on.
 #![allow(clippy::result_large_err)]
@@ -22,9 +26,9 @@ use openraft::{
 };
 use raftlock_core::{Command, StateMachine};
 use raftlock_node::{Member as RaftMember, NodeId, Proposal, Reply, TypeConfig};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::disk::DiskOp;
+use crate::disk::{barrier, open_log, SimLog};
 use crate::world::WorldRef;
 
 /// A member's in-memory state machine: lost on a crash, rebuilt from the
@@ -64,11 +68,27 @@ fn stale() -> StorageError<NodeId> {
     StorageIOError::write_logs(&io_error("store of a crashed incarnation")).into()
 }
 
-/// A sync request: make writes up to `seq` durable, then acknowledge.
+fn log_write_error(e: impl std::fmt::Display) -> StorageError<NodeId> {
+    StorageIOError::write_logs(&io_error(&e.to_string())).into()
+}
+
+fn log_read_error(e: impl std::fmt::Display) -> StorageError<NodeId> {
+    StorageIOError::read_logs(&io_error(&e.to_string())).into()
+}
+
+/// Who waits for a barrier.
+pub enum Waiter {
+    /// openraft, for an append.
+    Append(LogFlushed<TypeConfig>),
+    /// The store itself, for a truncate or a purge.
+    Store(oneshot::Sender<Result<(), String>>),
+    /// Nobody: the append was acknowledged already (an injected defect).
+    Nobody,
+}
+
+/// A request for a barrier covering every write made before it was sent.
 pub struct SyncRequest {
-    seq: u64,
-    /// `None` when the append was acknowledged already (an injected defect).
-    ack: Option<LogFlushed<TypeConfig>>,
+    waiter: Waiter,
 }
 
 /// One member's log store over its disk.
@@ -78,24 +98,48 @@ pub struct SimLogStore {
     id: NodeId,
     /// The disk epoch this store was opened at.
     epoch: u64,
+    log: SimLog,
+    /// The committed log id: recovered at open, then as openraft saves it.
+    committed: Option<LogId<NodeId>>,
     syncs: mpsc::UnboundedSender<SyncRequest>,
 }
 
 impl SimLogStore {
-    /// A store over member `id`'s disk as it is now, and the receiving end
-    /// of its sync queue for [`sync_worker`].
-    pub fn open(world: WorldRef, id: NodeId) -> (Self, mpsc::UnboundedReceiver<SyncRequest>) {
-        let epoch = world.with(|w| w.nodes.get(&id).map_or(0, |m| m.disk.epoch));
+    /// A store over member `id`'s disk as it is now (its log opened and
+    /// recovered), and the receiving end of its sync queue for
+    /// [`sync_worker`].
+    pub fn open(
+        world: WorldRef,
+        id: NodeId,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<SyncRequest>), String> {
+        let (fs, epoch, purged) = world.with(|w| {
+            let m = w.nodes.get(&id).ok_or("no such member")?;
+            Ok::<_, String>((m.disk.fs(), m.disk.epoch(), m.disk.purged))
+        })?;
+        let (log, opened) = open_log(fs, purged)?;
+        // The committed id written last, if the log still holds it (a torn
+        // tail cut at open may have taken the entry it names: then the
+        // purge pointer, committed by definition), as the real store does.
+        let committed = match opened.committed {
+            None => None,
+            Some(bytes) => serde_json::from_slice::<Option<LogId<NodeId>>>(&bytes)
+                .map_err(|e| format!("the log's committed log id does not decode: {e}"))?,
+        };
+        let committed = committed
+            .filter(|c| log.contains(c) || purged.is_some_and(|p| c.index <= p.index))
+            .or(purged);
         let (syncs, rx) = mpsc::unbounded_channel();
-        (
+        Ok((
             SimLogStore {
                 world,
                 id,
                 epoch,
+                log,
+                committed,
                 syncs,
             },
             rx,
-        )
+        ))
     }
 
     /// Runs `f` on this member's disk, unless a crash made this store stale.
@@ -104,9 +148,24 @@ impl SimLogStore {
         f: impl FnOnce(&mut crate::disk::Disk) -> R,
     ) -> Result<R, StorageError<NodeId>> {
         self.world.with(|w| match w.nodes.get_mut(&self.id) {
-            Some(m) if m.disk.epoch == self.epoch => Ok(f(&mut m.disk)),
+            Some(m) if m.disk.epoch() == self.epoch => Ok(f(&mut m.disk)),
             _ => Err(stale()),
         })
+    }
+
+    /// Waits for a barrier covering every write made so far.
+    async fn barrier(&self) -> Result<(), StorageError<NodeId>> {
+        let (done, wait) = oneshot::channel();
+        self.syncs
+            .send(SyncRequest {
+                waiter: Waiter::Store(done),
+            })
+            .map_err(|_| stale())?;
+        match wait.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(log_write_error(e)),
+            Err(_) => Err(stale()),
+        }
     }
 
     /// How long a sync takes now: a seeded base latency plus the member's
@@ -120,11 +179,13 @@ impl SimLogStore {
 }
 
 /// The member's sync worker: takes sync requests in order, waits the sync
-/// latency, makes everything queued durable at once, then acknowledges.
+/// latency, runs one barrier of the real log for everything queued, then
+/// tells the waiters.
 pub async fn sync_worker(
     world: WorldRef,
     id: NodeId,
     epoch: u64,
+    log: SimLog,
     mut requests: mpsc::UnboundedReceiver<SyncRequest>,
 ) {
     while let Some(first) = requests.recv().await {
@@ -134,11 +195,8 @@ pub async fn sync_worker(
         while let Ok(more) = requests.try_recv() {
             batch.push(more);
         }
-        let Some(last) = batch.last().map(|r| r.seq) else {
-            continue;
-        };
         let synced = world.with(|w| match w.nodes.get_mut(&id) {
-            Some(m) if m.disk.epoch == epoch => {
+            Some(m) if m.disk.epoch() == epoch => {
                 // A failed sync is not an acknowledged write: nothing of
                 // the batch becomes durable, and (as raftlock-storage's
                 // worker) every later sync fails too, since the kernel may
@@ -148,10 +206,11 @@ pub async fn sync_worker(
                 }
                 if let Some(error) = m.sync_failed {
                     w.failed_syncs += 1;
-                    Some(Err(error))
+                    Some(Err(format!("sync failed: {error}")))
                 } else {
-                    m.disk.sync_to(last);
-                    Some(Ok(()))
+                    // Every write of the batch was made before its request
+                    // was sent, so before this barrier begins.
+                    Some(barrier(&log))
                 }
             }
             _ => None,
@@ -160,10 +219,23 @@ pub async fn sync_worker(
             return;
         };
         for request in batch {
-            if let Some(ack) = request.ack {
-                ack.log_io_completed(synced.map_err(|e| io_error(&format!("sync failed: {e}"))));
+            match request.waiter {
+                Waiter::Append(ack) => {
+                    ack.log_io_completed(synced.clone().map_err(|e| io_error(&e)))
+                }
+                Waiter::Store(done) => {
+                    let _ = done.send(synced.clone());
+                }
+                Waiter::Nobody => {}
             }
         }
+    }
+}
+
+impl SimLogStore {
+    /// The log, for the sync worker.
+    pub fn log(&self) -> SimLog {
+        self.log.clone()
     }
 }
 
@@ -172,13 +244,8 @@ impl RaftLogReader<TypeConfig> for SimLogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
-        self.disk(|d| {
-            d.live
-                .entries
-                .range(range)
-                .map(|(_, e)| e.clone())
-                .collect()
-        })
+        self.disk(|_| ())?;
+        self.log.range(range).map_err(log_read_error)
     }
 }
 
@@ -186,12 +253,10 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
     type LogReader = Self;
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
-        self.disk(|d| {
-            let last = d.live.entries.values().next_back().map(|e| e.log_id);
-            LogState {
-                last_purged_log_id: d.live.purged,
-                last_log_id: last.or(d.live.purged),
-            }
+        let purged = self.disk(|d| d.purged)?;
+        Ok(LogState {
+            last_purged_log_id: purged,
+            last_log_id: self.log.last_log_id().or(purged),
         })
     }
 
@@ -207,7 +272,7 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
         // member is out until it restarts.
         let error = self.world.with(|w| {
             let m = w.nodes.get_mut(&id)?;
-            if m.disk.epoch != self.epoch {
+            if m.disk.epoch() != self.epoch {
                 return None;
             }
             let error = m.sync_failed.or(m.sync_error)?;
@@ -243,21 +308,25 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
         &mut self,
         committed: Option<LogId<NodeId>>,
     ) -> Result<(), StorageError<NodeId>> {
-        let synced = self.world.with(|w| w.committed_synced);
-        self.disk(|d| {
-            let seq = d.write(DiskOp::Committed(committed));
-            // Synced: a restarted member never applies less than it had
-            // acknowledged. With the next sync (raftlock-storage's way), a
-            // member restored as leader can answer a read index below an
-            // entry it acknowledged: see docs/testing.md.
-            if synced {
-                d.sync_to(seq);
-            }
-        })
+        self.disk(|_| ())?;
+        let bytes = serde_json::to_vec(&committed).map_err(log_write_error)?;
+        self.log.set_committed(bytes);
+        self.committed = committed;
+        // Synced: a restarted member never applies less than it had
+        // acknowledged. With the next mark (raftlock-storage's way), a
+        // member restored as leader can answer a read index below an entry
+        // it acknowledged: see docs/testing.md.
+        if self.world.with(|w| w.committed_synced) {
+            // The mark is written at once; the barrier makes it durable.
+            self.log.close(false).map_err(log_write_error)?;
+            barrier(&self.log).map_err(log_write_error)?;
+        }
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
-        self.disk(|d| d.live.committed)
+        self.disk(|_| ())?;
+        Ok(self.committed)
     }
 
     async fn append<I>(
@@ -269,8 +338,8 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let entries: Vec<_> = entries.into_iter().collect();
-        let seq = self.disk(|d| d.write(DiskOp::Append(entries)))?;
+        self.disk(|_| ())?;
+        self.log.append(entries).map_err(log_write_error)?;
         // The defect acknowledges what is only in the page cache: a power
         // loss then forgets entries the leader counted as replicated.
         // The follower-only defect does the same on a member that does not
@@ -280,27 +349,32 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
                 w.raft(self.id)
                     .is_some_and(|r| r.metrics().borrow().state != openraft::ServerState::Leader)
             });
-        let ack = if cfg!(feature = "inject-ack-before-sync") || follower {
+        let waiter = if cfg!(feature = "inject-ack-before-sync") || follower {
             callback.log_io_completed(Ok(()));
-            None
+            Waiter::Nobody
         } else {
-            Some(callback)
+            Waiter::Append(callback)
         };
-        self.syncs
-            .send(SyncRequest { seq, ack })
-            .map_err(|_| stale())
+        self.syncs.send(SyncRequest { waiter }).map_err(|_| stale())
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
-        self.disk(|d| {
-            d.write(DiskOp::Truncate(log_id.index));
-        })
+        self.disk(|_| ())?;
+        // Durable before returning, as the real store: openraft may next
+        // append entries with the same indexes and must never see the old
+        // ones come back.
+        self.log
+            .remove_from(log_id.index)
+            .map_err(log_write_error)?;
+        self.barrier().await
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
-        self.disk(|d| {
-            d.write(DiskOp::Purge(log_id));
-        })
+        // The pointer is durable at once (as the vote); the segments it
+        // lets go are deleted after the next barrier.
+        self.disk(|d| d.purged = d.purged.max(Some(log_id)))?;
+        self.log.remove_upto(log_id.index);
+        self.barrier().await
     }
 }
 
@@ -315,7 +389,7 @@ pub struct SimStateMachine {
 impl SimStateMachine {
     /// The state machine of member `id`, for its disk's current epoch.
     pub fn new(world: WorldRef, id: NodeId) -> Self {
-        let epoch = world.with(|w| w.nodes.get(&id).map_or(0, |m| m.disk.epoch));
+        let epoch = world.with(|w| w.nodes.get(&id).map_or(0, |m| m.disk.epoch()));
         SimStateMachine { world, id, epoch }
     }
 
@@ -324,7 +398,7 @@ impl SimStateMachine {
         f: impl FnOnce(&mut crate::world::World) -> Result<R, StorageError<NodeId>>,
     ) -> Result<R, StorageError<NodeId>> {
         self.world.with(|w| {
-            if w.nodes.get(&self.id).map(|m| m.disk.epoch) != Some(self.epoch) {
+            if w.nodes.get(&self.id).map(|m| m.disk.epoch()) != Some(self.epoch) {
                 return Err(stale());
             }
             f(w)

@@ -192,28 +192,42 @@ impl World {
     /// demoted one.
     pub fn check_committed_durable(&mut self, crashed: NodeId) {
         let need = (self.nodes.len().saturating_sub(1)) / 2 + 1;
+        // What each disk would hold after a crash now: its log reopened
+        // from the durable bytes (the real recovery), its purge pointer and
+        // its snapshot.
+        let mut unreadable = Vec::new();
+        let disks: Vec<_> = self
+            .nodes
+            .iter()
+            .map(|(id, m)| {
+                let log = m
+                    .disk
+                    .durable_log()
+                    .map_err(|e| unreadable.push((*id, e)))
+                    .ok();
+                let floor = m
+                    .disk
+                    .snapshot
+                    .as_ref()
+                    .and_then(|(meta, _)| meta.last_log_id)
+                    .max(m.disk.purged)
+                    .map(|l| l.index);
+                (log, floor)
+            })
+            .collect();
+        for (id, e) in unreadable {
+            self.violation(format!("member {id}'s durable log does not open: {e}"));
+        }
         let lost = self
             .oracle
             .applied
             .iter()
             .find_map(|(index, (log_id, _, by))| {
-                let held = self
-                    .nodes
-                    .values()
-                    .filter(|m| {
-                        let covered = m
-                            .disk
-                            .snapshot
-                            .as_ref()
-                            .and_then(|(meta, _)| meta.last_log_id)
-                            .is_some_and(|l| l.index >= *index)
-                            || m.disk.durable.purged.is_some_and(|l| l.index >= *index);
-                        covered
-                            || m.disk
-                                .durable
-                                .entries
-                                .get(index)
-                                .is_some_and(|e| e.log_id == *log_id)
+                let held = disks
+                    .iter()
+                    .filter(|(log, floor)| {
+                        floor.is_some_and(|f| f >= *index)
+                            || log.as_ref().is_some_and(|l| l.contains(log_id))
                     })
                     .count();
                 (held < need).then_some((*log_id, *by, held))
@@ -474,20 +488,24 @@ mod tests {
         world.with(|w| {
             let entry = openraft::Entry {
                 log_id: log_id(1, 5),
-                payload: openraft::EntryPayload::Blank,
+                payload: openraft::EntryPayload::<raftlock_node::TypeConfig>::Blank,
             };
             w.oracle.applied.insert(5, (log_id(1, 5), 0, 1));
-            let disk = &mut w.nodes.get_mut(&1).unwrap().disk;
-            let seq = disk.write(crate::disk::DiskOp::Append(vec![entry.clone()]));
-            disk.sync_to(seq);
+            let log = |w: &mut World, id| {
+                let disk = &w.nodes.get(&id).unwrap().disk;
+                crate::disk::open_log(disk.fs(), disk.purged).unwrap().0
+            };
+            let on_1 = log(w, 1);
+            on_1.append([entry.clone()]).unwrap();
+            crate::disk::barrier(&on_1).unwrap();
             w.check_committed_durable(2);
             assert_eq!(w.oracle.violations.len(), 1, "on one disk of three");
             // Written on a second disk, but not synced: still lost.
-            let disk = &mut w.nodes.get_mut(&2).unwrap().disk;
-            let seq = disk.write(crate::disk::DiskOp::Append(vec![entry]));
+            let on_2 = log(w, 2);
+            on_2.append([entry]).unwrap();
             w.check_committed_durable(3);
             assert_eq!(w.oracle.violations.len(), 2);
-            w.nodes.get_mut(&2).unwrap().disk.sync_to(seq);
+            crate::disk::barrier(&on_2).unwrap();
             w.check_committed_durable(3);
             assert_eq!(w.oracle.violations.len(), 2, "on two disks of three");
         });

@@ -106,19 +106,19 @@ fn a_committed_id_synced_late_is_safe_once_no_leadership_is_restored() {
     // leader of the same term at once; its read index is then bounded by
     // the committed id it read back. Made durable only with the next sync
     // (raftlock-storage's way), that id can be older than a write the
-    // leader acknowledged before a power loss: seed 8 read stale. Read
+    // leader acknowledged before a power loss: seed 18 reads stale. Read
     // back uncommitted (raftlock-storage's way since), the vote restores
-    // no leader and seed 8 passes; the ids synced at once pass either way.
+    // no leader and seed 18 passes; the ids synced at once pass either way.
     let config = |committed_synced, restore_leadership| RunConfig {
         committed_synced,
         restore_leadership,
         faults: vec![raftlock_sim::Fault::PowerLoss],
-        // The register clients alone, as when seed 8 was found.
+        // The register clients alone.
         lock_clients: 0,
-        ..RunConfig::new(8)
+        ..RunConfig::new(18)
     };
     let stale = run(config(false, true)).expect("run");
-    assert!(!stale.passed(), "seed 8 with a restored leader passed");
+    assert!(!stale.passed(), "seed 18 with a restored leader passed");
     let fixed = run(config(false, false)).expect("run");
     assert!(fixed.passed(), "{:?}", fixed.violations);
     let synced = run(config(true, true)).expect("run");
@@ -162,7 +162,7 @@ fn a_failing_seed_prints_its_replay_command_and_timeline() {
         .args([
             "run",
             "--seed",
-            "8",
+            "18",
             "--faults",
             "power-loss",
             "--committed-with-next-sync",
@@ -177,7 +177,7 @@ fn a_failing_seed_prints_its_replay_command_and_timeline() {
     assert!(
         stdout.contains("replay: cargo run -p raftlock-sim")
             && stdout.contains(
-                "-- run --seed 8 --seconds 10 --members 3 --committed-with-next-sync --restore-leadership --lock-clients 0 --faults 'power-loss' --history"
+                "-- run --seed 18 --seconds 10 --members 3 --committed-with-next-sync --restore-leadership --lock-clients 0 --faults 'power-loss' --history"
             ),
         "{stdout}"
     );
@@ -213,9 +213,9 @@ fn stale_reads_are_caught_by_the_first_seed() {
     assert!(!r.passed());
 }
 
-/// openraft 0.9's leader ids are `(term, node id)`: in seed 311 two members
+/// openraft 0.9's leader ids are `(term, node id)`: in seed 49 two members
 /// lead one term, one after the other, legally. The oracle keys leaders by
-/// leader id and passes it; keyed by term it failed this seed.
+/// leader id and passes it; keyed by term it fails this seed.
 #[cfg(not(any(
     feature = "inject-ack-before-sync",
     feature = "inject-stale-read",
@@ -226,10 +226,10 @@ fn stale_reads_are_caught_by_the_first_seed() {
 fn two_leader_ids_in_one_term_pass() {
     let r = run(RunConfig {
         lock_clients: 0,
-        ..RunConfig::new(311)
+        ..RunConfig::new(49)
     })
     .expect("run");
-    assert!(r.shared_terms >= 1, "seed 311 no longer shares a term");
+    assert!(r.shared_terms >= 1, "seed 49 no longer shares a term");
     assert!(r.passed(), "{:?}", r.violations);
 }
 
@@ -297,7 +297,7 @@ fn disk_errors_and_torn_crashes_pass_and_happen() {
             "seed {seed}: {:?}; replay: cargo run -p raftlock-sim -- run --seed {seed} --faults disk-error,torn-crash --history",
             r.violations
         );
-        torn += r.torn_records;
+        torn += r.torn_writes;
         failed += r.failed_syncs;
     }
     assert!(torn > 0, "no crash tore a record");
