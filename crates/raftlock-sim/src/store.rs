@@ -153,6 +153,17 @@ impl SimLogStore {
         })
     }
 
+    /// The log, for the sync worker.
+    pub fn log(&self) -> SimLog {
+        self.log.clone()
+    }
+
+    /// Fails unless this store's incarnation still runs (no crash since it
+    /// opened): the log itself fails too, but only once it touches a file.
+    fn live(&self) -> Result<(), StorageError<NodeId>> {
+        self.disk(|_| ())
+    }
+
     /// Waits for a barrier covering every write made so far.
     async fn barrier(&self) -> Result<(), StorageError<NodeId>> {
         let (done, wait) = oneshot::channel();
@@ -232,19 +243,12 @@ pub async fn sync_worker(
     }
 }
 
-impl SimLogStore {
-    /// The log, for the sync worker.
-    pub fn log(&self) -> SimLog {
-        self.log.clone()
-    }
-}
-
 impl RaftLogReader<TypeConfig> for SimLogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
-        self.disk(|_| ())?;
+        self.live()?;
         self.log.range(range).map_err(log_read_error)
     }
 }
@@ -308,7 +312,7 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
         &mut self,
         committed: Option<LogId<NodeId>>,
     ) -> Result<(), StorageError<NodeId>> {
-        self.disk(|_| ())?;
+        self.live()?;
         let bytes = serde_json::to_vec(&committed).map_err(log_write_error)?;
         self.log.set_committed(bytes);
         self.committed = committed;
@@ -325,7 +329,7 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
-        self.disk(|_| ())?;
+        self.live()?;
         Ok(self.committed)
     }
 
@@ -338,7 +342,7 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        self.disk(|_| ())?;
+        self.live()?;
         self.log.append(entries).map_err(log_write_error)?;
         // The defect acknowledges what is only in the page cache: a power
         // loss then forgets entries the leader counted as replicated.
@@ -359,7 +363,7 @@ impl RaftLogStorage<TypeConfig> for SimLogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
-        self.disk(|_| ())?;
+        self.live()?;
         // Durable before returning, as the real store: openraft may next
         // append entries with the same indexes and must never see the old
         // ones come back.
